@@ -1,0 +1,1 @@
+console.log("ROOT INSTALL RAN")

@@ -1,0 +1,137 @@
+import type { Observable } from 'rxjs';
+import type { ProducerId, Sequence } from '../ids.js';
+import type { Topic } from '../topics.js';
+
+/**
+ * The broker interface that the in-memory, Redis Streams and Pulsar brokers implement.
+ *
+ * Brokers move opaque payloads (msgpack bytes made by a `Codec`); they know topics,
+ * subscriptions, acks and redelivery, never message types. Every message carries the
+ * `(producer, sequence)` pair that consumers use for exactly-once effects: a consumer
+ * stores the highest applied sequence per producer in the same RocksDB write batch as the
+ * effects, then acks, and skips a redelivered message at or below that mark.
+ *
+ * Delivery is at-least-once. Per topic, messages of one producer are delivered in the order
+ * sent, except that a nacked message comes back after its delay.
+ */
+export interface Broker {
+  /** `memory`, `redis` or `pulsar`. */
+  readonly kind: string;
+  /** A producer on `topic`. @throws BrokerClosedError after `close()`. */
+  producer(topic: Topic, options: ProducerOptions): Promise<Producer>;
+  /**
+   * Joins (or creates) the named subscription on `topic`. A subscription starts at the
+   * earliest retained message the first time it is created.
+   * @throws InvalidArgumentError when a second consumer joins an exclusive subscription.
+   */
+  subscribe(topic: Topic, options: SubscribeOptions): Promise<Consumer>;
+  /** Messages moved to the dead-letter topic of `subscription` on `topic`, oldest first. */
+  deadLetters(topic: Topic, subscription: string): Promise<DeadLetter[]>;
+  /** Closes every producer and consumer of this client; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Options of `Broker.producer`. */
+export interface ProducerOptions {
+  /** Stable producer name; the consumer's exactly-once marks are keyed by it. */
+  readonly producer: ProducerId;
+}
+
+/** Sends payloads to one topic. */
+export interface Producer {
+  readonly topic: Topic;
+  readonly producer: ProducerId;
+  /**
+   * Sends one payload. `sequence` defaults to the producer's next number (0, 1, ...);
+   * callers that replay an outbox pass the sequence they stored. Resolves when the broker
+   * has the message durably (per the broker's own guarantee).
+   * @throws BrokerClosedError, BrokerDisconnectedError
+   */
+  send(payload: Uint8Array, options?: SendOptions): Promise<void>;
+  /** Resolves when all sent messages are persisted. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Options of `Producer.send`. */
+export interface SendOptions {
+  readonly sequence?: Sequence;
+  /** Routing key for key_shared subscriptions. */
+  readonly key?: string;
+}
+
+/**
+ * Subscription types, as in Pulsar:
+ * - exclusive: one consumer; a second `subscribe` fails.
+ * - failover: many consumers, one active; when it leaves, its unacked messages go to the next.
+ * - shared: many consumers, messages spread among them; unacked messages of a consumer that
+ *   leaves go to the others.
+ * - key_shared: shared, but all messages with one key go to the same consumer.
+ */
+export type SubscriptionType = 'exclusive' | 'failover' | 'shared' | 'key_shared';
+
+/** Options of `Broker.subscribe`. */
+export interface SubscribeOptions {
+  readonly subscription: string;
+  readonly type: SubscriptionType;
+  /**
+   * Most messages delivered to this consumer and not yet acked (backpressure: the broker
+   * stops delivering until the consumer acks). Default 1000.
+   */
+  readonly receiverQueueSize?: number;
+  /** Delay before a nacked message is delivered again, in ms. Default 1000. */
+  readonly nackRedeliveryDelayMs?: number;
+  /**
+   * After this many redeliveries a nacked message goes to the dead-letter topic with its
+   * reason instead. Default: unlimited (no dead-letter topic).
+   */
+  readonly maxRedeliveries?: number;
+}
+
+/** One delivered message. */
+export interface BrokerMessage {
+  /** Broker-specific id, opaque to callers. */
+  readonly id: string;
+  readonly topic: Topic;
+  readonly payload: Uint8Array;
+  readonly producer: ProducerId;
+  readonly sequence: Sequence;
+  readonly key?: string;
+  /** 0 on first delivery. */
+  readonly redeliveryCount: number;
+  /** Broker time of publish, ms since the epoch. */
+  readonly publishTime: number;
+}
+
+/** A message that was given up on, with why. */
+export interface DeadLetter {
+  readonly message: BrokerMessage;
+  readonly reason: string;
+}
+
+/**
+ * One consumer of a subscription: push (`messages$`) or pull (`receive`), not both at once.
+ */
+export interface Consumer {
+  /**
+   * Push consumption: emits messages as the broker delivers them, at most
+   * `receiverQueueSize` unacked at a time. One subscriber at a time; completes on `close()`.
+   */
+  readonly messages$: Observable<BrokerMessage>;
+  /**
+   * Pull consumption: resolves with 1 to `max` messages as soon as at least one is there,
+   * or with `[]` after `timeoutMs` (default: wait indefinitely).
+   */
+  receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]>;
+  /** Acknowledges; the message will not be delivered again to this subscription. */
+  ack(message: BrokerMessage): Promise<void>;
+  /**
+   * Negative ack: deliver again after `nackRedeliveryDelayMs`, or move it to the dead-letter
+   * topic with `reason` once `maxRedeliveries` is exceeded.
+   */
+  nack(message: BrokerMessage, reason?: string): Promise<void>;
+  /** Moves the message to the dead-letter topic now (e.g. it does not decode) and acks it. */
+  deadLetter(message: BrokerMessage, reason: string): Promise<void>;
+  /** Leaves the subscription; unacked messages go to other consumers. Safe twice. */
+  close(): Promise<void>;
+}

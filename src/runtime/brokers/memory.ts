@@ -1,0 +1,409 @@
+import { Observable, Subscriber } from 'rxjs';
+import { BrokerClosedError, InvalidArgumentError } from '../../errors.js';
+import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
+import { topicName, type Topic } from '../topics.js';
+import type {
+  Broker, BrokerMessage, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions, SubscriptionType,
+} from './broker.js';
+
+/**
+ * The embedded broker: topics, subscriptions, acks, redelivery and dead letters in one
+ * process's memory, with the semantics of the Pulsar and Redis Streams brokers (see
+ * `broker.ts`). Payloads are copied on send, so what crosses it is bytes, as on a wire.
+ *
+ * Retention: a message is dropped once every subscription that existed when it was sent
+ * has acked it; a subscription created later starts at the earliest retained message.
+ * Not durable: a process crash loses everything in it (use Redis or Pulsar for that).
+ */
+export class MemoryBroker implements Broker {
+  readonly kind = 'memory';
+  readonly #topics = new Map<string, MemoryTopic>();
+  readonly #consumers = new Set<MemoryConsumer>();
+  #closed = false;
+
+  /** A producer on `topic`. @throws BrokerClosedError after `close()`. */
+  async producer(topic: Topic, options: ProducerOptions): Promise<Producer> {
+    this.#assertOpen();
+    return new MemoryProducer(this.#topic(topic), topic, options.producer, () => this.#closed);
+  }
+
+  /** @throws InvalidArgumentError on a second consumer of an exclusive subscription or a type change. */
+  async subscribe(topic: Topic, options: SubscribeOptions): Promise<Consumer> {
+    this.#assertOpen();
+    const t = this.#topic(topic);
+    let sub = t.subscriptions.get(options.subscription);
+    if (!sub) {
+      sub = new MemorySubscription(t, options.subscription, options.type);
+      t.subscriptions.set(options.subscription, sub);
+    } else if (sub.type !== options.type) {
+      throw new InvalidArgumentError(`subscription ${options.subscription} on ${topicName(topic)} is ${sub.type}, not ${options.type}`);
+    }
+    if (sub.type === 'exclusive' && sub.consumers.length > 0) {
+      throw new InvalidArgumentError(`exclusive subscription ${options.subscription} on ${topicName(topic)} already has a consumer`);
+    }
+    const consumer = new MemoryConsumer(sub, topic, options, (c) => this.#consumers.delete(c));
+    this.#consumers.add(consumer);
+    sub.consumers.push(consumer);
+    sub.schedule();
+    return consumer;
+  }
+
+  async deadLetters(topic: Topic, subscription: string): Promise<DeadLetter[]> {
+    return [...(this.#topics.get(topicName(topic))?.subscriptions.get(subscription)?.deadLetters ?? [])];
+  }
+
+  /** Messages retained on `topic` (sent and not yet acked by every subscription). */
+  backlog(topic: Topic): number {
+    return this.#topics.get(topicName(topic))?.log.length ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#consumers].map((c) => c.close()));
+    for (const t of this.#topics.values()) for (const s of t.subscriptions.values()) s.dispose();
+  }
+
+  #topic(topic: Topic): MemoryTopic {
+    const name = topicName(topic);
+    let t = this.#topics.get(name);
+    if (!t) {
+      t = new MemoryTopic(topic);
+      this.#topics.set(name, t);
+    }
+    return t;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new BrokerClosedError('memory broker is closed');
+  }
+}
+
+/** One retained message. `offset` is its position in the topic, never reused. */
+interface Entry {
+  readonly offset: number;
+  readonly payload: Uint8Array;
+  readonly producer: ProducerId;
+  readonly sequence: Sequence;
+  readonly key?: string;
+  readonly publishTime: number;
+}
+
+class MemoryTopic {
+  /** Retained entries; `log[i].offset === base + i`. */
+  log: Entry[] = [];
+  base = 0;
+  next = 0;
+  readonly subscriptions = new Map<string, MemorySubscription>();
+  constructor(readonly topic: Topic) {}
+
+  append(entry: Omit<Entry, 'offset'>): void {
+    this.log.push({ ...entry, offset: this.next++ });
+    for (const s of this.subscriptions.values()) s.schedule();
+  }
+
+  entry(offset: number): Entry | undefined {
+    return this.log[offset - this.base];
+  }
+
+  /** Drops the prefix that every subscription has acked. */
+  trim(): void {
+    let low = this.next;
+    for (const s of this.subscriptions.values()) low = Math.min(low, s.lowWatermark());
+    const drop = low - this.base;
+    if (drop > 1024 || (drop > 0 && drop === this.log.length)) {
+      this.log = this.log.slice(drop);
+      this.base = low;
+    }
+  }
+}
+
+/** A delivery in flight: which consumer has the entry and how often it was redelivered. */
+interface InFlight {
+  readonly entry: Entry;
+  readonly redeliveryCount: number;
+  consumer: MemoryConsumer | undefined;
+}
+
+class MemorySubscription {
+  readonly consumers: MemoryConsumer[] = [];
+  readonly deadLetters: DeadLetter[] = [];
+  /** Next offset never delivered yet. */
+  cursor: number;
+  /** Offsets delivered (or waiting for redelivery) and not acked. */
+  readonly pending = new Map<number, InFlight>();
+  /** Ready for redelivery, in offset order. */
+  redeliver: InFlight[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #scheduled = false;
+  #roundRobin = 0;
+
+  constructor(readonly topic: MemoryTopic, readonly name: string, readonly type: SubscriptionType) {
+    this.cursor = topic.base;
+  }
+
+  lowWatermark(): number {
+    let low = this.cursor;
+    for (const offset of this.pending.keys()) low = Math.min(low, offset);
+    return low;
+  }
+
+  /** Dispatch on a microtask so that `ack` inside a `next` handler never re-enters it. */
+  schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    for (;;) {
+      const next = this.redeliver[0] ?? this.#fresh();
+      if (!next) return;
+      const consumer = this.#pick(next.entry);
+      if (!consumer) return;
+      if (next === this.redeliver[0]) this.redeliver.shift();
+      else this.cursor++;
+      next.consumer = consumer;
+      this.pending.set(next.entry.offset, next);
+      consumer.deliver(next);
+    }
+  }
+
+  #fresh(): InFlight | undefined {
+    const entry = this.topic.entry(this.cursor);
+    return entry ? { entry, redeliveryCount: 0, consumer: undefined } : undefined;
+  }
+
+  #pick(entry: Entry): MemoryConsumer | undefined {
+    const n = this.consumers.length;
+    if (n === 0) return undefined;
+    if (this.type === 'exclusive' || this.type === 'failover') {
+      const active = this.consumers[0]!;
+      return active.hasCapacity() ? active : undefined;
+    }
+    if (this.type === 'key_shared' && entry.key !== undefined) {
+      let h = 0;
+      for (let i = 0; i < entry.key.length; i++) h = (Math.imul(h, 31) + entry.key.charCodeAt(i)) >>> 0;
+      const c = this.consumers[h % n]!;
+      return c.hasCapacity() ? c : undefined;
+    }
+    for (let i = 0; i < n; i++) {
+      const c = this.consumers[(this.#roundRobin + i) % n]!;
+      if (c.hasCapacity()) {
+        this.#roundRobin = (this.#roundRobin + i + 1) % n;
+        return c;
+      }
+    }
+    return undefined;
+  }
+
+  ack(consumer: MemoryConsumer, offset: number): boolean {
+    const f = this.pending.get(offset);
+    if (!f || f.consumer !== consumer) return false; // stale ack after a handover: ignored
+    this.pending.delete(offset);
+    this.topic.trim();
+    this.schedule();
+    return true;
+  }
+
+  nack(consumer: MemoryConsumer, offset: number, reason: string, delayMs: number, maxRedeliveries: number | undefined): boolean {
+    const f = this.pending.get(offset);
+    if (!f || f.consumer !== consumer) return false;
+    const again: InFlight = { entry: f.entry, redeliveryCount: f.redeliveryCount + 1, consumer: undefined };
+    if (maxRedeliveries !== undefined && again.redeliveryCount > maxRedeliveries) {
+      this.pending.delete(offset);
+      this.deadLetters.push({ message: toMessage(this.topic.topic, f), reason });
+      this.topic.trim();
+      this.schedule();
+      return true;
+    }
+    f.consumer = undefined; // parked: counts as pending so retention keeps it
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (this.pending.get(offset) !== f) return;
+      this.pending.set(offset, again);
+      this.#requeue([again]);
+    }, delayMs);
+    this.#timers.add(timer);
+    return true;
+  }
+
+  deadLetter(consumer: MemoryConsumer, offset: number, reason: string): boolean {
+    const f = this.pending.get(offset);
+    if (!f || f.consumer !== consumer) return false;
+    this.pending.delete(offset);
+    this.deadLetters.push({ message: toMessage(this.topic.topic, f), reason });
+    this.topic.trim();
+    this.schedule();
+    return true;
+  }
+
+  /** A consumer left: its unacked messages go back for redelivery, oldest first. */
+  leave(consumer: MemoryConsumer): void {
+    const i = this.consumers.indexOf(consumer);
+    if (i >= 0) this.consumers.splice(i, 1);
+    const back: InFlight[] = [];
+    for (const [offset, f] of this.pending) {
+      if (f.consumer === consumer) {
+        const again = { entry: f.entry, redeliveryCount: f.redeliveryCount + 1, consumer: undefined };
+        this.pending.set(offset, again);
+        back.push(again);
+      }
+    }
+    this.#requeue(back);
+  }
+
+  #requeue(items: InFlight[]): void {
+    if (items.length === 0) return;
+    this.redeliver = [...this.redeliver, ...items].sort((a, b) => a.entry.offset - b.entry.offset);
+    this.schedule();
+  }
+
+  dispose(): void {
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+  }
+}
+
+function toMessage(topic: Topic, f: InFlight): BrokerMessage {
+  const e = f.entry;
+  return {
+    id: String(e.offset),
+    topic,
+    payload: e.payload,
+    producer: e.producer,
+    sequence: e.sequence,
+    ...(e.key !== undefined ? { key: e.key } : {}),
+    redeliveryCount: f.redeliveryCount,
+    publishTime: e.publishTime,
+  };
+}
+
+class MemoryProducer implements Producer {
+  #next = 0;
+  #closed = false;
+  constructor(
+    readonly t: MemoryTopic,
+    readonly topic: Topic,
+    readonly producer: ProducerId,
+    readonly brokerClosed: () => boolean,
+  ) {}
+
+  async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
+    if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
+    const seq = options?.sequence ?? toSequence(this.#next);
+    this.#next = Math.max(this.#next, seq + 1);
+    this.t.append({
+      payload: Uint8Array.prototype.slice.call(payload),
+      producer: this.producer,
+      sequence: seq,
+      ...(options?.key !== undefined ? { key: options.key } : {}),
+      publishTime: Date.now(),
+    });
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+}
+
+class MemoryConsumer implements Consumer {
+  readonly messages$: Observable<BrokerMessage>;
+  readonly #capacity: number;
+  readonly #delayMs: number;
+  readonly #maxRedeliveries: number | undefined;
+  /** Delivered to this consumer, not yet handed to the application (pull mode). */
+  #buffer: BrokerMessage[] = [];
+  #subscriber: Subscriber<BrokerMessage> | undefined;
+  #waiter: (() => void) | undefined;
+  /** Delivered to this consumer and not acked, nacked or dead-lettered yet. */
+  #inFlight = 0;
+  #closed = false;
+
+  constructor(
+    readonly sub: MemorySubscription,
+    readonly topic: Topic,
+    options: SubscribeOptions,
+    readonly onClose: (c: MemoryConsumer) => void,
+  ) {
+    this.#capacity = options.receiverQueueSize ?? 1000;
+    this.#delayMs = options.nackRedeliveryDelayMs ?? 1000;
+    this.#maxRedeliveries = options.maxRedeliveries;
+    if (!(this.#capacity >= 1)) throw new InvalidArgumentError(`receiverQueueSize must be >= 1, got ${this.#capacity}`);
+    this.messages$ = new Observable<BrokerMessage>((subscriber) => {
+      if (this.#subscriber) {
+        subscriber.error(new InvalidArgumentError('messages$ already has a subscriber'));
+        return;
+      }
+      if (this.#closed) {
+        subscriber.complete();
+        return;
+      }
+      this.#subscriber = subscriber;
+      const buffered = this.#buffer;
+      this.#buffer = [];
+      for (const m of buffered) subscriber.next(m);
+      return () => {
+        if (this.#subscriber === subscriber) this.#subscriber = undefined;
+      };
+    });
+  }
+
+  hasCapacity(): boolean {
+    return !this.#closed && this.#inFlight < this.#capacity;
+  }
+
+  deliver(f: InFlight): void {
+    this.#inFlight++;
+    const m = toMessage(this.topic, f);
+    if (this.#subscriber) {
+      this.#subscriber.next(m);
+    } else {
+      this.#buffer.push(m);
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w?.();
+    }
+  }
+
+  async receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
+    if (this.#closed) throw new BrokerClosedError('consumer is closed');
+    if (this.#buffer.length === 0) {
+      await new Promise<void>((resolve) => {
+        const timer = timeoutMs === undefined ? undefined : setTimeout(() => { this.#waiter = undefined; resolve(); }, timeoutMs);
+        this.#waiter = () => { if (timer) clearTimeout(timer); resolve(); };
+      });
+    }
+    return this.#buffer.splice(0, Math.max(1, max));
+  }
+
+  async ack(message: BrokerMessage): Promise<void> {
+    if (this.sub.ack(this, Number(message.id))) this.#inFlight--;
+  }
+
+  async nack(message: BrokerMessage, reason = 'nacked'): Promise<void> {
+    if (this.sub.nack(this, Number(message.id), reason, this.#delayMs, this.#maxRedeliveries)) this.#inFlight--;
+  }
+
+  async deadLetter(message: BrokerMessage, reason: string): Promise<void> {
+    if (this.sub.deadLetter(this, Number(message.id), reason)) this.#inFlight--;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#buffer = [];
+    this.sub.leave(this);
+    this.onClose(this);
+    const w = this.#waiter;
+    this.#waiter = undefined;
+    w?.();
+    this.#subscriber?.complete();
+    this.#subscriber = undefined;
+  }
+}

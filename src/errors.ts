@@ -94,3 +94,25 @@ export class InjectedFaultError extends ShardflowError {
     this.name = 'InjectedFaultError';
   }
 }
+
+/** A bounded mailbox is full and its overflow policy is `'fail'` (or `'drop-newest'` for an `ask`). */
+export class MailboxFullError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_MAILBOX_FULL';
+  constructor(message = 'mailbox is full', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MailboxFullError';
+  }
+}
+
+/**
+ * A child failed more often than its supervisor strategy's restart limit allows
+ * (`maxRestarts` within `withinMs`); the failure is escalated with this error, the last
+ * failure as `cause`.
+ */
+export class RestartIntensityExceededError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_RESTART_INTENSITY';
+  constructor(readonly path: string, message = 'restart intensity exceeded', options?: { cause?: unknown }) {
+    super(`${path}: ${message}`, options);
+    this.name = 'RestartIntensityExceededError';
+  }
+}

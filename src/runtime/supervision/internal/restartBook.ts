@@ -1,0 +1,44 @@
+/**
+ * Restart bookkeeping of one supervision unit (a child under one-for-one, a supervisor's group
+ * under one-for-all / rest-for-one): restart times inside the intensity window, and the
+ * consecutive-restart count that drives backoff.
+ */
+export class RestartBook {
+  /** Clock times (ms) of restart decisions, oldest first. */
+  #times: number[] = [];
+  /** Consecutive restarts since the last reset (the backoff exponent). */
+  #attempt = 0;
+  /** Clock time (ms) at which the last restart was due to happen (decision time + delay). */
+  #restartedAt = -Infinity;
+
+  /** Restarts recorded in `(now - withinMs, now]`; forgets older ones. */
+  countWithin(now: number, withinMs: number): number {
+    const times = this.#times;
+    let drop = 0;
+    while (drop < times.length && (times[drop] as number) <= now - withinMs) drop++;
+    if (drop > 0) times.splice(0, drop);
+    return times.length;
+  }
+
+  /**
+   * Records a restart decided at `now` and returns its backoff exponent: 0 if the unit ran at least
+   * `resetAfterMs` since its previous restart, else one more than last time.
+   */
+  record(now: number, resetAfterMs: number): number {
+    this.#times.push(now);
+    if (now - this.#restartedAt >= resetAfterMs) this.#attempt = 0;
+    return this.#attempt++;
+  }
+
+  /** Notes when the restart decided last will take effect (after its delay). */
+  restartsAt(at: number): void {
+    this.#restartedAt = at;
+  }
+
+  /** Forgets everything (after an escalation: the parent's decision starts a fresh period, as in OTP). */
+  clear(): void {
+    this.#times = [];
+    this.#attempt = 0;
+    this.#restartedAt = -Infinity;
+  }
+}

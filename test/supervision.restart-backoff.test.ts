@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ActorSystem, type ActorRef } from '../src/runtime/actor/index.js';
+import { SupervisorStrategy, seededRandom } from '../src/runtime/supervision/index.js';
+import { backoffDelay } from '../src/runtime/supervision/internal/backoffDelay.js';
+import { ManualClock, recordingBehavior, recordingLogger, settle, type Recording } from './kit/index.js';
+
+test('backoff delays follow min * factor^n capped at max (no jitter), and messages wait in the mailbox', async () => {
+  const clock = new ManualClock();
+  const journal: string[] = [];
+  const system = ActorSystem.create({ name: 'test', clock, logger: recordingLogger() });
+  const strategy = SupervisorStrategy.restartWithBackoff({ minMs: 100, maxMs: 1000, factor: 3, randomFactor: 0, resetAfterMs: 60_000 });
+  const ref: ActorRef<Recording, string> = system.spawn('a', recordingBehavior('a', journal), { supervision: strategy });
+  await settle();
+  const observed: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await ref.tell({ op: 'throw', error: new Error(`outage ${i}`) });
+    await settle();
+    assert.equal(system.tree().children[0]?.status, 'backoff');
+    const [due] = clock.pendingTimers();
+    observed.push((due as number) - clock.now());
+    await ref.tell({ op: 'work', id: `during-${i}` });
+    clock.advance((due as number) - clock.now() - 1);
+    await settle();
+    assert.equal(system.tree().children[0]?.status, 'backoff', 'not restarted 1 ms early');
+    assert.equal(system.tree().children[0]?.mailboxDepth, 1);
+    clock.advance(1);
+    await settle();
+    assert.equal(system.tree().children[0]?.status, 'running');
+  }
+  assert.deepEqual(observed, [100, 300, 900, 1000, 1000]);
+  assert.deepEqual(journal.filter((line) => line.includes('got')), ['a:got during-0#2', 'a:got during-1#3', 'a:got during-2#4', 'a:got during-3#5', 'a:got during-4#6']);
+  await system.terminate();
+});
+
+test('backoff count resets after resetAfterMs of failure-free running', async () => {
+  const clock = new ManualClock();
+  const system = ActorSystem.create({ name: 'test', clock, logger: recordingLogger() });
+  const strategy = SupervisorStrategy.restartWithBackoff({ minMs: 100, maxMs: 10_000, factor: 2, randomFactor: 0, resetAfterMs: 5000 });
+  const ref = system.spawn('a', recordingBehavior('a', []), { supervision: strategy });
+  const delays: number[] = [];
+  const failAndRecover = async (): Promise<void> => {
+    await ref.tell({ op: 'throw', error: new Error('x') });
+    await settle();
+    const [due] = clock.pendingTimers();
+    delays.push((due as number) - clock.now());
+    clock.advance((due as number) - clock.now());
+    await settle();
+  };
+  await failAndRecover();
+  await failAndRecover();
+  clock.advance(5000);
+  await failAndRecover();
+  assert.deepEqual(delays, [100, 200, 100]);
+  await system.terminate();
+});
+
+test('jitter is seeded: delays lie in [d, d * (1 + randomFactor)) and repeat with the same seed', () => {
+  const backoff = { minMs: 3000, maxMs: 30_000, factor: 2, randomFactor: 0.2, resetAfterMs: 3000 };
+  const run = (): number[] => {
+    const random = seededRandom(7);
+    return [0, 1, 2, 3, 4, 5].map((n) => backoffDelay(backoff, n, random));
+  };
+  const first = run();
+  assert.deepEqual(first, run());
+  const bases = [3000, 6000, 12_000, 24_000, 30_000, 30_000];
+  first.forEach((delay, i) => {
+    const base = bases[i] as number;
+    assert.ok(delay >= base && delay < base * 1.2, `${delay} in [${base}, ${base * 1.2})`);
+  });
+});
+
+test('a rule-specific backoff applies only to matching failures', async () => {
+  const clock = new ManualClock();
+  const system = ActorSystem.create({ name: 'test', clock, logger: recordingLogger() });
+  const strategy = SupervisorStrategy.oneForOne().on('SF_ERR_BROKER_DISCONNECTED', 'restart', { backoff: { minMs: 250, maxMs: 250, randomFactor: 0 } });
+  const journal: string[] = [];
+  const ref = system.spawn('a', recordingBehavior('a', journal), { supervision: strategy });
+  await ref.tell({ op: 'throw', error: new Error('plain') });
+  await settle();
+  assert.equal(system.tree().children[0]?.status, 'running', 'plain errors restart at once');
+  await ref.tell({ op: 'throw', error: Object.assign(new Error('gone'), { code: 'SF_ERR_BROKER_DISCONNECTED' }) });
+  await settle();
+  assert.equal(system.tree().children[0]?.status, 'backoff');
+  clock.advance(250);
+  await settle();
+  assert.equal(system.tree().children[0]?.status, 'running');
+  await system.terminate();
+});
+
+test('stopping an actor in backoff cancels its restart timer', async () => {
+  const clock = new ManualClock();
+  const journal: string[] = [];
+  const system = ActorSystem.create({ name: 'test', clock, logger: recordingLogger() });
+  const ref = system.spawn('a', recordingBehavior('a', journal), {
+    supervision: SupervisorStrategy.restartWithBackoff({ minMs: 1000, maxMs: 1000, randomFactor: 0 }),
+  });
+  await ref.tell({ op: 'throw', error: new Error('x') });
+  await settle();
+  assert.equal(clock.pendingTimers().length, 1);
+  await ref.stop();
+  assert.equal(clock.pendingTimers().length, 0);
+  assert.deepEqual(journal, ['a:start#1', 'a:stop#1']);
+  await system.terminate();
+});

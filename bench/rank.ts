@@ -1,0 +1,65 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { rankGraph, l1Distance } from '../src/jobs/rankGraph.js';
+import { readGraph, readScores } from '../src/replay/graphFile.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { tempDir } from '../test/kit/datasets.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * Ranks a graph (default cnr-2000 from ../shared/datasets, 325,557 pages and 3,216,152
+ * links) through the full pipeline with uniform weights and reports pages, links, load
+ * and converge seconds, rounds, pushes, messages, peak RSS and the L1 distance to the
+ * reference. Args: `--graph DIR` (pages.txt[.xz], links.tsv[.xz], pagerank.tsv[.xz]),
+ * `--partitions N` (default 16).
+ */
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const arg = (name: string, def: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 && args[i + 1] ? args[i + 1]! : def;
+  };
+  const dir = resolve(arg('--graph', join(here, '../../shared/datasets/cnr-2000')));
+  const partitions = Number(arg('--partitions', '16'));
+  const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
+  let peakRss = process.memoryUsage().rss;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  const t0 = performance.now();
+  const graph = await readGraph(file('pages.txt'), file('links.tsv'));
+  const readSeconds = (performance.now() - t0) / 1000;
+  const { dir: data, cleanup } = tempDir('shardflow-bench-');
+  const broker = new MemoryBroker();
+  try {
+    const result = await rankGraph({ graph, partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }) });
+    clearInterval(sampler);
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    const reference = existsSync(file('pagerank.tsv')) ? await readScores(file('pagerank.tsv')) : undefined;
+    return {
+      graph: dir.split('/').pop(),
+      partitions,
+      pages: result.pages,
+      links: result.outlinks,
+      readSeconds: round(readSeconds),
+      loadSeconds: round(result.loadSeconds),
+      convergeSeconds: round(result.convergeSeconds),
+      seconds: round(result.loadSeconds + result.convergeSeconds),
+      rounds: result.converge.rounds,
+      pushes: result.converge.pushes,
+      messages: result.converge.messages,
+      converged: result.converge.converged,
+      l1: reference ? l1Distance(new Map(result.scores), reference) : null,
+      peakRssMiB: Math.round(peakRss / 2 ** 20),
+    };
+  } finally {
+    clearInterval(sampler);
+    await broker.close();
+    cleanup();
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -1,0 +1,86 @@
+import type { Subscription } from 'rxjs';
+import type { ActorRef, Behavior } from '../../runtime/actor/index.js';
+import type { Consumer } from '../../runtime/brokers/broker.js';
+import { Namespaces, topic } from '../../runtime/topics.js';
+import { encodeInt64 } from '../../operators/mergeOperators.js';
+import type { Store } from '../../storage/index.js';
+import { linkOpCodec } from '../messages.js';
+import { AppliedMarks } from '../partition/appliedMarks.js';
+import type { PartitionEnv } from '../partition/env.js';
+import { applyExactlyOnce, feedMailbox, type Deliveries } from '../partition/inbox.js';
+import { ColumnFamilies, Counters, linkKey } from '../partition/schema.js';
+import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
+import { encodeLinkValue } from '../indexer/linkValue.js';
+import type { WeightFunction } from '../metrics/weights.js';
+
+/** Options of the backlinks actor beyond its partition. */
+export interface BacklinksOptions {
+  readonly weigh: WeightFunction;
+  /**
+   * The crawl policy of the same partition, poked after new targets were written to
+   * `pending`; absent when nothing is crawled (`shardflow rank`), and then no target is
+   * registered for crawling.
+   */
+  readonly crawlPolicy?: ActorRef<CrawlPolicyMessage>;
+}
+
+interface BacklinksState {
+  readonly store: Store;
+  readonly marks: AppliedMarks;
+  readonly consumer: Consumer;
+  readonly feed: Subscription;
+}
+
+/**
+ * The backlink store of one partition: consumes `links/<q>` and folds each link operation
+ * into `backlinks` (key target 0x00 source): add and update put the link's value, remove
+ * deletes it. The target of an added link is registered with the partition's crawl policy
+ * by a row in `pending`, written in the same batch, so that unseen targets get crawled.
+ */
+export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavior<Deliveries, BacklinksState> {
+  const owner = 'backlinks';
+  return {
+    kind: 'backlinks',
+    async start(ctx) {
+      const store = await env.store.acquire();
+      try {
+        const consumer = await env.broker.subscribe(topic(Namespaces.links, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 256 });
+        const feed = feedMailbox(consumer, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
+        return { store, consumer, feed, marks: new AppliedMarks(store, owner) };
+      } catch (err) {
+        await env.store.release();
+        throw err;
+      }
+    },
+    async receive(state, d) {
+      if (d.consumer !== state.consumer) return;
+      let discovered = 0;
+      await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.links }, d, linkOpCodec, (batch, value) => {
+        let delta = 0;
+        for (const op of value.ops) {
+          const key = linkKey(op.target, op.source);
+          if (op.op === 'remove') {
+            batch.delete(ColumnFamilies.backlinks, key);
+            delta--;
+          } else {
+            batch.put(ColumnFamilies.backlinks, key, encodeLinkValue(options.weigh(op.features), op.features));
+            if (op.op === 'add') {
+              delta++;
+              if (options.crawlPolicy) {
+                batch.put(ColumnFamilies.pending, op.target, new Uint8Array(0));
+                discovered++;
+              }
+            }
+          }
+        }
+        if (delta !== 0) batch.merge(ColumnFamilies.counters, Counters.backlinks, encodeInt64(delta));
+      });
+      if (discovered > 0) await options.crawlPolicy?.tell({ type: 'poke' });
+    },
+    async stop(state) {
+      state.feed.unsubscribe();
+      await state.consumer.close();
+      await env.store.release();
+    },
+  };
+}

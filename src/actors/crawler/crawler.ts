@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { Subscription } from 'rxjs';
+import type { Behavior } from '../../runtime/actor/index.js';
+import type { Broker, Consumer, Producer } from '../../runtime/brokers/broker.js';
+import { producerId, partitionId } from '../../runtime/ids.js';
+import type { Partitioner } from '../../runtime/partitioner.js';
+import { Namespaces, topic, topicName } from '../../runtime/topics.js';
+import type { Logger } from 'pino';
+import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
+import type { FlowCounters } from '../progress.js';
+import { feedMailbox, type Deliveries } from '../partition/inbox.js';
+import type { HttpFetcher } from './httpFetch.js';
+
+/** What a crawler needs. */
+export interface CrawlerOptions {
+  readonly name: string;
+  readonly broker: Broker;
+  readonly partitioner: Partitioner;
+  readonly fetcher: HttpFetcher;
+  readonly counters: FlowCounters;
+  readonly log: Logger;
+  /** Fetches in flight per crawler. Default 8. */
+  readonly concurrency?: number;
+}
+
+interface CrawlerState {
+  readonly consumers: Consumer[];
+  readonly feeds: Subscription[];
+  readonly producers: Map<number, Producer>;
+  readonly producerName: ReturnType<typeof producerId>;
+}
+
+/**
+ * A crawler: joins the shared subscription `crawlers` of every `crawl-requests/<p>` topic,
+ * fetches each requested URL, and publishes the result to `fetches/<p>`, p the partition of
+ * the URL's host. Stateless: a result is published before its request is acked, so a crash
+ * can fetch a page twice but never loses one (the indexer stores pages idempotently). Each
+ * incarnation is a new producer, so its sequences start at 0 under a fresh name.
+ */
+export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerState> {
+  const concurrency = options.concurrency ?? 8;
+  return {
+    kind: 'crawler',
+    async start(ctx) {
+      const consumers: Consumer[] = [];
+      const feeds: Subscription[] = [];
+      for (let p = 0; p < options.partitioner.partitions; p++) {
+        const c = await options.broker.subscribe(topic(Namespaces.crawlRequests, partitionId(p)), {
+          subscription: 'crawlers',
+          type: 'shared',
+          receiverQueueSize: 16,
+        });
+        consumers.push(c);
+        feeds.push(feedMailbox(c, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 16, maxDelayMs: 2 }));
+      }
+      return { consumers, feeds, producers: new Map(), producerName: producerId(`${options.name}/${randomUUID()}`) };
+    },
+    async receive(state, d, ctx) {
+      if (!state.consumers.includes(d.consumer)) return; // from a previous incarnation: redelivered to this one
+      const urls: string[] = [];
+      const dead = new Set<(typeof d.messages)[number]>();
+      for (const m of d.messages) {
+        try {
+          urls.push(...crawlRequestCodec.decode(m.payload).urls);
+        } catch (err) {
+          options.log.warn({ topic: topicName(m.topic), reason: (err as Error).message }, 'crawl request dead-lettered');
+          await d.consumer.deadLetter(m, (err as Error).message);
+          dead.add(m);
+        }
+      }
+      const results: FetchResult[] = new Array(urls.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < urls.length) {
+          const i = next++;
+          results[i] = await options.fetcher.fetch(urls[i]!, ctx.clock.now());
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, urls.length) }, worker));
+      const byPartition = new Map<number, FetchResult[]>();
+      for (const r of results) {
+        const p = options.partitioner.forUrl(r.url);
+        let list = byPartition.get(p);
+        if (!list) byPartition.set(p, (list = []));
+        list.push(r);
+      }
+      for (const [p, list] of byPartition) {
+        let producer = state.producers.get(p);
+        if (!producer) {
+          producer = await options.broker.producer(topic(Namespaces.fetches, partitionId(p)), { producer: state.producerName });
+          state.producers.set(p, producer);
+        }
+        options.counters.onSent(Namespaces.fetches);
+        await producer.send(fetchCodec.encode({ type: 'fetches', results: list }));
+      }
+      for (const m of d.messages) if (!dead.has(m)) await d.consumer.ack(m);
+      options.counters.onSettled(Namespaces.crawlRequests, d.messages.length);
+    },
+    async stop(state) {
+      for (const f of state.feeds) f.unsubscribe();
+      await Promise.all(state.consumers.map((c) => c.close()));
+      await Promise.all([...state.producers.values()].map((p) => p.close()));
+    },
+  };
+}

@@ -1,0 +1,150 @@
+import type { ActorRef } from '../../runtime/actor/index.js';
+import type { Clock } from '../../runtime/clock.js';
+import type { MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
+
+/** Options of `converge`. */
+export interface ConvergeOptions {
+  /** Damping factor d, in (0, 1). Default 0.85 (Page et al. 1999; networkx's default). */
+  readonly damping?: number;
+  /**
+   * Target L1 distance between the normalised scores and the exact solution. Default 1e-9.
+   * Rounds stop when the bound below guarantees it.
+   */
+  readonly tolerance?: number;
+  /** Number of pages N (the sum of the partitions' page counters). */
+  readonly pages: number;
+  /** Most rounds before giving up (the result is then returned with `converged: false`). Default 1000. */
+  readonly maxRounds?: number;
+  readonly clock: Clock;
+  /** Called after each round. */
+  readonly onRound?: (r: RoundSummary) => void;
+  /** First round number (rounds are numbered across calls so reports stay unique). Default 1. */
+  readonly firstRound?: number;
+}
+
+/** One round, as seen by the coordinator. */
+export interface RoundSummary {
+  readonly round: number;
+  readonly pushed: number;
+  readonly messages: number;
+  readonly contributions: number;
+  /** Upper bound of the total |residual| after the round. */
+  readonly residual: number;
+  readonly bound: number;
+}
+
+/** What `converge` did. */
+export interface ConvergeResult {
+  readonly converged: boolean;
+  readonly rounds: number;
+  readonly lastRound: number;
+  readonly pushes: number;
+  readonly messages: number;
+  readonly contributions: number;
+  readonly residual: number;
+}
+
+/**
+ * Drives the metric actors in synchronous rounds until the scores are within `tolerance`.
+ *
+ * Round k: every partition pushes (in parallel); the coordinator sums the messages each
+ * sent to each partition, then waits until each partition has applied exactly that many
+ * messages of round k (a barrier that counts messages, so it needs no broker support).
+ * The total |r| is then at most R = sum of the unpushed residuals + sum of the mass applied.
+ *
+ * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
+ * ||y - x||_1 <= R / (1 - d); and sum(y) >= N (1 - d) since y >= (1 - d) 1. So the L1
+ * distance of the normalised x to the normalised y is at most 2 R / ((1 - d)^2 N);
+ * rounds stop when that is <= tolerance. The push threshold is a quarter of the allowed
+ * per-page share, so residuals left unpushed can never hold the bound up alone.
+ *
+ * A partition that fails during a round is restarted by its supervisor; the coordinator
+ * asks again, and the push (stored with its report) is not repeated.
+ */
+export async function converge(metrics: readonly MetricRef[], options: ConvergeOptions): Promise<ConvergeResult> {
+  const d = options.damping ?? 0.85;
+  const tolerance = options.tolerance ?? 1e-9;
+  const maxRounds = options.maxRounds ?? 1000;
+  const n = Math.max(1, options.pages);
+  const allowed = (tolerance * (1 - d) * (1 - d) * n) / 2;
+  const threshold = allowed / (4 * n);
+  let pushes = 0;
+  let messages = 0;
+  let contributions = 0;
+  let residual = Infinity;
+  const first = options.firstRound ?? 1;
+  let round = first;
+  for (; round < first + maxRounds; round++) {
+    const reports = (await Promise.all(
+      metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
+    )) as PushReport[];
+    const expected = metrics.map(() => 0);
+    let remaining = 0;
+    let pushed = 0;
+    let sent = 0;
+    let contrib = 0;
+    for (const r of reports) {
+      r.sent.forEach((c, q) => (expected[q]! += c));
+      remaining += r.remaining;
+      pushed += r.pushed;
+      contrib += r.contributions;
+      sent += r.sent.reduce((a, b) => a + b, 0);
+    }
+    let mass = 0;
+    await Promise.all(
+      metrics.map(async (m, q) => {
+        for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
+          const a = (await askWithRetry(m, { type: 'applied', round }, options.clock)) as RoundApplied;
+          if (a.messages >= expected[q]!) {
+            mass += a.mass;
+            return;
+          }
+          await sleep(options.clock, wait);
+        }
+      }),
+    );
+    pushes += pushed;
+    messages += sent;
+    contributions += contrib;
+    residual = remaining + mass;
+    options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound: (2 * residual) / ((1 - d) * (1 - d) * n) });
+    if (residual <= allowed) return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
+  }
+  return { converged: false, rounds: maxRounds, lastRound: round - 1, pushes, messages, contributions, residual };
+}
+
+/**
+ * Scores of every page, normalised to sum 1 (the maintained total is the sum of x + r
+ * over all partitions), highest first.
+ */
+export async function collectScores(metrics: readonly MetricRef[], clock: Clock): Promise<Array<[string, number]>> {
+  const parts = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'scores' }, clock)))) as PartitionScores[];
+  let total = 0;
+  for (const p of parts) for (const s of p.scores) total += s;
+  const out: Array<[string, number]> = [];
+  for (const p of parts) p.urls.forEach((u, i) => out.push([u, total > 0 ? p.scores[i]! / total : 0]));
+  out.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  return out;
+}
+
+/**
+ * The current ref of a partition's metric actor. A function, because restarting a
+ * partition spawns its children again with new refs.
+ */
+export type MetricRef = () => ActorRef<MetricMessage, unknown>;
+
+/** `ask`, retried while the actor restarts (up to ~30 s): rounds survive partition faults. */
+export async function askWithRetry<M, R>(ref: () => ActorRef<M, R>, message: M, clock: Clock, attempts = 60): Promise<R> {
+  for (let i = 0; ; i++) {
+    try {
+      return await ref().ask(message, { timeoutMs: 120_000 });
+    } catch (err) {
+      if (i >= attempts) throw err;
+      await sleep(clock, Math.min(500, 10 * 2 ** i));
+    }
+  }
+}
+
+function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}

@@ -1,0 +1,130 @@
+import { float64Add, int64Add } from '../../operators/mergeOperators.js';
+import type { ColumnFamilyOptions } from '../../storage/index.js';
+
+/**
+ * The column families of one partition's RocksDB store and how their keys and values are
+ * encoded. Keys of `pages`, `outlinks`, `ranks` start with the page URL (UTF-8, as given),
+ * so their iterators walk pages in the same order: the metric actor traverses them in step
+ * without random reads. A 0x00 byte separates the two URLs of a link key; URLs never hold
+ * one, and it sorts before every other byte, so a page's links come right after the page.
+ *
+ * | family    | key                  | value                                          | merge       |
+ * |-----------|----------------------|------------------------------------------------|-------------|
+ * | pages     | url                  | msgpack PageRecord                             | (put)       |
+ * | outlinks  | source 0x00 target   | msgpack LinkFeatures                           | (put)       |
+ * | backlinks | target 0x00 source   | msgpack LinkFeatures                           | (put)       |
+ * | ranks     | url                  | float64 LE [x, r]: rank estimate, residual     | float64 add |
+ * | pending   | url                  | empty: discovered, not yet looked at by policy | (put)       |
+ * | frontier  | url                  | msgpack FrontierEntry                          | (put)       |
+ * | counters  | name                 | int64 LE                                       | int64 add   |
+ * | rounds    | round (uint32 BE)    | float64 LE [messages applied, mass applied]    | float64 add |
+ * | outbox    | topic 0x00 seq (BE)  | payload bytes to publish                       | (put)       |
+ * | meta      | name                 | applied marks, next sequences, partitioner     | (put)       |
+ */
+export const ColumnFamilies = Object.freeze({
+  pages: 'pages',
+  outlinks: 'outlinks',
+  backlinks: 'backlinks',
+  ranks: 'ranks',
+  pending: 'pending',
+  frontier: 'frontier',
+  counters: 'counters',
+  rounds: 'rounds',
+  outbox: 'outbox',
+  meta: 'meta',
+} as const);
+
+/** Options of every column family, for `Store.open`. */
+export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
+  return {
+    [ColumnFamilies.pages]: {},
+    [ColumnFamilies.outlinks]: {},
+    [ColumnFamilies.backlinks]: {},
+    [ColumnFamilies.ranks]: { mergeOperator: float64Add() },
+    [ColumnFamilies.pending]: {},
+    [ColumnFamilies.frontier]: {},
+    [ColumnFamilies.counters]: { mergeOperator: int64Add() },
+    [ColumnFamilies.rounds]: { mergeOperator: float64Add() },
+    [ColumnFamilies.outbox]: {},
+    [ColumnFamilies.meta]: {},
+  };
+}
+
+/** Names in the `counters` family. */
+export const Counters = Object.freeze({
+  pages: 'pages',
+  outlinks: 'outlinks',
+  backlinks: 'backlinks',
+} as const);
+
+/** Stored per page in `pages`. */
+export interface PageRecord {
+  readonly url: string;
+  /** HTTP status; 0 when the fetch failed before a response. */
+  readonly status: number;
+  /** ms since the epoch. */
+  readonly fetchedAt: number;
+  readonly contentType?: string;
+  /** FNV-1a of the body, hex; absent without a body. */
+  readonly contentHash?: string;
+  readonly outlinkCount: number;
+  /** Why the page has no content (network error, oversized, malformed, ...). */
+  readonly error?: string;
+}
+
+/** Stored per URL in `frontier`: the crawl policy's view of it. */
+export interface FrontierEntry {
+  /** ms since the epoch when the crawl request was sent. */
+  readonly requestedAt: number;
+}
+
+const SEP = 0;
+const utf8 = new TextEncoder();
+const utf8d = new TextDecoder();
+
+/** `a 0x00 b` as bytes: the key of a link in `outlinks` (a = source) or `backlinks` (a = target). */
+export function linkKey(a: string, b: string): Buffer {
+  const ab = Buffer.from(a, 'utf8');
+  const bb = Buffer.from(b, 'utf8');
+  const key = Buffer.allocUnsafe(ab.length + 1 + bb.length);
+  ab.copy(key, 0);
+  key[ab.length] = SEP;
+  bb.copy(key, ab.length + 1);
+  return key;
+}
+
+/** Splits a link key into its two URLs. @throws RangeError when it has no 0x00. */
+export function splitLinkKey(key: Uint8Array): [string, string] {
+  const i = key.indexOf(SEP);
+  if (i < 0) throw new RangeError('link key without separator');
+  return [utf8d.decode(key.subarray(0, i)), utf8d.decode(key.subarray(i + 1))];
+}
+
+/** The prefix `url 0x00` under which all links of `url` sit. */
+export function linkPrefix(url: string): Buffer {
+  return Buffer.concat([Buffer.from(url, 'utf8'), Buffer.of(SEP)]);
+}
+
+/** Key of a round in `rounds`: uint32 big-endian. */
+export function roundKey(round: number): Buffer {
+  const key = Buffer.allocUnsafe(4);
+  key.writeUInt32BE(round, 0);
+  return key;
+}
+
+/** Key of an outbox entry: topic name, 0x00, sequence as 8-byte big-endian (so keys sort by sequence). */
+export function outboxKey(topic: string, seq: number): Buffer {
+  const t = utf8.encode(topic);
+  const key = Buffer.allocUnsafe(t.length + 9);
+  key.set(t, 0);
+  key[t.length] = SEP;
+  key.writeBigUInt64BE(BigInt(seq), t.length + 1);
+  return key;
+}
+
+/** Inverse of `outboxKey`. */
+export function parseOutboxKey(key: Uint8Array): { topic: string; seq: number } {
+  const i = key.indexOf(SEP);
+  const buf = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return { topic: utf8d.decode(key.subarray(0, i)), seq: Number(buf.readBigUInt64BE(i + 1)) };
+}

@@ -1,0 +1,94 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import { readGraph, readScores } from '../replay/graphFile.js';
+import { crawlGraph } from '../jobs/crawlGraph.js';
+import { l1Distance } from '../jobs/rankGraph.js';
+import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import { weightFunction } from '../actors/metrics/weights.js';
+import { chaosInjector } from './chaos.js';
+import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const defaultGraph = resolve(here, '../../examples/data/hollins');
+
+/** `shardflow demo`: crawl a real web graph served from this process, then rank it. */
+export function demoCommand(setExit: (code: number) => void): Command {
+  return new Command('demo')
+    .description('crawl a real web graph replayed over HTTP through partition actors, RocksDB and the broker, then compute the link metric')
+    .option('--partitions <n>', 'number of partitions', positiveInt, 16)
+    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
+    .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
+    .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
+    .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
+    .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
+    .option('--weights <name>', 'link weights: uniform (PageRank) or reasonable', 'uniform')
+    .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
+    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)
+    .option('--log-level <level>', 'pino log level on stderr', 'warn')
+    .action(async (opts) => {
+      const log = cliLogger(opts.logLevel);
+      const dir = dataDir(opts.dataDir);
+      console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}`);
+      const graph = await readGraph(opts.pages, opts.links);
+      console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
+      const broker = await openBroker(opts.broker);
+      const chaos = opts.chaos > 0 ? chaosInjector(opts.chaos) : undefined;
+      const bar = new cliProgress.SingleBar({ format: 'crawl {bar} {value}/{total} pages | {phase}', hideCursor: true }, cliProgress.Presets.shades_classic);
+      let timer: NodeJS.Timeout | undefined;
+      const t0 = performance.now();
+      try {
+        const result = await crawlGraph({
+          graph,
+          partitions: opts.partitions,
+          dataDir: dir,
+          broker,
+          weigh: weightFunction(opts.weights),
+          crawlers: opts.crawlers,
+          tolerance: opts.tolerance,
+          log,
+          ...(chaos ? { beforeReceive: chaos } : {}),
+          onStarted(index) {
+            bar.start(graph.pages.length, 0, { phase: 'crawling' });
+            timer = setInterval(() => {
+              index.counts().then((c) => bar.update(c.reduce((a, x) => a + x.pages, 0)), () => undefined);
+            }, 250);
+          },
+          onRound(r) {
+            if (timer) { clearInterval(timer); timer = undefined; bar.update(graph.pages.length, { phase: 'ranking' }); }
+            bar.update({ phase: `metric round ${r.round}: pushed ${r.pushed}, messages ${r.messages}, error bound ${r.bound.toExponential(2)}` });
+          },
+        });
+        if (timer) clearInterval(timer);
+        bar.stop();
+        const elapsed = (performance.now() - t0) / 1000;
+        console.log(`\npages fetched:    ${result.pages}`);
+        console.log(`links stored:     ${result.outlinks}`);
+        console.log(`backlinks stored: ${result.backlinks}`);
+        console.log(`crawl: ${result.crawlSeconds.toFixed(2)} s; metric: ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages, ${result.convergeSeconds.toFixed(2)} s; ${result.converge.converged ? 'converged' : 'NOT converged'}`);
+        for (const { url, reason } of result.rejectedSeeds) console.log(`refused seed ${url}: ${reason}`);
+        console.log('\nper partition (pages / outlinks / backlinks):');
+        console.log(result.counts.map((c, p) => `  p${p}: ${c.pages} / ${c.outlinks} / ${c.backlinks}`).join('\n'));
+        console.log('\ntop 10 pages by score:');
+        for (const [url, score] of result.scores.slice(0, 10)) console.log(`  ${score.toFixed(6)}  ${url}`);
+        const reference = opts.reference ?? join(dirname(opts.pages), 'pagerank.tsv');
+        if (opts.weights === 'uniform' && existsSync(reference)) {
+          const ref = new Map<string, number>();
+          for (const [u, s] of await readScores(reference)) {
+            try { ref.set(canonicalUrl(u), (ref.get(canonicalUrl(u)) ?? 0) + s); } catch { /* not crawlable */ }
+          }
+          console.log(`\nL1 distance to ${reference}: ${l1Distance(new Map(result.scores), ref).toExponential(3)}`);
+        }
+        console.log(`\nsupervision tree:\n${result.tree}`);
+        console.log(`elapsed: ${elapsed.toFixed(2)} s`);
+        setExit(result.converge.converged ? 0 : 1);
+      } finally {
+        if (timer) clearInterval(timer);
+        bar.stop();
+        await broker.close();
+      }
+    });
+}

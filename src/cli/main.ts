@@ -1,0 +1,19 @@
+import { Command } from 'commander';
+import { demoCommand } from './demo.js';
+import { rankCommand } from './rank.js';
+
+/**
+ * The `shardflow` command line: `demo` (the main job), `rank` (rank a graph file).
+ * @returns the process exit code
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let code = 0;
+  const program = new Command()
+    .name('shardflow')
+    .description('Partitioned, continuously updated web index: actors, RocksDB, a broker and link metrics')
+    .showHelpAfterError();
+  program.addCommand(demoCommand((c) => (code = c)));
+  program.addCommand(rankCommand((c) => (code = c)));
+  await program.parseAsync([...argv]);
+  return code;
+}

@@ -1,0 +1,48 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InvalidArgumentError } from 'commander';
+import { pino, type Logger } from 'pino';
+import type { Broker } from '../runtime/brokers/broker.js';
+import { MemoryBroker } from '../runtime/brokers/memory.js';
+
+/** Parses a positive integer option. @throws commander's InvalidArgumentError */
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected an integer >= 1, got ${value}`);
+  return n;
+}
+
+/** Parses a positive number option. @throws commander's InvalidArgumentError */
+export function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a number > 0, got ${value}`);
+  return n;
+}
+
+/** Parses a probability in [0, 1]. @throws commander's InvalidArgumentError */
+export function probability(value: string): number {
+  const n = Number(value);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError(`expected a probability in [0, 1], got ${value}`);
+  return n;
+}
+
+/** `--data-dir` or a fresh folder under the OS temp dir. */
+export function dataDir(given: string | undefined): string {
+  return given ?? mkdtempSync(join(tmpdir(), 'shardflow-'));
+}
+
+/** The pino logger of the CLI: JSON lines on stderr. */
+export function cliLogger(level: string): Logger {
+  return pino({ level, base: undefined }, pino.destination(2));
+}
+
+/**
+ * The broker named by `--broker`: `memory` (default). Redis Streams and Pulsar URLs are
+ * accepted once their brokers are wired in (issue 5).
+ * @throws commander's InvalidArgumentError for an unknown broker
+ */
+export async function openBroker(spec: string): Promise<Broker> {
+  if (spec === 'memory') return new MemoryBroker();
+  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory`);
+}

@@ -1,0 +1,108 @@
+import type { Logger } from 'pino';
+import type { Broker } from '../runtime/brokers/broker.js';
+import type { WeightFunction } from '../actors/metrics/weights.js';
+import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
+import type { PartitionCounts } from '../actors/metrics/metricActor.js';
+import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
+import type { WebGraph } from '../replay/graphFile.js';
+
+/** Options of `crawlGraph`. */
+export interface CrawlGraphOptions {
+  readonly graph: WebGraph;
+  readonly partitions: number;
+  readonly dataDir: string;
+  readonly broker: Broker;
+  readonly weigh: WeightFunction;
+  readonly crawlers?: number;
+  readonly tolerance?: number;
+  readonly log: Logger;
+  /** Pages the replay server answers differently (404, 500, malformed, oversized). */
+  readonly overrides?: ReadonlyMap<string, ReplayOverride>;
+  /** Extra seeds beyond the graph's pages (e.g. an invalid URL). */
+  readonly extraSeeds?: readonly string[];
+  readonly maxBodyBytes?: number;
+  readonly beforeReceive?: (path: string, kind: string) => void;
+  /** Called once the index runs (for progress displays and fault injection). */
+  readonly onStarted?: (index: WebIndex) => void;
+  readonly onRound?: (r: RoundSummary) => void;
+}
+
+/** What `crawlGraph` found. */
+export interface CrawlGraphResult {
+  readonly scores: Array<[string, number]>;
+  readonly converge: ConvergeResult;
+  readonly counts: PartitionCounts[];
+  readonly pages: number;
+  readonly outlinks: number;
+  readonly backlinks: number;
+  readonly crawlSeconds: number;
+  readonly convergeSeconds: number;
+  /** Seeds that were refused, with why. */
+  readonly rejectedSeeds: Array<{ url: string; reason: string }>;
+  /** Supervision tree at the end, as text. */
+  readonly tree: string;
+  readonly served: ReadonlyMap<number, number>;
+}
+
+/**
+ * The main job: serves `graph` as HTML from a replay server in this process, crawls it
+ * through the partition actors (every page of the graph is a seed, so isolated pages are
+ * fetched too), waits until the crawl is quiet, then runs the metric to convergence.
+ * Crawled URLs are canonical (`canonicalUrl`): compare scores with a reference after
+ * canonicalising its URLs the same way.
+ */
+export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraphResult> {
+  const server = new ReplayServer(options.graph);
+  for (const [url, o] of options.overrides ?? []) server.overrides.set(canonicalUrl(url), o);
+  const port = await server.listen();
+  const index = await startWebIndex({
+    partitions: options.partitions,
+    dataDir: options.dataDir,
+    broker: options.broker,
+    weigh: options.weigh,
+    log: options.log,
+    crawlers: options.crawlers ?? 4,
+    fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
+    ...(options.beforeReceive ? { beforeReceive: options.beforeReceive } : {}),
+  });
+  try {
+    options.onStarted?.(index);
+    const t0 = performance.now();
+    const seeds: string[] = [];
+    const rejectedSeeds: Array<{ url: string; reason: string }> = [];
+    for (const url of [...options.graph.pages, ...(options.extraSeeds ?? [])]) {
+      try {
+        seeds.push(canonicalUrl(url));
+      } catch (err) {
+        rejectedSeeds.push({ url, reason: (err as Error).message });
+        options.log.warn({ url, reason: (err as Error).message }, 'seed refused');
+      }
+    }
+    await index.seed(seeds);
+    await index.quiescence();
+    const crawlSeconds = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    const result = await index.converge({ ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}), ...(options.onRound ? { onRound: options.onRound } : {}) });
+    const convergeSeconds = (performance.now() - t1) / 1000;
+    const scores = await index.scores();
+    const counts = await index.counts();
+    return {
+      scores,
+      converge: result,
+      counts,
+      pages: counts.reduce((a, c) => a + c.pages, 0),
+      outlinks: counts.reduce((a, c) => a + c.outlinks, 0),
+      backlinks: counts.reduce((a, c) => a + c.backlinks, 0),
+      crawlSeconds,
+      convergeSeconds,
+      rejectedSeeds,
+      tree: index.system.renderTree(),
+      served: server.served,
+    };
+  } finally {
+    await index.stop();
+    await server.close();
+  }
+}

@@ -1,0 +1,73 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+
+/**
+ * A web graph in the plain format of shared/datasets: `pages.txt` (one absolute URL per
+ * line, every page) and `links.tsv` (`source<TAB>target` per line, duplicates and
+ * self-links kept). Files ending in `.xz` are decompressed with `xz-decompress` (WASM, no
+ * native build).
+ */
+export interface WebGraph {
+  /** Every page, in file order. */
+  readonly pages: string[];
+  /** Outlinks per page, in file order, duplicates kept. */
+  readonly links: Map<string, string[]>;
+  /** Link lines read (duplicates included). */
+  readonly linkCount: number;
+}
+
+/**
+ * Reads a graph. Links whose source or target is not in `pages` are kept and their
+ * endpoints added as pages (a graph file may list only sources).
+ * @throws Error with the file and line number when a links line has no tab
+ */
+export async function readGraph(pagesFile: string, linksFile: string): Promise<WebGraph> {
+  const pages: string[] = [];
+  const known = new Set<string>();
+  for await (const line of lines(pagesFile)) {
+    const url = line.trim();
+    if (url.length === 0 || known.has(url)) continue;
+    known.add(url);
+    pages.push(url);
+  }
+  const links = new Map<string, string[]>();
+  let linkCount = 0;
+  let n = 0;
+  for await (const line of lines(linksFile)) {
+    n++;
+    if (line.length === 0) continue;
+    const tab = line.indexOf('\t');
+    if (tab < 0) throw new Error(`${linksFile}:${n}: expected source<TAB>target`);
+    const source = line.slice(0, tab);
+    const target = line.slice(tab + 1).trimEnd();
+    for (const u of [source, target]) if (!known.has(u)) { known.add(u); pages.push(u); }
+    let list = links.get(source);
+    if (!list) links.set(source, (list = []));
+    list.push(target);
+    linkCount++;
+  }
+  return { pages, links, linkCount };
+}
+
+/** Reads `url<TAB>score` lines (a reference ranking) into a map. */
+export async function readScores(file: string): Promise<Map<string, number>> {
+  const scores = new Map<string, number>();
+  for await (const line of lines(file)) {
+    if (line.length === 0) continue;
+    const tab = line.lastIndexOf('\t');
+    scores.set(line.slice(0, tab), Number(line.slice(tab + 1)));
+  }
+  return scores;
+}
+
+/** Lines of a text file, `.xz` decompressed on the fly. */
+export async function* lines(file: string): AsyncGenerator<string> {
+  let input: Readable = createReadStream(file);
+  if (file.endsWith('.xz')) {
+    const { XzReadableStream } = await import('xz-decompress');
+    const web = new XzReadableStream(Readable.toWeb(input) as unknown as ReadableStream<Uint8Array>);
+    input = Readable.fromWeb(web as unknown as import('node:stream/web').ReadableStream<Uint8Array>);
+  }
+  yield* createInterface({ input, crlfDelay: Infinity });
+}

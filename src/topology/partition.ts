@@ -1,0 +1,51 @@
+import type { Behavior } from '../runtime/actor/index.js';
+import { SupervisorStrategy } from '../runtime/supervision/strategy.js';
+import { crawlPolicy } from '../actors/crawlPolicy/crawlPolicy.js';
+import { backlinks } from '../actors/backlinks/backlinks.js';
+import { indexer } from '../actors/indexer/indexer.js';
+import { metricActor } from '../actors/metrics/metricActor.js';
+import type { WeightFunction } from '../actors/metrics/weights.js';
+import type { PartitionEnv } from '../actors/partition/env.js';
+
+/** Options of a partition. */
+export interface PartitionOptions {
+  readonly weigh: WeightFunction;
+  /** 1 - d: teleport residual of a new page. */
+  readonly teleport: number;
+  /** Run a crawl policy (the demo and `crawl`); `rank` loads a graph without one. */
+  readonly crawl: boolean;
+  /** Strategy for the four children. */
+  readonly childStrategy?: SupervisorStrategy;
+}
+
+/**
+ * The children of a partition restart on their own (one-for-one) with exponential backoff
+ * from 10 ms to 1 s; more than 20 failures in 10 s escalate to the partition, whose own
+ * supervisor then restarts the whole partition (store closed and reopened).
+ */
+export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000);
+
+/**
+ * A partition: a supervised actor that owns the partition's RocksDB store (it holds a
+ * reference for its whole life, so the store stays open while a child restarts) and whose
+ * children are the crawl policy, indexer, backlinks and metric actors of DESIGN.md.
+ * Children stop before the partition, which then releases the store.
+ */
+export function partitionActor(env: PartitionEnv, options: PartitionOptions): Behavior<never, void> {
+  return {
+    kind: 'partition',
+    async start(ctx) {
+      await env.store.acquire();
+      const supervision = options.childStrategy ?? defaultChildStrategy;
+      const mailbox = { capacity: 256 };
+      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env), { supervision, mailbox: { capacity: 4096 } }) : undefined;
+      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, teleport: options.teleport }), { supervision, mailbox });
+      ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
+      ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
+    },
+    receive() {},
+    async stop() {
+      await env.store.release();
+    },
+  };
+}

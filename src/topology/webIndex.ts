@@ -1,0 +1,169 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { ActorSystem } from '../runtime/actor/system.js';
+import type { ActorRef } from '../runtime/actor/index.js';
+import type { Broker } from '../runtime/brokers/broker.js';
+import type { Clock } from '../runtime/clock.js';
+import { systemClock } from '../runtime/clock.js';
+import { partitionId, type PartitionId } from '../runtime/ids.js';
+import { hostPartitioner, type Partitioner } from '../runtime/partitioner.js';
+import { SupervisorStrategy } from '../runtime/supervision/strategy.js';
+import { SharedResources } from '../storage/index.js';
+import { FlowCounters } from '../actors/progress.js';
+import { PartitionStoreHandle } from '../actors/partition/partitionStore.js';
+import type { PartitionEnv } from '../actors/partition/env.js';
+import type { CrawlPolicyMessage } from '../actors/crawlPolicy/crawlPolicy.js';
+import { crawler } from '../actors/crawler/crawler.js';
+import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
+import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
+import { askWithRetry, collectScores, converge, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
+import type { WeightFunction } from '../actors/metrics/weights.js';
+import { partitionActor } from './partition.js';
+
+/** Options of `startWebIndex`. */
+export interface WebIndexOptions {
+  /** Number of partitions (>= 1). */
+  readonly partitions: number;
+  /** Folder holding one RocksDB store per partition (`p<i>`); created if missing. */
+  readonly dataDir: string;
+  readonly broker: Broker;
+  readonly weigh: WeightFunction;
+  /** Damping factor d. Default 0.85. */
+  readonly damping?: number;
+  /** Crawlers to run (0: none, as in `shardflow rank`). */
+  readonly crawlers?: number;
+  readonly fetcher?: HttpFetcherOptions;
+  /** Shared RocksDB memory budget in bytes. Default 256 MiB. */
+  readonly memoryBudgetBytes?: number;
+  readonly log: Logger;
+  readonly clock?: Clock;
+  /** Called before each `receive()`; throwing fails that message (chaos injection). */
+  readonly beforeReceive?: (path: string, kind: string) => void;
+}
+
+/** A running web index: the actor tree of DESIGN.md on one process. */
+export interface WebIndex {
+  readonly system: ActorSystem;
+  readonly partitioner: Partitioner;
+  readonly counters: FlowCounters;
+  /** Hands URLs to the crawl policies of their partitions. @throws InvalidUrlError for a URL without host */
+  seed(urls: readonly string[]): Promise<void>;
+  /** Resolves when no message is in flight and every crawl policy is drained. */
+  quiescence(options?: { pollMs?: number }): Promise<void>;
+  /** Runs metric rounds to convergence. */
+  converge(options: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages'>): Promise<ConvergeResult>;
+  /** Every page with its normalised score, highest first. */
+  scores(): Promise<Array<[string, number]>>;
+  /** Store counters per partition. */
+  counts(): Promise<PartitionCounts[]>;
+  /** Stops every actor (children first), the fetcher, and closes the shared resources. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the web index: an actor system with a `partitions` supervisor holding one
+ * partition actor per partition (crawl policy, indexer, backlinks, metrics; see
+ * `partitionActor`) and, when `crawlers > 0`, a `crawlers` supervisor with the crawler pool.
+ *
+ * ```
+ * /partitions/p0/{crawl-policy, indexer, backlinks, metrics}
+ * /partitions/p1/...
+ * /crawlers/crawler-0 ...
+ * ```
+ */
+export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex> {
+  const clock = options.clock ?? systemClock;
+  const damping = options.damping ?? 0.85;
+  const partitioner = hostPartitioner(options.partitions);
+  const counters = new FlowCounters();
+  const resources = SharedResources.create({ memoryBudgetBytes: options.memoryBudgetBytes ?? 256 * 1024 * 1024 });
+  const system = ActorSystem.create({
+    name: 'shardflow',
+    clock,
+    logger: options.log,
+    ...(options.beforeReceive ? { beforeReceive: options.beforeReceive } : {}),
+  });
+  const crawling = (options.crawlers ?? 0) > 0;
+  mkdirSync(options.dataDir, { recursive: true });
+  const envs: PartitionEnv[] = [];
+  for (let p = 0; p < options.partitions; p++) {
+    envs.push({
+      partition: partitionId(p),
+      partitioner,
+      broker: options.broker,
+      store: new PartitionStoreHandle(join(options.dataDir, `p${p}`), resources),
+      counters,
+      log: options.log.child({ partition: p }),
+    });
+  }
+  const partitionStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
+  system.supervise(
+    'partitions',
+    partitionStrategy,
+    envs.map((env) => ({
+      name: `p${env.partition}`,
+      behavior: partitionActor(env, { weigh: options.weigh, teleport: 1 - damping, crawl: crawling }),
+    })),
+  );
+  const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
+  if (fetcher) {
+    system.supervise(
+      'crawlers',
+      SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
+      Array.from({ length: options.crawlers! }, (_, i) => ({
+        name: `crawler-${i}`,
+        behavior: crawler({ name: `crawler-${i}`, broker: options.broker, partitioner, fetcher, counters, log: options.log }),
+        options: { mailbox: { capacity: 64 } },
+      })),
+    );
+  }
+
+  const ref = <M, R>(p: number, child: string) => (): ActorRef<M, R> => {
+    const r = system.lookup<M, R>(`/partitions/p${p}/${child}`);
+    if (!r) throw new Error(`/partitions/p${p}/${child} is not running`);
+    return r;
+  };
+  const metricRefs = envs.map((e) => ref<MetricMessage, unknown>(e.partition, 'metrics'));
+  const policyRefs = envs.map((e) => ref<CrawlPolicyMessage, void>(e.partition, 'crawl-policy'));
+
+  const counts = async (): Promise<PartitionCounts[]> =>
+    (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'counts' }, clock)))) as PartitionCounts[];
+
+  return {
+    system,
+    partitioner,
+    counters,
+    async seed(urls) {
+      const byPartition = new Map<PartitionId, string[]>();
+      for (const u of urls) {
+        const p = partitioner.forUrl(u);
+        let list = byPartition.get(p);
+        if (!list) byPartition.set(p, (list = []));
+        list.push(u);
+      }
+      await Promise.all([...byPartition].map(([p, list]) => askWithRetry(policyRefs[p]!, { type: 'seed', urls: list }, clock)));
+    },
+    async quiescence({ pollMs = 20 } = {}) {
+      const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
+      for (;;) {
+        await sleep();
+        if (!options.broker || !counters.balanced()) continue;
+        const epoch = counters.epoch();
+        if (crawling) await Promise.all(policyRefs.map((r) => askWithRetry(r, { type: 'poke' }, clock)));
+        await sleep();
+        if (counters.balanced() && counters.epoch() === epoch) return;
+      }
+    },
+    async converge(opts) {
+      const pages = (await counts()).reduce((a, c) => a + c.pages, 0);
+      return converge(metricRefs, { ...opts, damping, pages, clock });
+    },
+    scores: () => collectScores(metricRefs, clock),
+    counts,
+    async stop() {
+      await system.terminate();
+      await fetcher?.close();
+    },
+  };
+}

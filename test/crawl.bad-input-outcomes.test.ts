@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Packr } from 'msgpackr';
+import { crawlGraph } from '../src/jobs/crawlGraph.js';
+import { readGraph } from '../src/replay/graphFile.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { hostPartitioner } from '../src/runtime/partitioner.js';
+import { Store } from '../src/storage/store.js';
+import { ColumnFamilies, partitionColumnFamilies, type PageRecord } from '../src/actors/partition/schema.js';
+import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
+
+test('404, 500, malformed HTML, an oversized body and invalid URLs each get a stored or logged outcome and the crawl goes on', { timeout: 600_000 }, async () => {
+  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
+  const [notFound, serverError, malformed, oversized] = graph.pages.slice(10, 14) as [string, string, string, string];
+  const overrides = new Map([
+    [notFound, { status: 404, body: 'gone' }],
+    [serverError, { status: 500, body: 'boom' }],
+    [malformed, { status: 200, body: `<html><body><div><p><a href="${graph.pages[0]}">first<a href="http://exa mple.com/">bad</a><table><tr><td>never closed` }],
+    [oversized, { status: 200, body: `<html><body>${'x'.repeat(100_000)}</body></html>` }],
+  ]);
+  const { dir, cleanup } = tempDir();
+  const broker = new MemoryBroker();
+  const { log, lines } = memoryLogger();
+  try {
+    const result = await crawlGraph({
+      graph, partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log, overrides,
+      maxBodyBytes: 50_000, extraSeeds: ['http://exa mple.com/', 'ftp://example.com/file'],
+    });
+    assert.equal(result.pages, graph.pages.length, 'every page has a record, bad ones included');
+    assert.deepEqual(result.rejectedSeeds.map((s) => s.url), ['http://exa mple.com/', 'ftp://example.com/file']);
+    assert.match(result.rejectedSeeds[0]!.reason, /does not parse/);
+    assert.match(result.rejectedSeeds[1]!.reason, /scheme ftp: is not crawled/);
+    assert.ok(result.converge.converged, 'the crawl went on to the metric');
+
+    const partitioner = hostPartitioner(4);
+    const packr = new Packr({ useRecords: false });
+    const record = async (url: string): Promise<PageRecord> => {
+      const canonical = new URL(url).href;
+      const store = await Store.open({ path: join(dir, `p${partitioner.forUrl(canonical)}`), columnFamilies: partitionColumnFamilies() });
+      try {
+        const v = await store.get(ColumnFamilies.pages, canonical);
+        assert.ok(v, `record of ${canonical}`);
+        return packr.unpack(v) as PageRecord;
+      } finally {
+        await store.close();
+      }
+    };
+    const r404 = await record(notFound);
+    assert.equal(r404.status, 404);
+    assert.match(r404.error ?? '', /HTTP 404/);
+    assert.equal(r404.outlinkCount, 0);
+    const r500 = await record(serverError);
+    assert.equal(r500.status, 500);
+    assert.match(r500.error ?? '', /HTTP 500/);
+    const rMal = await record(malformed);
+    assert.equal(rMal.status, 200);
+    assert.equal(rMal.outlinkCount, 1, 'the parseable link of the malformed page is kept');
+    assert.match(rMal.error ?? '', /malformed HTML: \d+ implied end tags/);
+    assert.match(rMal.error ?? '', /1 hrefs rejected/);
+    const rBig = await record(oversized);
+    assert.match(rBig.error ?? '', /oversized: body exceeds 50000 bytes/);
+    assert.equal(rBig.outlinkCount, 0);
+    for (const reason of [/HTTP 404/, /HTTP 500/, /oversized/]) {
+      assert.ok(lines.some((l) => reason.test(String(l.reason ?? ''))), `a log line gives ${reason}`);
+    }
+  } finally {
+    await broker.close();
+    cleanup();
+  }
+});

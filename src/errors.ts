@@ -116,3 +116,79 @@ export class RestartIntensityExceededError extends ShardflowError {
     this.name = 'RestartIntensityExceededError';
   }
 }
+
+// ---- Storage (src/storage, native/): raised by the native addon, which is handed these
+// classes at load time (src/storage/native.ts). `status` is the RocksDB status text when
+// RocksDB reported the failure.
+
+/** Options of the storage errors: `status` carries RocksDB's status text. */
+export interface StoreErrorOptions {
+  cause?: unknown;
+  status?: string;
+}
+
+/** An operation used a store, iterator or snapshot after `close()` / `release()`. */
+export class StoreClosedError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_CLOSED';
+  readonly status: string | undefined;
+  constructor(message = 'store is closed', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'StoreClosedError';
+    this.status = options?.status;
+  }
+}
+
+/** RocksDB found corrupt data (checksum mismatch, bad file); supervisors stop on this one. */
+export class StoreCorruptionError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_CORRUPTION';
+  readonly status: string | undefined;
+  constructor(message = 'store data is corrupt', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'StoreCorruptionError';
+    this.status = options?.status;
+  }
+}
+
+/** A filesystem or RocksDB I/O failure (disk full, missing directory, permission). */
+export class StoreIOError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_IO';
+  readonly status: string | undefined;
+  constructor(message = 'store I/O error', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'StoreIOError';
+    this.status = options?.status;
+  }
+}
+
+/** The store is busy: its LOCK is held by another handle, or RocksDB said busy / try again. */
+export class StoreBusyError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_BUSY';
+  readonly status: string | undefined;
+  constructor(message = 'store is busy', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'StoreBusyError';
+    this.status = options?.status;
+  }
+}
+
+/** A column family names a merge operator the native addon does not have; the store does not open. */
+export class UnknownMergeOperatorError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_UNKNOWN_MERGE_OPERATOR';
+  readonly status: string | undefined;
+  constructor(message = 'unknown merge operator', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'UnknownMergeOperatorError';
+    this.status = options?.status;
+  }
+}
+
+/** A column family was created with another merge operator than the one it is opened with. */
+export class MergeOperatorMismatchError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_STORE_MERGE_OPERATOR_MISMATCH';
+  readonly status: string | undefined;
+  constructor(message = 'merge operator differs from the one the column family was created with', options?: StoreErrorOptions) {
+    super(message, options);
+    this.name = 'MergeOperatorMismatchError';
+    this.status = options?.status;
+  }
+}

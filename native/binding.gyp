@@ -1,0 +1,50 @@
+# shardflow native addon: node-addon-api over the system RocksDB (librocksdb-dev).
+# C++20, exceptions off (NAPI_DISABLE_CPP_EXCEPTIONS; errors travel as Status values and
+# pending JS exceptions, see README.md), hidden visibility. Built by scripts/install.mjs.
+{
+  "targets": [
+    {
+      "target_name": "shardflow_native",
+      "sources": [
+        "src/addon.cc",
+        "src/core/iterator.cc",
+        "src/core/resources.cc",
+        "src/core/status.cc",
+        "src/core/store.cc",
+        "src/filters/drop_prefixes.cc",
+        "src/filters/registry.cc",
+        "src/filters/tombstones.cc",
+        "src/filters/ttl.cc",
+        "src/merge/float64_add.cc",
+        "src/merge/int64_add.cc",
+        "src/merge/registry.cc",
+        "src/objects/iterator.cc",
+        "src/objects/resources.cc",
+        "src/objects/snapshot.cc",
+        "src/objects/store.cc",
+        "src/objects/write_batch.cc",
+        "src/util/errors.cc",
+        "src/util/msgpack.cc"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "include",
+        "src"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NAPI_DISABLE_CPP_EXCEPTIONS"
+      ],
+      "cflags!": ["-fexceptions"],
+      "cflags_cc!": ["-fexceptions", "-std=gnu++17", "-std=c++17", "-fno-rtti"],
+      "cflags_cc": ["-std=c++20", "-fno-exceptions", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
+      "libraries": ["-lrocksdb"],
+      "xcode_settings": {
+        "GCC_ENABLE_CPP_EXCEPTIONS": "NO",
+        "GCC_SYMBOLS_PRIVATE_EXTERN": "YES",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++20",
+        "OTHER_CPLUSPLUSFLAGS": ["-fno-exceptions"]
+      }
+    }
+  ]
+}

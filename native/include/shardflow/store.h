@@ -1,0 +1,195 @@
+// shardflow/store.h: one RocksDB instance with named column families.
+//
+// Meaning: a Store is what one partition owns: a RocksDB database, its column families
+// (each with an optional native merge operator, compaction filter, fixed-length prefix
+// extractor and bloom filter), and the shared memory Resources it charges. Keys compare
+// bytewise. The binding (native/src/objects/store.cc) exposes it to JS; nothing here
+// knows about N-API.
+//
+// Threading: every method except Close() may be called concurrently from any thread
+// (RocksDB's DB is thread-safe). Close() must not overlap any other call on the same
+// Store or on its iterators; the binding guarantees it by waiting for in-flight work.
+// All methods are noexcept and report failures through Status.
+//
+// Lifetimes: Open() returns a shared_ptr. Snapshots, iterators and write batches hold a
+// reference to the Store, so the Store object outlives them, but the database does not:
+// Close() releases live snapshots and deletes live RocksDB iterators first, after which
+// they report Status::Closed. Column-family references (ColumnFamilyRef) stay valid for
+// the life of the Store object even after Close(), so write batches built against a store
+// never dangle.
+//
+// Column family bookkeeping: a hidden column family "shardflow.meta" records the merge
+// operator name of each column family at creation; opening it again with another name
+// fails with Status::MergeOperatorMismatch before any user write.
+#ifndef SHARDFLOW_STORE_H_
+#define SHARDFLOW_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "shardflow/compaction_filters.h"
+#include "shardflow/merge_operators.h"
+#include "shardflow/status.h"
+
+namespace rocksdb {
+class Cache;
+class ColumnFamilyHandle;
+class DB;
+class Iterator;
+class Snapshot;
+class Statistics;
+class WriteBatch;
+class WriteBufferManager;
+}  // namespace rocksdb
+
+namespace shardflow {
+
+class Iterator;
+struct IteratorOptions;
+class Snapshot;
+
+// One block cache and one write-buffer manager shared by every store of a process that
+// is given the same Resources. Memtables are charged to the cache, so the budget bounds
+// block cache + memtables together. Thread-safe; immutable after Create().
+class Resources {
+ public:
+  // memory_budget_bytes >= 1 MiB. Half of it may be memtables; the write-buffer manager
+  // flushes the largest memtable when that half is full, and stalls writes at the whole.
+  static Status Create(uint64_t memory_budget_bytes, std::shared_ptr<Resources>* out) noexcept;
+  const std::shared_ptr<rocksdb::Cache>& cache() const noexcept { return cache_; }
+  const std::shared_ptr<rocksdb::WriteBufferManager>& write_buffer_manager() const noexcept {
+    return wbm_;
+  }
+  uint64_t budget() const noexcept { return budget_; }
+  uint64_t CacheUsage() const noexcept;
+  uint64_t MemtableUsage() const noexcept;
+
+ private:
+  std::shared_ptr<rocksdb::Cache> cache_;
+  std::shared_ptr<rocksdb::WriteBufferManager> wbm_;
+  uint64_t budget_ = 0;
+};
+
+struct ColumnFamilyConfig {
+  std::string name;
+  std::optional<MergeOperatorSpec> merge_operator;
+  std::optional<CompactionFilterSpec> compaction_filter;
+  uint32_t prefix_length = 0;       // 0: no prefix extractor
+  double bloom_bits_per_key = 10;   // 0: no bloom filter
+};
+
+struct StoreConfig {
+  std::string path;
+  bool create_if_missing = true;
+  std::vector<ColumnFamilyConfig> column_families;  // "default" is added when missing
+  std::shared_ptr<Resources> resources;              // null: a private 32 MiB budget
+};
+
+// A stable reference to one column family: valid for the life of the Store object.
+struct ColumnFamilyRef;
+
+// Per-column-family counters and sizes (Store::Stats).
+struct ColumnFamilyStats {
+  std::string name;
+  std::vector<std::pair<std::string, uint64_t>> values;
+};
+
+struct StoreStats {
+  std::vector<std::pair<std::string, uint64_t>> values;  // db-wide
+  std::vector<ColumnFamilyStats> column_families;
+};
+
+class Store {
+ public:
+  static Status Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexcept;
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Index of a declared column family (the order of StoreConfig::column_families after
+  // "default" was added), or -1.
+  int ColumnFamilyIndex(std::string_view name) const noexcept;
+  const std::vector<std::string>& ColumnFamilyNames() const noexcept { return names_; }
+  const ColumnFamilyRef* Ref(int cf) const noexcept;
+
+  Status Get(int cf, const Snapshot* snap, std::string_view key, std::string* value,
+             bool* found) noexcept;
+  // values/found are resized to keys.size().
+  Status MultiGet(int cf, const Snapshot* snap, const std::vector<std::string>& keys,
+                  std::vector<std::string>* values, std::vector<bool>* found) noexcept;
+  Status Put(int cf, std::string_view key, std::string_view value, bool sync) noexcept;
+  Status Merge(int cf, std::string_view key, std::string_view operand, bool sync) noexcept;
+  Status Delete(int cf, std::string_view key, bool sync) noexcept;
+  // Atomic across column families.
+  Status Write(rocksdb::WriteBatch* batch, bool sync) noexcept;
+  // Flushes the memtables of every column family and waits for it.
+  Status Flush() noexcept;
+  // Null bounds mean the start / end of the key space.
+  Status CompactRange(int cf, const std::string* start, const std::string* end) noexcept;
+  // A consistent point-in-time copy (hard links where possible) in `dir`, which must not
+  // exist. Openable later with Open().
+  Status Checkpoint(const std::string& dir) noexcept;
+
+  // RocksDB property (e.g. "rocksdb.estimate-num-keys"); cf < 0 means "default".
+  bool Property(const std::string& name, int cf, std::string* out) noexcept;
+  StoreStats Stats() noexcept;
+
+  Status NewSnapshot(std::shared_ptr<Snapshot>* out) noexcept;
+  Status NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snapshot> snap,
+                     std::unique_ptr<Iterator>* out) noexcept;
+
+  // Releases snapshots, deletes iterators, flushes nothing (the WAL is durable) and
+  // closes the database. Idempotent.
+  Status Close() noexcept;
+  bool closed() const noexcept;
+
+ private:
+  friend class Iterator;
+  friend class Snapshot;
+  Store() = default;
+  rocksdb::ColumnFamilyHandle* Handle(int cf) const noexcept;
+  // Registry of live snapshots / iterators, guarded by mu_.
+  void Unregister(Snapshot* s) noexcept;
+  void Unregister(Iterator* it) noexcept;
+  Status CheckOpen(int cf) const noexcept;
+
+  mutable std::mutex mu_;
+  bool closed_ = false;
+  rocksdb::DB* db_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;      // all opened, declared first
+  std::vector<std::unique_ptr<ColumnFamilyRef>> refs_;     // declared only
+  std::vector<std::string> names_;                         // declared only
+  std::vector<std::shared_ptr<MergeFaults>> merge_faults_;
+  std::vector<std::shared_ptr<FilterCounters>> filter_counters_;
+  std::vector<std::unique_ptr<rocksdb::CompactionFilter>> filters_;
+  std::shared_ptr<Resources> resources_;
+  std::shared_ptr<rocksdb::Statistics> statistics_;
+  std::unordered_set<Snapshot*> snapshots_;
+  std::unordered_set<Iterator*> iterators_;
+  std::weak_ptr<Store> self_;
+};
+
+// A point-in-time view shared by reads and iterators on any column family of one store.
+// Released when the last reference drops or when the store closes, whichever is first.
+// Thread-safe.
+class Snapshot {
+ public:
+  ~Snapshot();
+  const rocksdb::Snapshot* get() const noexcept { return snap_; }
+
+ private:
+  friend class Store;
+  std::shared_ptr<Store> store_;
+  const rocksdb::Snapshot* snap_ = nullptr;  // null once released (guarded by store mu_)
+};
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_STORE_H_

@@ -1,0 +1,65 @@
+// Module entry: registers the classes, the per-environment Addon state and the cleanup
+// hook that closes stores left open when the environment (main or worker thread) ends.
+#include <napi.h>
+
+#include <vector>
+
+#include "addon.h"
+#include "objects/iterator.h"
+#include "objects/resources.h"
+#include "objects/snapshot.h"
+#include "objects/store.h"
+#include "objects/write_batch.h"
+#include "shardflow/merge_operators.h"
+#include "util/errors.h"
+
+namespace shardflow::binding {
+namespace {
+
+void CloseOpenStores(Addon* addon) {
+  std::vector<StoreWrap*> stores(addon->open_stores.begin(), addon->open_stores.end());
+  addon->open_stores.clear();
+  for (StoreWrap* s : stores) s->CloseForTeardown();
+}
+
+Napi::Value KnownMergeOperator(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) return Napi::Boolean::New(env, false);
+  return Napi::Boolean::New(env, IsKnownMergeOperator(info[0].As<Napi::String>().Utf8Value()));
+}
+
+}  // namespace
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* addon = new Addon();
+  env.SetInstanceData<Addon>(addon);  // deleted by node-addon-api at environment teardown
+  env.AddCleanupHook([addon]() { CloseOpenStores(addon); });
+
+  Napi::Function store = StoreWrap::Init(env);
+  Napi::Function snapshot = SnapshotWrap::Init(env);
+  Napi::Function iterator = IteratorWrap::Init(env);
+  Napi::Function batch = WriteBatchWrap::Init(env);
+  Napi::Function resources = ResourcesWrap::Init(env);
+  addon->store_ctor = Napi::Persistent(store);
+  addon->snapshot_ctor = Napi::Persistent(snapshot);
+  addon->iterator_ctor = Napi::Persistent(iterator);
+  addon->write_batch_ctor = Napi::Persistent(batch);
+  addon->resources_ctor = Napi::Persistent(resources);
+
+  exports.Set("Store", store);
+  exports.Set("Snapshot", snapshot);
+  exports.Set("Iterator", iterator);
+  exports.Set("WriteBatch", batch);
+  exports.Set("Resources", resources);
+  exports.Set("setErrorClasses", Napi::Function::New(env, SetErrorClasses, "setErrorClasses"));
+  exports.Set("isKnownMergeOperator", Napi::Function::New(env, KnownMergeOperator, "isKnownMergeOperator"));
+  return exports;
+}
+
+}  // namespace shardflow::binding
+
+static Napi::Object InitShardflow(Napi::Env env, Napi::Object exports) {
+  return shardflow::binding::Init(env, exports);
+}
+
+NODE_API_MODULE(shardflow_native, InitShardflow)

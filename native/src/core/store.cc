@@ -1,0 +1,556 @@
+// shardflow::Store: opening with native operators, reads, writes, maintenance, close.
+// See shardflow/store.h for the contracts.
+#include "shardflow/store.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/statistics.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include "shardflow/iterator.h"
+#include "shardflow/write_batch.h"
+
+namespace shardflow {
+
+namespace {
+
+constexpr char kMetaFamily[] = "shardflow.meta";
+constexpr char kMergeKeyPrefix[] = "merge_operator/";
+constexpr char kNoOperator[] = "-";
+constexpr uint64_t kPrivateBudget = 32ull << 20;
+
+struct CfState {
+  rocksdb::ColumnFamilyOptions options;
+  std::shared_ptr<MergeFaults> faults = std::make_shared<MergeFaults>();
+  std::shared_ptr<FilterCounters> counters = std::make_shared<FilterCounters>();
+  std::unique_ptr<rocksdb::CompactionFilter> filter;
+};
+
+Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& res, CfState* st) {
+  rocksdb::ColumnFamilyOptions& o = st->options;
+  if (cfg.merge_operator) {
+    Status s = CreateMergeOperator(*cfg.merge_operator, st->faults, &o.merge_operator);
+    if (!s.ok()) return s;
+  }
+  if (cfg.compaction_filter) {
+    Status s = CreateCompactionFilter(*cfg.compaction_filter, st->counters, &st->filter);
+    if (!s.ok()) return s;
+    o.compaction_filter = st->filter.get();
+  }
+  if (cfg.prefix_length > 0) {
+    o.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(cfg.prefix_length));
+    o.memtable_prefix_bloom_size_ratio = 0.05;
+  }
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = res.cache();
+  t.cache_index_and_filter_blocks = true;
+  t.cache_index_and_filter_blocks_with_high_priority = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
+  t.format_version = 5;
+  if (cfg.bloom_bits_per_key > 0) {
+    t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(cfg.bloom_bits_per_key));
+  }
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  // Many column families x many stores share one write-buffer manager: keep single
+  // memtables small so that an idle family does not pin a large arena.
+  o.write_buffer_size = std::clamp<uint64_t>(res.budget() / 16, 1ull << 20, 32ull << 20);
+  o.arena_block_size = std::min<size_t>(o.write_buffer_size / 8, 256u << 10);
+  o.max_write_buffer_number = 3;
+  o.level_compaction_dynamic_level_bytes = true;
+  return Status::OK();
+}
+
+rocksdb::DBOptions MakeDbOptions(const StoreConfig& config, const Resources& res,
+                                 const std::shared_ptr<rocksdb::Statistics>& stats) {
+  rocksdb::DBOptions o;
+  o.create_if_missing = config.create_if_missing;
+  o.create_missing_column_families = true;
+  o.max_background_jobs = 2;
+  o.max_open_files = 256;
+  o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  o.keep_log_file_num = 2;
+  o.max_log_file_size = 1 << 20;
+  o.stats_dump_period_sec = 0;
+  o.stats_persist_period_sec = 0;
+  // Families with few writes would keep old WAL files alive; bound the WAL.
+  o.max_total_wal_size = 64ull << 20;
+  o.write_buffer_manager = res.write_buffer_manager();
+  o.statistics = stats;
+  return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Open
+
+Status Store::Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexcept {
+  // 1. Validate everything that needs no disk: names, operators, filters.
+  std::vector<ColumnFamilyConfig> declared = config.column_families;
+  if (std::none_of(declared.begin(), declared.end(),
+                   [](const ColumnFamilyConfig& c) { return c.name == "default"; })) {
+    ColumnFamilyConfig d;
+    d.name = "default";
+    declared.insert(declared.begin(), std::move(d));
+  }
+  {
+    std::unordered_map<std::string, int> seen;
+    for (const ColumnFamilyConfig& c : declared) {
+      if (c.name.empty()) return Status::InvalidArgument("column family name is empty");
+      if (c.name.rfind("shardflow.", 0) == 0) {
+        return Status::InvalidArgument("column family names starting with \"shardflow.\" are reserved: " + c.name);
+      }
+      if (seen[c.name]++ > 0) return Status::InvalidArgument("duplicate column family " + c.name);
+      if (c.merge_operator && !IsKnownMergeOperator(c.merge_operator->name)) {
+        return Status::UnknownMergeOperator("unknown merge operator \"" + c.merge_operator->name +
+                                            "\" for column family " + c.name);
+      }
+    }
+  }
+  std::shared_ptr<Resources> res = config.resources;
+  if (!res) {
+    Status s = Resources::Create(kPrivateBudget, &res);
+    if (!s.ok()) return s;
+  }
+  std::vector<CfState> states(declared.size());
+  for (size_t i = 0; i < declared.size(); ++i) {
+    Status s = MakeColumnFamilyOptions(declared[i], *res, &states[i]);
+    if (!s.ok()) return s;
+  }
+
+  // 2. Open with every existing family (RocksDB requires it) plus the declared ones.
+  auto store = std::shared_ptr<Store>(new Store());
+  store->self_ = store;
+  store->resources_ = res;
+  store->statistics_ = rocksdb::CreateDBStatistics();
+  store->statistics_->set_stats_level(rocksdb::StatsLevel::kExceptTimeForMutex);
+  rocksdb::DBOptions db_options = MakeDbOptions(config, *res, store->statistics_);
+
+  std::vector<std::string> existing;
+  rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(db_options, config.path, &existing);
+  if (!ls.ok()) existing.clear();  // a new database (Open reports real I/O errors)
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    descriptors.emplace_back(declared[i].name, states[i].options);
+  }
+  descriptors.emplace_back(kMetaFamily, rocksdb::ColumnFamilyOptions());
+  std::vector<std::string> undeclared;
+  for (const std::string& name : existing) {
+    bool known = name == kMetaFamily ||
+                 std::any_of(declared.begin(), declared.end(),
+                             [&](const ColumnFamilyConfig& c) { return c.name == name; });
+    if (!known) {
+      undeclared.push_back(name);
+      descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    }
+  }
+
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status os = rocksdb::DB::Open(db_options, config.path, descriptors, &handles, &db);
+  if (!os.ok()) return Status::FromRocks(os);
+  store->db_ = db;
+  store->handles_ = handles;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    store->names_.push_back(declared[i].name);
+    store->refs_.push_back(std::make_unique<ColumnFamilyRef>(declared[i].name, handles[i]->GetID()));
+    store->merge_faults_.push_back(states[i].faults);
+    store->filter_counters_.push_back(states[i].counters);
+    store->filters_.push_back(std::move(states[i].filter));
+  }
+
+  // 3. The merge operator recorded for each family must match the declaration.
+  rocksdb::ColumnFamilyHandle* meta = handles[declared.size()];
+  rocksdb::WriteBatch record;
+  auto fail = [&](Status s) {
+    store->Close();
+    return s;
+  };
+  for (size_t i = 0; i < declared.size() + undeclared.size(); ++i) {
+    bool is_declared = i < declared.size();
+    const std::string& name = is_declared ? declared[i].name : undeclared[i - declared.size()];
+    std::string want = is_declared && declared[i].merge_operator ? declared[i].merge_operator->name
+                                                                 : std::string(kNoOperator);
+    std::string have;
+    rocksdb::Status gs = db->Get(rocksdb::ReadOptions(), meta, kMergeKeyPrefix + name, &have);
+    if (gs.IsNotFound()) {
+      if (is_declared) record.Put(meta, kMergeKeyPrefix + name, want);
+      continue;
+    }
+    if (!gs.ok()) return fail(Status::FromRocks(gs));
+    if (!is_declared && have != kNoOperator) {
+      return fail(Status::MergeOperatorMismatch("column family " + name +
+                                                " exists with merge operator \"" + have +
+                                                "\" but is not declared"));
+    }
+    if (is_declared && have != want) {
+      return fail(Status::MergeOperatorMismatch(
+          "column family " + name + " was created with merge operator \"" + have +
+          "\", opened with \"" + want + "\""));
+    }
+  }
+  if (record.Count() > 0) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status ws = db->Write(wo, &record);
+    if (!ws.ok()) return fail(Status::FromRocks(ws));
+  }
+  *out = std::move(store);
+  return Status::OK();
+}
+
+Store::~Store() { Close(); }
+
+// ---------------------------------------------------------------------------------------
+// Column families
+
+int Store::ColumnFamilyIndex(std::string_view name) const noexcept {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const ColumnFamilyRef* Store::Ref(int cf) const noexcept {
+  if (cf < 0 || static_cast<size_t>(cf) >= refs_.size()) return nullptr;
+  return refs_[cf].get();
+}
+
+rocksdb::ColumnFamilyHandle* Store::Handle(int cf) const noexcept { return handles_[cf]; }
+
+bool Store::closed() const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+Status Store::CheckOpen(int cf) const noexcept {
+  // closed_ only flips in Close(), which never overlaps other calls (see store.h).
+  if (closed_ || db_ == nullptr) return Status::Closed("store is closed");
+  if (cf < 0 || static_cast<size_t>(cf) >= names_.size()) {
+    return Status::InvalidArgument("no column family with index " + std::to_string(cf));
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+namespace {
+Status ReadOptionsFor(const Store* store, const Snapshot* snap, rocksdb::ReadOptions* ro) {
+  if (snap != nullptr) {
+    if (snap->get() == nullptr) return Status::Closed("snapshot is released");
+    ro->snapshot = snap->get();
+  }
+  (void)store;
+  return Status::OK();
+}
+}  // namespace
+
+Status Store::Get(int cf, const Snapshot* snap, std::string_view key, std::string* value,
+                  bool* found) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  rocksdb::ReadOptions ro;
+  s = ReadOptionsFor(this, snap, &ro);
+  if (!s.ok()) return s;
+  rocksdb::PinnableSlice pinned;
+  rocksdb::Status rs = db_->Get(ro, handles_[cf], rocksdb::Slice(key.data(), key.size()), &pinned);
+  if (rs.IsNotFound()) {
+    *found = false;
+    return Status::OK();
+  }
+  if (!rs.ok()) return Status::FromRocks(rs);
+  *found = true;
+  value->assign(pinned.data(), pinned.size());
+  return Status::OK();
+}
+
+Status Store::MultiGet(int cf, const Snapshot* snap, const std::vector<std::string>& keys,
+                       std::vector<std::string>* values, std::vector<bool>* found) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  rocksdb::ReadOptions ro;
+  s = ReadOptionsFor(this, snap, &ro);
+  if (!s.ok()) return s;
+  const size_t n = keys.size();
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> pinned(n);
+  std::vector<rocksdb::Status> statuses(n);
+  db_->MultiGet(ro, handles_[cf], n, slices.data(), pinned.data(), statuses.data());
+  values->resize(n);
+  found->assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return Status::FromRocks(statuses[i]);
+    (*found)[i] = true;
+    (*values)[i].assign(pinned[i].data(), pinned[i].size());
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes
+
+namespace {
+rocksdb::WriteOptions WriteOptionsFor(bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return wo;
+}
+rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
+}  // namespace
+
+Status Store::Put(int cf, std::string_view key, std::string_view value, bool sync) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  return Status::FromRocks(db_->Put(WriteOptionsFor(sync), handles_[cf], S(key), S(value)));
+}
+
+Status Store::Merge(int cf, std::string_view key, std::string_view operand, bool sync) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  return Status::FromRocks(db_->Merge(WriteOptionsFor(sync), handles_[cf], S(key), S(operand)));
+}
+
+Status Store::Delete(int cf, std::string_view key, bool sync) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  return Status::FromRocks(db_->Delete(WriteOptionsFor(sync), handles_[cf], S(key)));
+}
+
+Status Store::Write(rocksdb::WriteBatch* batch, bool sync) noexcept {
+  Status s = CheckOpen(0);
+  if (!s.ok()) return s;
+  return Status::FromRocks(db_->Write(WriteOptionsFor(sync), batch));
+}
+
+// ---------------------------------------------------------------------------------------
+// Maintenance
+
+Status Store::Flush() noexcept {
+  Status s = CheckOpen(0);
+  if (!s.ok()) return s;
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> all(handles_.begin(), handles_.end());
+  return Status::FromRocks(db_->Flush(fo, all));
+}
+
+Status Store::CompactRange(int cf, const std::string* start, const std::string* end) noexcept {
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  rocksdb::CompactRangeOptions co;
+  // Rewrite the bottommost level too, so compaction filters and merges reach every file.
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+  rocksdb::Slice a, b;
+  if (start) a = rocksdb::Slice(*start);
+  if (end) b = rocksdb::Slice(*end);
+  return Status::FromRocks(db_->CompactRange(co, handles_[cf], start ? &a : nullptr, end ? &b : nullptr));
+}
+
+Status Store::Checkpoint(const std::string& dir) noexcept {
+  Status s = CheckOpen(0);
+  if (!s.ok()) return s;
+  rocksdb::Checkpoint* cp = nullptr;
+  rocksdb::Status rs = rocksdb::Checkpoint::Create(db_, &cp);
+  if (!rs.ok()) return Status::FromRocks(rs);
+  std::unique_ptr<rocksdb::Checkpoint> owned(cp);
+  // log_size_for_flush = 0: flush memtables first, so the checkpoint needs no WAL replay.
+  return Status::FromRocks(owned->CreateCheckpoint(dir, /*log_size_for_flush=*/0));
+}
+
+bool Store::Property(const std::string& name, int cf, std::string* out) noexcept {
+  if (!CheckOpen(cf < 0 ? 0 : cf).ok()) return false;
+  return db_->GetProperty(handles_[cf < 0 ? 0 : cf], name, out);
+}
+
+StoreStats Store::Stats() noexcept {
+  StoreStats out;
+  if (!CheckOpen(0).ok()) return out;
+  struct Prop {
+    const char* rocks;
+    const char* js;
+  };
+  static constexpr Prop kDbProps[] = {
+      {"rocksdb.num-running-compactions", "runningCompactions"},
+      {"rocksdb.num-running-flushes", "runningFlushes"},
+      {"rocksdb.is-write-stopped", "writeStopped"},
+      {"rocksdb.actual-delayed-write-rate", "delayedWriteRate"},
+      {"rocksdb.background-errors", "backgroundErrors"},
+  };
+  static constexpr Prop kAggregated[] = {
+      {"rocksdb.estimate-num-keys", "estimateNumKeys"},
+      {"rocksdb.total-sst-files-size", "totalSstBytes"},
+      {"rocksdb.live-sst-files-size", "liveSstBytes"},
+      {"rocksdb.cur-size-all-mem-tables", "memtableBytes"},
+      {"rocksdb.size-all-mem-tables", "memtableBytesWithPinned"},
+      {"rocksdb.estimate-pending-compaction-bytes", "pendingCompactionBytes"},
+      {"rocksdb.estimate-table-readers-mem", "tableReadersBytes"},
+  };
+  static constexpr Prop kCfProps[] = {
+      {"rocksdb.estimate-num-keys", "estimateNumKeys"},
+      {"rocksdb.total-sst-files-size", "totalSstBytes"},
+      {"rocksdb.live-sst-files-size", "liveSstBytes"},
+      {"rocksdb.cur-size-all-mem-tables", "memtableBytes"},
+      {"rocksdb.num-files-at-level0", "level0Files"},
+      {"rocksdb.estimate-pending-compaction-bytes", "pendingCompactionBytes"},
+  };
+  struct Tick {
+    rocksdb::Tickers t;
+    const char* js;
+  };
+  static constexpr Tick kTickers[] = {
+      {rocksdb::STALL_MICROS, "stallMicros"},
+      {rocksdb::COMPACT_READ_BYTES, "compactReadBytes"},
+      {rocksdb::COMPACT_WRITE_BYTES, "compactWriteBytes"},
+      {rocksdb::FLUSH_WRITE_BYTES, "flushWriteBytes"},
+      {rocksdb::COMPACTION_KEY_DROP_USER, "compactionFilterDrops"},
+      {rocksdb::NUMBER_MERGE_FAILURES, "mergeFailures"},
+      {rocksdb::NUMBER_KEYS_WRITTEN, "keysWritten"},
+      {rocksdb::NUMBER_KEYS_READ, "keysRead"},
+      {rocksdb::BYTES_WRITTEN, "bytesWritten"},
+      {rocksdb::WAL_FILE_SYNCED, "walSyncs"},
+      {rocksdb::BLOCK_CACHE_HIT, "blockCacheHits"},
+      {rocksdb::BLOCK_CACHE_MISS, "blockCacheMisses"},
+  };
+  uint64_t v = 0;
+  for (const Prop& p : kDbProps) {
+    if (db_->GetIntProperty(p.rocks, &v)) out.values.emplace_back(p.js, v);
+  }
+  for (const Prop& p : kAggregated) {
+    if (db_->GetAggregatedIntProperty(p.rocks, &v)) out.values.emplace_back(p.js, v);
+  }
+  for (const Tick& t : kTickers) out.values.emplace_back(t.js, statistics_->getTickerCount(t.t));
+  uint64_t faults = 0, dropped = 0;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    ColumnFamilyStats cs;
+    cs.name = names_[i];
+    for (const Prop& p : kCfProps) {
+      if (db_->GetIntProperty(handles_[i], p.rocks, &v)) cs.values.emplace_back(p.js, v);
+    }
+    std::map<std::string, std::string> cfstats;
+    if (db_->GetMapProperty(handles_[i], "rocksdb.cfstats", &cfstats)) {
+      for (const char* k : {"io_stalls.total_stop", "io_stalls.total_slowdown"}) {
+        auto it = cfstats.find(k);
+        if (it != cfstats.end()) {
+          cs.values.emplace_back(std::string(k) == "io_stalls.total_stop" ? "writeStops" : "writeSlowdowns",
+                                 static_cast<uint64_t>(std::strtod(it->second.c_str(), nullptr)));
+        }
+      }
+    }
+    cs.values.emplace_back("mergeFaults", merge_faults_[i]->Get());
+    cs.values.emplace_back("filterExamined", filter_counters_[i]->examined.load());
+    cs.values.emplace_back("filterDropped", filter_counters_[i]->dropped.load());
+    faults += merge_faults_[i]->Get();
+    dropped += filter_counters_[i]->dropped.load();
+    out.column_families.push_back(std::move(cs));
+  }
+  out.values.emplace_back("mergeFaults", faults);
+  out.values.emplace_back("filterDropped", dropped);
+  out.values.emplace_back("sharedBlockCacheBytes", resources_->CacheUsage());
+  out.values.emplace_back("sharedMemtableBytes", resources_->MemtableUsage());
+  out.values.emplace_back("memoryBudgetBytes", resources_->budget());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshots and iterators
+
+Status Store::NewSnapshot(std::shared_ptr<Snapshot>* out) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || db_ == nullptr) return Status::Closed("store is closed");
+  auto snap = std::shared_ptr<Snapshot>(new Snapshot());
+  snap->store_ = self_.lock();
+  snap->snap_ = db_->GetSnapshot();
+  snapshots_.insert(snap.get());
+  *out = std::move(snap);
+  return Status::OK();
+}
+
+Snapshot::~Snapshot() {
+  if (store_) store_->Unregister(this);
+}
+
+void Store::Unregister(Snapshot* s) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (snapshots_.erase(s) > 0 && s->snap_ != nullptr && db_ != nullptr) {
+    db_->ReleaseSnapshot(s->snap_);
+  }
+  s->snap_ = nullptr;
+}
+
+Status Store::NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snapshot> snap,
+                          std::unique_ptr<Iterator>* out) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status s = CheckOpen(cf);
+  if (!s.ok()) return s;
+  if (snap && snap->store_.get() != this) {
+    return Status::InvalidArgument("snapshot belongs to another store");
+  }
+  if (snap && snap->snap_ == nullptr) return Status::Closed("snapshot is released");
+  std::unique_ptr<Iterator> it(new Iterator());
+  it->store_ = self_.lock();
+  it->snapshot_ = std::move(snap);
+  it->options_ = std::move(options);
+  rocksdb::ReadOptions ro;
+  ro.total_order_seek = true;  // bounds, not the prefix extractor, decide what is visited
+  if (it->snapshot_) ro.snapshot = it->snapshot_->snap_;
+  if (it->options_.lower) {
+    it->lower_slice_ = std::make_unique<rocksdb::Slice>(*it->options_.lower);
+    ro.iterate_lower_bound = it->lower_slice_.get();
+  }
+  if (it->options_.upper) {
+    it->upper_slice_ = std::make_unique<rocksdb::Slice>(*it->options_.upper);
+    ro.iterate_upper_bound = it->upper_slice_.get();
+  }
+  it->it_ = db_->NewIterator(ro, handles_[cf]);
+  iterators_.insert(it.get());
+  *out = std::move(it);
+  return Status::OK();
+}
+
+void Store::Unregister(Iterator* it) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  iterators_.erase(it);
+  delete it->it_;
+  it->it_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+// Close
+
+Status Store::Close() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return Status::OK();
+  closed_ = true;
+  if (db_ == nullptr) return Status::OK();
+  for (Iterator* it : iterators_) {
+    delete it->it_;
+    it->it_ = nullptr;
+  }
+  iterators_.clear();
+  for (Snapshot* s : snapshots_) {
+    if (s->snap_ != nullptr) db_->ReleaseSnapshot(s->snap_);
+    s->snap_ = nullptr;
+  }
+  snapshots_.clear();
+  for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  handles_.clear();
+  rocksdb::Status cs = db_->Close();
+  delete db_;
+  db_ = nullptr;
+  filters_.clear();  // the DB no longer references them
+  return Status::FromRocks(cs);
+}
+
+}  // namespace shardflow

@@ -1,0 +1,10 @@
+/** TypeScript API over the native RocksDB addon (native/). */
+export { Store } from './store.js';
+export type { ColumnFamilyOptions, StoreOptions, WriteOptions, ReadOptions } from './store.js';
+export type { Key } from './key.js';
+export { WriteBatch } from './writeBatch.js';
+export { Snapshot } from './snapshot.js';
+export { SharedResources } from './resources.js';
+export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';
+export type { IterateOptions, Chunk } from './iteration.js';
+export type { StoreStats, ColumnFamilyStats } from './stats.js';

@@ -1,0 +1,338 @@
+import { mkdir } from 'node:fs/promises';
+import { InvalidArgumentError, StoreClosedError, UnknownMergeOperatorError } from '../errors.js';
+import type { CompactionFilterSpec } from '../operators/compactionFilters.js';
+import type { MergeOperatorSpec } from '../operators/mergeOperators.js';
+import { iterationBounds } from './internal/iterationBounds.js';
+import type { Chunk, IterateOptions } from './iteration.js';
+import { keyBytes, type Key } from './key.js';
+import { nativeAddon, type NativeColumnFamily, type NativeSnapshot, type NativeStore } from './native.js';
+import type { SharedResources } from './resources.js';
+import { Snapshot } from './snapshot.js';
+import type { StoreStats } from './stats.js';
+import { WriteBatch } from './writeBatch.js';
+
+export type { Key } from './key.js';
+
+/** Per column family. */
+export interface ColumnFamilyOptions {
+  /** Native merge operator (src/operators/mergeOperators.ts); without one, `merge` fails. */
+  mergeOperator?: MergeOperatorSpec;
+  /** Native compaction filter (src/operators/compactionFilters.ts). */
+  compactionFilter?: CompactionFilterSpec;
+  /** Fixed-length key prefix (bytes) for prefix bloom filters; 0/undefined: none. */
+  prefixLength?: number;
+  /** Bloom filter bits per key for point reads; default 10, 0 disables. */
+  bloomBitsPerKey?: number;
+}
+
+export interface StoreOptions {
+  /** Directory of the database (created, with parents, when createIfMissing). */
+  path: string;
+  /** Column families by name; missing ones are created. "default" always exists. */
+  columnFamilies: Record<string, ColumnFamilyOptions>;
+  /** Shared block cache + write-buffer manager; default: a private 32 MiB budget. */
+  resources?: SharedResources;
+  /** Default true. */
+  createIfMissing?: boolean;
+}
+
+export interface WriteOptions {
+  /** fsync the WAL before resolving: survives a machine crash, not only a process crash. Default false. */
+  sync?: boolean;
+}
+
+export interface ReadOptions {
+  snapshot?: Snapshot;
+}
+
+const DEFAULT_CHUNK_SIZE = 1024;
+const DEFAULT_CHUNK_BYTES = 8 * 2 ** 20;
+
+/**
+ * One RocksDB database with named column families: what a partition owns. Every
+ * operation that touches the database runs on the libuv thread pool and returns a
+ * Promise; merge operators and compaction filters are native and never call JS.
+ *
+ * Errors (src/errors.ts; match on `code`): StoreClosedError after close(),
+ * StoreIOError, StoreCorruptionError, StoreBusyError (LOCK held by another handle),
+ * UnknownMergeOperatorError and MergeOperatorMismatchError at open,
+ * InvalidArgumentError for undeclared column families and bad arguments.
+ *
+ * @example
+ * const store = await Store.open({ path, columnFamilies: { ranks: { mergeOperator: float64Add() } } });
+ * await store.merge('ranks', url, encodeFloat64s(0, 0.15));
+ * const rank = decodeFloat64s((await store.get('ranks', url))!);
+ * await store.close();
+ */
+export class Store {
+  readonly #native: NativeStore;
+  readonly #cfIndex: Map<string, number>;
+  readonly path: string;
+  #closed = false;
+
+  private constructor(native: NativeStore, path: string, names: string[]) {
+    this.#native = native;
+    this.path = path;
+    this.#cfIndex = new Map(names.map((n, i) => [n, i]));
+  }
+
+  /**
+   * Opens (creating when allowed) the database and its column families.
+   * @throws UnknownMergeOperatorError before touching the disk when a merge operator name is unknown
+   * @throws MergeOperatorMismatchError when a column family was created with another operator
+   * @throws StoreBusyError when another handle holds the database
+   */
+  static async open(options: StoreOptions): Promise<Store> {
+    const addon = nativeAddon();
+    const columnFamilies = toNativeColumnFamilies(options, addon.isKnownMergeOperator);
+    const createIfMissing = options.createIfMissing ?? true;
+    if (createIfMissing) await mkdir(options.path, { recursive: true });
+    const native = new addon.Store();
+    const names = await native.open({
+      path: options.path,
+      createIfMissing,
+      ...(options.resources ? { resources: options.resources.native } : {}),
+      columnFamilies,
+    });
+    return new Store(native, options.path, names);
+  }
+
+  /** Declared column family names (including "default"). */
+  get columnFamilies(): string[] {
+    return [...this.#cfIndex.keys()];
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The value, or undefined when the key is absent. */
+  get(cf: string, key: Key, opts?: ReadOptions): Promise<Buffer | undefined> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    return this.#native.get(i, key, snapshotOf(opts));
+  }
+
+  /** Values in the order of `keys` (undefined where absent); one native call. */
+  async multiGet(cf: string, keys: Key[], opts?: ReadOptions): Promise<(Buffer | undefined)[]> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    const [data, lengths] = await this.#native.multiGet(i, keys, snapshotOf(opts));
+    const out = new Array<Buffer | undefined>(lengths.length);
+    let offset = 0;
+    for (let k = 0; k < lengths.length; k++) {
+      const n = lengths[k]!;
+      if (n < 0) {
+        out[k] = undefined;
+      } else {
+        out[k] = data.subarray(offset, offset + n);
+        offset += n;
+      }
+    }
+    return out;
+  }
+
+  put(cf: string, key: Key, value: Uint8Array, opts?: WriteOptions): Promise<void> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    return this.#native.put(i, key, value, opts?.sync === true);
+  }
+
+  /** Folds `operand` into the value with the column family's merge operator (no read). */
+  merge(cf: string, key: Key, operand: Uint8Array, opts?: WriteOptions): Promise<void> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    return this.#native.merge(i, key, operand, opts?.sync === true);
+  }
+
+  delete(cf: string, key: Key, opts?: WriteOptions): Promise<void> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    return this.#native.delete(i, key, opts?.sync === true);
+  }
+
+  /** An empty batch for this store. @throws StoreClosedError */
+  batch(): WriteBatch {
+    this.#throwIfClosed();
+    return new WriteBatch(new (nativeAddon().WriteBatch)(this.#native), (name) => {
+      const i = this.#cf(name);
+      if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
+      return i;
+    });
+  }
+
+  /** Applies the batch atomically across column families. */
+  write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
+    return this.#native.write(batch.native, opts?.sync === true);
+  }
+
+  /**
+   * Entries in key order (or reverse), one native call per `chunkSize` entries. Reads the
+   * implicit snapshot taken at the first step unless `snapshot` is given. Breaking out of
+   * the loop releases the native iterator.
+   */
+  async *iterate(cf: string, opts?: IterateOptions): AsyncGenerator<[Buffer, Buffer]> {
+    const empty = Buffer.alloc(0);
+    for await (const { keys, values } of this.chunks(cf, opts)) {
+      for (let k = 0; k < keys.length; k++) yield [keys[k]!, values[k] ?? empty];
+    }
+  }
+
+  /**
+   * The fast path: one item per native call, its keys and values as Buffers viewing one
+   * chunk buffer each (no per-entry copies). Same options as {@link iterate}.
+   */
+  async *chunks(cf: string, opts: IterateOptions = {}): AsyncGenerator<Chunk> {
+    const i = this.#cf(cf);
+    if (i < 0) await this.#unknownCf(cf);
+    const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
+    const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new InvalidArgumentError('chunkSize must be an integer >= 1');
+    if (!(chunkBytes >= 1)) throw new InvalidArgumentError('chunkBytes must be >= 1');
+    const { lower, upper, empty } = iterationBounds(opts);
+    if (empty) return;
+    const snapshot = snapshotOf(opts);
+    const it = this.#native.iterator(i, {
+      ...(lower ? { lower } : {}),
+      ...(upper ? { upper } : {}),
+      reverse: opts.reverse === true,
+      keysOnly: opts.keysOnly === true,
+      ...(snapshot ? { snapshot } : {}),
+    });
+    try {
+      for (;;) {
+        const [kb, ko, vb, vo, done] = await it.next(chunkSize, chunkBytes);
+        const n = ko.length - 1;
+        if (n > 0) {
+          const keys = new Array<Buffer>(n);
+          for (let k = 0; k < n; k++) keys[k] = kb.subarray(ko[k]!, ko[k + 1]!);
+          let values: Buffer[] = [];
+          if (vb !== undefined && vo !== undefined) {
+            values = new Array<Buffer>(n);
+            for (let k = 0; k < n; k++) values[k] = vb.subarray(vo[k]!, vo[k + 1]!);
+          }
+          yield { keys, values };
+        }
+        if (done) return;
+      }
+    } finally {
+      it.close();
+    }
+  }
+
+  /** A point-in-time view for consistent reads across column families. @throws StoreClosedError */
+  snapshot(): Snapshot {
+    this.#throwIfClosed();
+    return new Snapshot(this.#native.snapshot());
+  }
+
+  /** Flushes all memtables to SST files and waits. */
+  flush(): Promise<void> {
+    return this.#native.flush();
+  }
+
+  /** Compacts [start, end] of one column family (whole key space by default), bottommost level included. */
+  compactRange(cf: string, start?: Key, end?: Key): Promise<void> {
+    const i = this.#cf(cf);
+    if (i < 0) return this.#unknownCf(cf);
+    return this.#native.compactRange(i, start, end);
+  }
+
+  /**
+   * A consistent copy of the whole store in `dir` (which must not exist; hard links where
+   * the filesystem allows), openable with `Store.open({ path: dir, ... })`.
+   */
+  checkpoint(dir: string): Promise<void> {
+    return this.#native.checkpoint(dir);
+  }
+
+  /**
+   * A RocksDB property such as "rocksdb.estimate-num-keys" or "rocksdb.stats", of one
+   * column family ("default" when omitted). Undefined for an unknown property.
+   * @throws StoreClosedError, InvalidArgumentError (unknown column family)
+   */
+  property(name: string, cf?: string): string | undefined {
+    this.#throwIfClosed();
+    let i: number | undefined;
+    if (cf !== undefined) {
+      i = this.#cf(cf);
+      if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(cf)}`);
+    }
+    return this.#native.property(name, i);
+  }
+
+  /** Sizes, memory, compaction/stall counters, merge faults and filter drops. @throws StoreClosedError */
+  stats(): StoreStats {
+    this.#throwIfClosed();
+    return this.#native.stats() as unknown as StoreStats;
+  }
+
+  /**
+   * Stops new work (it rejects with StoreClosedError), waits for in-flight work, closes
+   * iterators and snapshots, then the database. Safe to call twice (same promise result).
+   */
+  close(): Promise<void> {
+    this.#closed = true;
+    return this.#native.close();
+  }
+
+  #cf(name: string): number {
+    return this.#cfIndex.get(name) ?? -1;
+  }
+
+  #unknownCf(name: string): Promise<never> {
+    if (this.#closed) return Promise.reject(new StoreClosedError());
+    return Promise.reject(new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`));
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closed) throw new StoreClosedError();
+  }
+}
+
+function snapshotOf(opts: ReadOptions | undefined): NativeSnapshot | undefined {
+  const snap = opts?.snapshot;
+  if (snap === undefined) return undefined;
+  const native = snap.native;
+  if (native === undefined) throw new StoreClosedError('snapshot is released');
+  return native;
+}
+
+function toNativeColumnFamilies(options: StoreOptions, isKnown: (name: string) => boolean): NativeColumnFamily[] {
+  if (typeof options?.path !== 'string' || options.path.length === 0) {
+    throw new InvalidArgumentError('path must be a non-empty string');
+  }
+  if (typeof options.columnFamilies !== 'object' || options.columnFamilies === null) {
+    throw new InvalidArgumentError('columnFamilies must be an object');
+  }
+  return Object.entries(options.columnFamilies).map(([name, cf]) => {
+    const out: NativeColumnFamily = { name };
+    if (cf.mergeOperator !== undefined) {
+      const op = cf.mergeOperator as MergeOperatorSpec & { fields?: Record<string, string>; defaultRule?: string };
+      if (typeof op.name !== 'string' || !isKnown(op.name)) {
+        throw new UnknownMergeOperatorError(`unknown merge operator ${JSON.stringify(op.name)} for column family ${name}`);
+      }
+      out.mergeOperator = {
+        name: op.name,
+        ...(op.fields ? { fields: op.fields } : {}),
+        ...(op.defaultRule ? { defaultRule: op.defaultRule } : {}),
+      };
+    }
+    if (cf.compactionFilter !== undefined) {
+      const f = cf.compactionFilter;
+      out.compactionFilter =
+        f.kind === 'drop_prefixes' ? { kind: f.kind, prefixes: f.prefixes.map((p) => keyBytes(p)) } : { ...f };
+    }
+    if (cf.prefixLength !== undefined) {
+      if (!Number.isInteger(cf.prefixLength) || cf.prefixLength < 0) {
+        throw new InvalidArgumentError(`prefixLength of ${name} must be an integer >= 0`);
+      }
+      out.prefixLength = cf.prefixLength;
+    }
+    if (cf.bloomBitsPerKey !== undefined) {
+      if (!(cf.bloomBitsPerKey >= 0)) throw new InvalidArgumentError(`bloomBitsPerKey of ${name} must be >= 0`);
+      out.bloomBitsPerKey = cf.bloomBitsPerKey;
+    }
+    return out;
+  });
+}

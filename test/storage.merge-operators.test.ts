@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { UnknownMergeOperatorError } from '../src/errors.js';
+import {
+  decodeFloat64s,
+  decodeInt64,
+  encodeFloat64s,
+  encodeInt64,
+  float64Add,
+  int64Add,
+} from '../src/operators/mergeOperators.js';
+import { Store } from '../src/storage/index.js';
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'shardflow-merge-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function openStore(name: string): Promise<Store> {
+  return Store.open({
+    path: path.join(dir, name),
+    columnFamilies: { counts: { mergeOperator: int64Add() }, ranks: { mergeOperator: float64Add() } },
+  });
+}
+
+/** Reads `key` now, after flush and after a full compaction; all three must agree. */
+async function stableRead(store: Store, cf: string, key: string): Promise<Buffer | undefined> {
+  const before = await store.get(cf, key);
+  await store.flush();
+  const flushed = await store.get(cf, key);
+  await store.compactRange(cf);
+  const compacted = await store.get(cf, key);
+  assert.deepEqual(flushed, before, 'value changed by flush');
+  assert.deepEqual(compacted, before, 'value changed by compaction');
+  return compacted;
+}
+
+describe('int64Add', () => {
+  it('adds operands, negative ones included, on top of a put, stable across flush and compaction', async () => {
+    const store = await openStore('int64');
+    await store.merge('counts', 'a', encodeInt64(5));
+    await store.merge('counts', 'a', encodeInt64(-7));
+    await store.flush(); // operands split across an SST and the memtable
+    await store.merge('counts', 'a', encodeInt64(10n));
+    await store.put('counts', 'b', encodeInt64(100));
+    await store.merge('counts', 'b', encodeInt64(1));
+    assert.equal(decodeInt64((await stableRead(store, 'counts', 'a'))!), 8n);
+    assert.equal(decodeInt64((await stableRead(store, 'counts', 'b'))!), 101n);
+    assert.equal(await store.get('counts', 'never'), undefined);
+    await store.close();
+  });
+
+  it('skips a malformed operand, keeps the last good value and counts the fault', async () => {
+    const store = await openStore('int64-bad');
+    await store.merge('counts', 'k', encodeInt64(3));
+    await store.merge('counts', 'k', Buffer.from('xyz'));
+    await store.merge('counts', 'k', encodeInt64(4));
+    assert.equal(decodeInt64((await store.get('counts', 'k'))!), 7n);
+    assert.ok(store.stats().columnFamilies.counts!.mergeFaults >= 1);
+    assert.equal(decodeInt64((await stableRead(store, 'counts', 'k'))!), 7n);
+    assert.ok(store.stats().mergeFaults >= 1);
+    await store.close();
+  });
+
+  it('survives reopening with the same operator', async () => {
+    const store = await openStore('int64-reopen');
+    for (let i = 0; i < 100; i++) await store.merge('counts', 'n', encodeInt64(1));
+    await store.close();
+    const again = await openStore('int64-reopen');
+    assert.equal(decodeInt64((await again.get('counts', 'n'))!), 100n);
+    await again.close();
+  });
+});
+
+describe('float64Add', () => {
+  it('adds element-wise; shorter operands add to the first elements; the longest length wins', async () => {
+    const store = await openStore('float64');
+    await store.merge('ranks', 'p', encodeFloat64s(0.15));
+    await store.merge('ranks', 'p', encodeFloat64s(0, 0.25));
+    await store.flush();
+    await store.merge('ranks', 'p', encodeFloat64s(1, 2, 3));
+    const v = decodeFloat64s((await stableRead(store, 'ranks', 'p'))!);
+    assert.deepEqual([...v], [1.15, 2.25, 3]);
+    await store.close();
+  });
+
+  it('implements the push form of the rank update: [x, r] + [r, -r] moves the residual into the rank', async () => {
+    const store = await openStore('float64-push');
+    await store.merge('ranks', 'u', encodeFloat64s(0, 0.15)); // new page: r += 1 - d
+    await store.merge('ranks', 'u', encodeFloat64s(0, 0.5)); // a contribution
+    const [x, r] = decodeFloat64s((await store.get('ranks', 'u'))!);
+    await store.merge('ranks', 'u', encodeFloat64s(r!, -r!)); // push
+    const after = decodeFloat64s((await stableRead(store, 'ranks', 'u'))!);
+    assert.equal(after[0], x! + r!);
+    assert.equal(after[1], 0);
+    await store.close();
+  });
+
+  it('skips operands whose length is not a multiple of 8', async () => {
+    const store = await openStore('float64-bad');
+    await store.merge('ranks', 'p', encodeFloat64s(1, 1));
+    await store.merge('ranks', 'p', Buffer.alloc(5));
+    await store.merge('ranks', 'p', Buffer.alloc(0));
+    await store.merge('ranks', 'p', encodeFloat64s(2));
+    assert.deepEqual([...decodeFloat64s((await stableRead(store, 'ranks', 'p'))!)], [3, 1]);
+    assert.ok(store.stats().columnFamilies.ranks!.mergeFaults >= 2);
+    await store.close();
+  });
+});
+
+describe('operator declaration', () => {
+  it('fails to open with an unknown operator name, before creating anything', async () => {
+    const where = path.join(dir, 'unknown');
+    await assert.rejects(
+      Store.open({ path: where, columnFamilies: { x: { mergeOperator: { name: 'shardflow.nope.v1' } } } }),
+      (err: unknown) => err instanceof UnknownMergeOperatorError && err.code === 'SF_ERR_STORE_UNKNOWN_MERGE_OPERATOR',
+    );
+    const { existsSync } = await import('node:fs');
+    assert.equal(existsSync(where), false);
+  });
+
+  it('fails to reopen a column family with another operator', async () => {
+    const where = path.join(dir, 'mismatch');
+    const store = await Store.open({ path: where, columnFamilies: { c: { mergeOperator: int64Add() } } });
+    await store.merge('c', 'k', encodeInt64(1));
+    await store.close();
+    await assert.rejects(
+      Store.open({ path: where, columnFamilies: { c: { mergeOperator: float64Add() } } }),
+      { code: 'SF_ERR_STORE_MERGE_OPERATOR_MISMATCH' },
+    );
+    const again = await Store.open({ path: where, columnFamilies: { c: { mergeOperator: int64Add() } } });
+    assert.equal(decodeInt64((await again.get('c', 'k'))!), 1n);
+    await again.close();
+  });
+});
+
+describe('encode helpers', () => {
+  it('round-trip int64 and float64 vectors and reject bad input', () => {
+    assert.equal(decodeInt64(encodeInt64(-(2n ** 63n))), -(2n ** 63n));
+    assert.equal(decodeInt64(encodeInt64(42)), 42n);
+    assert.throws(() => encodeInt64(2n ** 63n), RangeError);
+    assert.throws(() => encodeInt64(0.5), RangeError);
+    assert.throws(() => decodeInt64(Buffer.alloc(7)), RangeError);
+    assert.deepEqual([...decodeFloat64s(encodeFloat64s(1.5, -2))], [1.5, -2]);
+    assert.deepEqual([...decodeFloat64s(encodeFloat64s(3).subarray(0, 8))], [3]);
+    assert.throws(() => decodeFloat64s(Buffer.alloc(9)), RangeError);
+  });
+});

@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { decodeInt64, encodeInt64, int64Add } from '../src/operators/mergeOperators.js';
+import { Store } from '../src/storage/index.js';
+
+let dir: string;
+let n = 0;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'shardflow-batch-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function openStore(): Promise<Store> {
+  return Store.open({
+    path: path.join(dir, `s${n++}`),
+    columnFamilies: { pages: {}, counts: { mergeOperator: int64Add() }, meta: {} },
+  });
+}
+
+describe('WriteBatch', () => {
+  it('applies puts, merges, deletes and range deletes across column families in one write', async () => {
+    const store = await openStore();
+    await store.put('pages', 'gone', Buffer.from('x'));
+    for (const k of ['r1', 'r2', 'r3']) await store.put('pages', k, Buffer.from(k));
+    const batch = store
+      .batch()
+      .put('pages', 'a', Buffer.from('A'))
+      .merge('counts', 'a', encodeInt64(2))
+      .merge('counts', 'a', encodeInt64(3))
+      .delete('pages', 'gone')
+      .deleteRange('pages', 'r1', 'r3')
+      .put('meta', 'applied/p1', encodeInt64(7));
+    assert.equal(batch.length, 6);
+    assert.ok(batch.byteLength > 0);
+    await store.write(batch, { sync: true });
+    assert.deepEqual(await store.get('pages', 'a'), Buffer.from('A'));
+    assert.equal(decodeInt64((await store.get('counts', 'a'))!), 5n);
+    assert.equal(await store.get('pages', 'gone'), undefined);
+    assert.equal(await store.get('pages', 'r1'), undefined);
+    assert.equal(await store.get('pages', 'r2'), undefined);
+    assert.deepEqual(await store.get('pages', 'r3'), Buffer.from('r3'));
+    assert.equal(decodeInt64((await store.get('meta', 'applied/p1'))!), 7n);
+    await store.close();
+  });
+
+  it('is atomic: a reader never sees part of a batch', async () => {
+    const store = await openStore();
+    const keys = Array.from({ length: 50 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    let writing = true;
+    const seen: number[] = [];
+    const reader = (async () => {
+      while (writing) {
+        const snap = store.snapshot();
+        const values = await store.multiGet('counts', keys, { snapshot: snap });
+        snap.release();
+        const distinct = new Set(values.map((v) => (v === undefined ? 0n : decodeInt64(v))));
+        seen.push(distinct.size);
+      }
+    })();
+    for (let round = 0; round < 50; round++) {
+      const batch = store.batch();
+      for (const k of keys) batch.merge('counts', k, encodeInt64(1));
+      await store.write(batch);
+    }
+    writing = false;
+    await reader;
+    assert.ok(seen.length > 0);
+    assert.ok(seen.every((d) => d === 1), `a snapshot saw ${Math.max(...seen)} different counts`);
+    const final = await store.multiGet('counts', keys);
+    assert.ok(final.every((v) => decodeInt64(v!) === 50n));
+    await store.close();
+  });
+
+  it('can be cleared and reused right after write (write copies it)', async () => {
+    const store = await openStore();
+    const batch = store.batch().put('pages', 'one', Buffer.from('1'));
+    const written = store.write(batch);
+    batch.clear().put('pages', 'two', Buffer.from('2'));
+    await written;
+    assert.equal(await store.get('pages', 'two'), undefined);
+    await store.write(batch);
+    assert.deepEqual(await store.get('pages', 'two'), Buffer.from('2'));
+    await store.close();
+  });
+
+  it('rejects undeclared column families when recording and batches of another store when writing', async () => {
+    const a = await openStore();
+    const b = await openStore();
+    assert.throws(() => a.batch().put('nope', 'k', Buffer.from('v')), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    await assert.rejects(b.write(a.batch().put('pages', 'k', Buffer.from('v'))), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    const leftover = a.batch().put('pages', 'k', Buffer.from('v'));
+    await a.close();
+    await assert.rejects(a.write(leftover), { code: 'SF_ERR_STORE_CLOSED' });
+    await b.close();
+  });
+});

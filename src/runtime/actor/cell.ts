@@ -19,6 +19,7 @@ import type { AskOptions } from './ref.js';
 import { Reply } from './reply.js';
 import type { SpawnOptions } from './spawnOptions.js';
 import type { ActorSystem } from './system.js';
+import type { Terminated } from './terminated.js';
 
 /**
  * What a cell needs from its system; implemented privately by `ActorSystem` so cells never touch
@@ -126,6 +127,8 @@ export class ActorCell<M = any, S = any, R = any> {
   #backoffLeave: (() => void) | undefined;
   #closed = false;
   #stopPromise: Promise<void> | undefined;
+  #stopReason: unknown;
+  #watchers: Set<(terminated: Terminated) => void> | undefined;
 
   constructor(host: CellHost, parent: ActorCell | null, name: string, source: CellSource<M, S, R>, options: SpawnOptions | undefined) {
     this.host = host;
@@ -518,10 +521,38 @@ export class ActorCell<M = any, S = any, R = any> {
     }
   }
 
-  /** See `ActorRef.stop`. Idempotent. */
-  stop(): Promise<void> {
-    if (this.#stopPromise === undefined) this.#stopPromise = this.#runStop();
+  /**
+   * See `ActorRef.stop`. Idempotent. `reason` (a failure, when a supervisor stops the actor) is
+   * passed to death watchers as `Terminated.reason`.
+   */
+  stop(reason?: unknown): Promise<void> {
+    if (this.#stopPromise === undefined) {
+      this.#stopReason = reason;
+      this.#stopPromise = this.#runStop();
+    }
     return this.#stopPromise;
+  }
+
+  /**
+   * Registers a death-watch callback, called once when this cell has stopped (on the next
+   * microtask if it already has). @returns a function that removes it.
+   */
+  addWatcher(callback: (terminated: Terminated) => void): () => void {
+    if (this.#status === 'stopped') {
+      const terminated: Terminated = { type: '@shardflow.terminated', path: this.path, reason: this.#stopReason };
+      let cancelled = false;
+      queueMicrotask(() => {
+        if (!cancelled) callback(terminated);
+      });
+      return () => {
+        cancelled = true;
+      };
+    }
+    const watchers = (this.#watchers ??= new Set());
+    watchers.add(callback);
+    return () => {
+      watchers.delete(callback);
+    };
   }
 
   async #runStop(): Promise<void> {
@@ -532,6 +563,18 @@ export class ActorCell<M = any, S = any, R = any> {
     if (dropped > 0) this.host.logger.debug({ path: this.path, dropped }, 'mailbox dropped on stop');
     this.#send({ type: 'shardflow.stopped' });
     this.host.emit('@shardflow.stopped', this);
+    const watchers = this.#watchers;
+    this.#watchers = undefined;
+    if (watchers !== undefined) {
+      const terminated: Terminated = { type: '@shardflow.terminated', path: this.path, reason: this.#stopReason };
+      for (const watcher of watchers) {
+        try {
+          watcher(terminated);
+        } catch (error) {
+          this.host.logger.error({ path: this.path, err: error }, 'death-watch callback threw');
+        }
+      }
+    }
     if (this.parent !== null && this.parent.children.get(this.name) === this) this.parent.children.delete(this.name);
     this.host.unregister(this);
     this.#lifecycle.stop();

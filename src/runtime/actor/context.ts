@@ -1,8 +1,9 @@
-import type { Clock } from '../clock.js';
+import type { Cancel, Clock } from '../clock.js';
 import type { Behavior } from './behavior.js';
 import type { ActorRef } from './ref.js';
 import type { SpawnOptions } from './spawnOptions.js';
 import type { ActorSystem } from './system.js';
+import type { Terminated } from './terminated.js';
 
 /**
  * What a behaviour sees of the runtime during one incarnation (after Pekko's `ActorContext`).
@@ -36,4 +37,16 @@ export interface ActorContext<M> {
    * @throws `InvalidArgumentError` for a bad or taken name; `ActorStoppedError` after the incarnation ended.
    */
   spawn<C, CS, CR>(name: string, behavior: Behavior<C, CS, CR>, options?: SpawnOptions): ActorRef<C, CR>;
+
+  /**
+   * Death watch (Pekko `watch`, Erlang `monitor`): when `target` stops for good, calls
+   * `notify(terminated)` and, if it returns a message, tells that message to `self`, so the
+   * reaction runs inside `receive()` in mailbox order. If `target` has already stopped, the notice
+   * comes on the next microtask. The watch ends with this incarnation (or by calling the returned
+   * {@link Cancel}); restarts of `target` do not trigger it.
+   * @throws `InvalidArgumentError` if `target` is not a ref of this process; `ActorStoppedError` after the incarnation ended.
+   */
+  watch<T>(target: ActorRef<T, any>, notify: (terminated: Terminated) => M | undefined | void): Cancel;
+  /** Death watch delivering the fixed `message` to `self` (Pekko `watchWith`); see {@link watch}. */
+  watchWith<T>(target: ActorRef<T, any>, message: M): Cancel;
 }

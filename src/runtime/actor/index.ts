@@ -11,8 +11,15 @@ export type { SpawnOptions, MailboxOptions, OverflowPolicy } from './spawnOption
 // Talking to actors
 export type { ActorRef, AskOptions } from './ref.js';
 
+// Death watch
+export type { Terminated } from './terminated.js';
+
 // Running actors
 export { ActorSystem } from './system.js';
 export type { ActorSystemOptions, Termination } from './system.js';
 export { consoleLogger } from './logger.js';
 export type { Logger } from './logger.js';
+
+// Fault injection (--chaos)
+export { ChaosPolicy } from './chaosPolicy.js';
+export type { ChaosPolicyOptions } from './chaosPolicy.js';

@@ -28,6 +28,11 @@ export class LocalActorRef<M, R> implements ActorRef<M, R> {
     return this.#cell.stop();
   }
 
+  /** The cell behind `ref` if it is a ref of this runtime, else `undefined` (brand check, no registry). */
+  static cellOf(ref: unknown): ActorCell | undefined {
+    return typeof ref === 'object' && ref !== null && #cell in ref ? (ref as LocalActorRef<unknown, unknown>).#cell : undefined;
+  }
+
   toString(): string {
     return `ActorRef(${this.#cell.path})`;
   }

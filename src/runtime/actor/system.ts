@@ -8,6 +8,7 @@ import type { SupervisorStrategy } from '../supervision/strategy.js';
 import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
 import type { Behavior } from './behavior.js';
 import { ActorCell, type CellHost } from './cell.js';
+import type { ChaosPolicy } from './chaosPolicy.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { ActorRef } from './ref.js';
 import type { SpawnOptions } from './spawnOptions.js';
@@ -24,11 +25,8 @@ export interface ActorSystemOptions {
   readonly random?: () => number;
   /** Observer of xstate inspection events of every actor's lifecycle machine (`@xstate.snapshot`, ...). */
   readonly inspect?: (event: InspectionEvent) => void;
-  /**
-   * Called before every `receive()` with the actor's path and kind; if it throws, that message
-   * fails with the thrown error. Used by chaos injection (`ChaosPolicy.injector()`).
-   */
-  readonly beforeReceive?: (path: string, kind: string) => void;
+  /** Fault injection before `receive()` (the `--chaos` switch); default none. See {@link ChaosPolicy}. */
+  readonly chaos?: ChaosPolicy;
 }
 
 /**
@@ -109,7 +107,7 @@ export class ActorSystem {
       logger: this.logger,
       random: options.random ?? Math.random,
       inspect: options.inspect,
-      beforeReceive: options.beforeReceive,
+      beforeReceive: options.chaos?.injector(),
       emit(type, cell, reason) {
         if (events.closed) return;
         const at = clock.now();

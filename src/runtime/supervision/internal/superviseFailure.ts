@@ -39,7 +39,7 @@ export async function superviseFailure(
     case 'stop':
       for (const target of affected(parent, child, strategy.scope).reverse()) {
         if (signal.aborted) return;
-        await target.stop();
+        await target.stop(error);
       }
       return;
     case 'restart':

@@ -161,6 +161,8 @@ export class ActorSystem {
    * previous `start()` settled (Erlang/OTP). `strategy` governs the children (a child's own
    * `options.supervision` overrides it); `options.supervision` governs the supervisor's own failures,
    * i.e. escalations from its children. Children are restarted in place: their refs stay valid.
+   * A child stopped for good (a `stop` directive, `ref.stop()`) stays stopped until the supervisor
+   * itself restarts, which creates it anew from its spec (Erlang/OTP permanent children).
    * @returns the supervisor's ref (it accepts no messages; `stop()` stops the whole subtree).
    * @throws `InvalidArgumentError` for invalid specs (checked before anything starts); `ActorStoppedError` once terminating.
    */

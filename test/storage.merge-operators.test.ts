@@ -7,10 +7,23 @@ import { UnknownMergeOperatorError } from '../src/errors.js';
 import {
   decodeFloat64s,
   decodeInt64,
+  decodeLww,
+  decodeRecord,
+  decodeSet,
   encodeFloat64s,
   encodeInt64,
+  encodeLww,
+  encodeRecord,
+  encodeSetOps,
   float64Add,
   int64Add,
+  lastWriteWins,
+  lwwTombstone,
+  max,
+  min,
+  record,
+  recordSetOps,
+  set,
 } from '../src/operators/mergeOperators.js';
 import { Store } from '../src/storage/index.js';
 
@@ -25,7 +38,15 @@ after(async () => {
 async function openStore(name: string): Promise<Store> {
   return Store.open({
     path: path.join(dir, name),
-    columnFamilies: { counts: { mergeOperator: int64Add() }, ranks: { mergeOperator: float64Add() } },
+    columnFamilies: {
+      counts: { mergeOperator: int64Add() },
+      ranks: { mergeOperator: float64Add() },
+      highs: { mergeOperator: max() },
+      lows: { mergeOperator: min() },
+      latest: { mergeOperator: lastWriteWins() },
+      members: { mergeOperator: set() },
+      pages: { mergeOperator: record({ lastSeen: 'max', fetchCount: 'sum', firstSeen: 'min', tags: 'set' }) },
+    },
   });
 }
 
@@ -110,6 +131,83 @@ describe('float64Add', () => {
     await store.merge('ranks', 'p', encodeFloat64s(2));
     assert.deepEqual([...decodeFloat64s((await stableRead(store, 'ranks', 'p'))!)], [3, 1]);
     assert.ok(store.stats().columnFamilies.ranks!.mergeFaults >= 2);
+    await store.close();
+  });
+});
+
+describe('max / min', () => {
+  it('keep the largest / smallest float64', async () => {
+    const store = await openStore('extremum');
+    for (const x of [3, -1, 7.5, 2]) {
+      await store.merge('highs', 'k', encodeFloat64s(x));
+      await store.merge('lows', 'k', encodeFloat64s(x));
+      await store.flush();
+    }
+    await store.merge('highs', 'k', Buffer.alloc(3));
+    assert.deepEqual([...decodeFloat64s((await stableRead(store, 'highs', 'k'))!)], [7.5]);
+    assert.deepEqual([...decodeFloat64s((await stableRead(store, 'lows', 'k'))!)], [-1]);
+    assert.equal(store.stats().columnFamilies.highs!.mergeFaults > 0, true);
+    await store.close();
+  });
+});
+
+describe('lastWriteWins', () => {
+  it('keeps the largest timestamp; a tie goes to the later write; tombstones are values', async () => {
+    const store = await openStore('lww');
+    await store.merge('latest', 'a', encodeLww(10, Buffer.from('ten')));
+    await store.merge('latest', 'a', encodeLww(5, Buffer.from('five (late, older)')));
+    await store.flush();
+    await store.merge('latest', 'a', encodeLww(10, Buffer.from('ten again')));
+    const a = decodeLww((await stableRead(store, 'latest', 'a'))!);
+    assert.equal(a.timestampMs, 10n);
+    assert.equal(a.payload.toString(), 'ten again');
+    await store.put('latest', 'b', encodeLww(1, Buffer.from('put')));
+    await store.merge('latest', 'b', lwwTombstone(2));
+    const b = decodeLww((await stableRead(store, 'latest', 'b'))!);
+    assert.equal(b.tombstone, true);
+    assert.equal(b.timestampMs, 2n);
+    await store.close();
+  });
+});
+
+describe('set', () => {
+  it('adds and removes members in write order; the value lists members sorted', async () => {
+    const store = await openStore('set');
+    await store.merge('members', 's', encodeSetOps({ add: ['b', 'a', 'c'] }));
+    await store.flush();
+    await store.merge('members', 's', encodeSetOps({ remove: ['b'] }));
+    await store.merge('members', 's', encodeSetOps({ add: ['d', 'b'], remove: ['a'] }));
+    await store.merge('members', 's', Buffer.from([9, 9, 9])); // malformed: skipped
+    const members = decodeSet((await stableRead(store, 'members', 's'))!).map(String);
+    assert.deepEqual(members, ['b', 'c', 'd']);
+    assert.ok(store.stats().columnFamilies.members!.mergeFaults >= 1);
+    await store.close();
+  });
+});
+
+describe('record', () => {
+  it('merges field by field: max, sum, min, set, and last write for the rest', async () => {
+    const store = await openStore('record');
+    await store.put('pages', 'u', encodeRecord({ status: 200, lastSeen: 100, fetchCount: 1, firstSeen: 100, tags: ['x'] }));
+    await store.flush();
+    await store.merge('pages', 'u', encodeRecord({ lastSeen: 50, fetchCount: 2, firstSeen: 40, status: 301 }));
+    await store.merge('pages', 'u', encodeRecord({ lastSeen: 300, fetchCount: 0.5, tags: ['y', 'z'] }));
+    await store.flush();
+    await store.merge('pages', 'u', encodeRecord({ tags: recordSetOps({ add: ['w'], remove: ['x', 'z'] }), contentHash: 'abc' }));
+    await store.merge('pages', 'u', encodeRecord({ fetchCount: 'not a number' })); // field skipped
+    const v = decodeRecord((await stableRead(store, 'pages', 'u'))!);
+    assert.deepEqual(v, { status: 301, lastSeen: 300, fetchCount: 3.5, firstSeen: 40, tags: ['w', 'y'], contentHash: 'abc' });
+    assert.ok(store.stats().columnFamilies.pages!.mergeFaults >= 1);
+    await store.merge('pages', 'u', Buffer.from('not msgpack at all \xc1'));
+    assert.deepEqual(decodeRecord((await store.get('pages', 'u'))!), v);
+    await store.close();
+  });
+
+  it('builds a record from merges alone', async () => {
+    const store = await openStore('record-new');
+    await store.merge('pages', 'n', encodeRecord({ fetchCount: 1, tags: ['a'] }));
+    await store.merge('pages', 'n', encodeRecord({ fetchCount: 1, tags: { add: [], remove: ['a'] } }));
+    assert.deepEqual(decodeRecord((await stableRead(store, 'pages', 'n'))!), { fetchCount: 2, tags: [] });
     await store.close();
   });
 });

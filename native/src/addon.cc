@@ -6,6 +6,7 @@
 
 #include "addon.h"
 #include "objects/iterator.h"
+#include "objects/merge_probe.h"
 #include "objects/resources.h"
 #include "objects/snapshot.h"
 #include "objects/store.h"
@@ -52,6 +53,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("WriteBatch", batch);
   exports.Set("Resources", resources);
   exports.Set("setErrorClasses", Napi::Function::New(env, SetErrorClasses, "setErrorClasses"));
+  exports.Set("evaluateMerge", Napi::Function::New(env, EvaluateMerge, "evaluateMerge"));
   exports.Set("isKnownMergeOperator", Napi::Function::New(env, KnownMergeOperator, "isKnownMergeOperator"));
   return exports;
 }

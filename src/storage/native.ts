@@ -94,6 +94,16 @@ export interface NativeAddon {
   Resources: new (memoryBudgetBytes: number) => NativeResources;
   setErrorClasses(classes: Record<string, unknown>): void;
   isKnownMergeOperator(name: string): boolean;
+  /**
+   * Runs a merge operator without a database: "full" = FullMergeV2(existing, operands),
+   * "partial" = PartialMergeMulti(operands). For tests and operand inspection.
+   */
+  evaluateMerge(
+    spec: { name: string; fields?: Record<string, string>; defaultRule?: string },
+    existing: Uint8Array | undefined,
+    operands: Uint8Array[],
+    mode: 'full' | 'partial',
+  ): { value: Buffer; faults: number };
 }
 
 function load(): NativeAddon {

@@ -13,6 +13,12 @@ namespace shardflow::merge {
 
 std::shared_ptr<rocksdb::MergeOperator> NewInt64Add(std::shared_ptr<MergeFaults> faults);
 std::shared_ptr<rocksdb::MergeOperator> NewFloat64Add(std::shared_ptr<MergeFaults> faults);
+std::shared_ptr<rocksdb::MergeOperator> NewFloat64Max(std::shared_ptr<MergeFaults> faults);
+std::shared_ptr<rocksdb::MergeOperator> NewFloat64Min(std::shared_ptr<MergeFaults> faults);
+std::shared_ptr<rocksdb::MergeOperator> NewLastWriteWins(std::shared_ptr<MergeFaults> faults);
+std::shared_ptr<rocksdb::MergeOperator> NewSet(std::shared_ptr<MergeFaults> faults);
+std::shared_ptr<rocksdb::MergeOperator> NewRecord(const MergeOperatorSpec& spec,
+                                                  std::shared_ptr<MergeFaults> faults);
 
 }  // namespace shardflow::merge
 

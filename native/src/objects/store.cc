@@ -31,6 +31,8 @@ bool ParseFieldRule(const std::string& s, FieldRule* out) {
   return true;
 }
 
+}  // namespace
+
 Status ParseMergeOperator(Napi::Object o, MergeOperatorSpec* spec) {
   Napi::Value name = o.Get("name");
   if (!name.IsString()) return Status::InvalidArgument("mergeOperator.name must be a string");
@@ -57,6 +59,8 @@ Status ParseMergeOperator(Napi::Object o, MergeOperatorSpec* spec) {
   }
   return Status::OK();
 }
+
+namespace {
 
 Status ParseCompactionFilter(Napi::Object o, CompactionFilterSpec* spec) {
   Napi::Value kind = o.Get("kind");

@@ -22,6 +22,9 @@
 
 namespace shardflow::binding {
 
+// Reads a JS merge operator declaration ({ name, fields?, defaultRule? }).
+Status ParseMergeOperator(Napi::Object o, MergeOperatorSpec* spec);
+
 class StoreWrap : public Napi::ObjectWrap<StoreWrap> {
  public:
   static Napi::Function Init(Napi::Env env);

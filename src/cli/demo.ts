@@ -8,8 +8,8 @@ import { crawlGraph } from '../jobs/crawlGraph.js';
 import { l1Distance } from '../jobs/rankGraph.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { weightFunction } from '../actors/metrics/weights.js';
-import { chaosInjector } from './chaos.js';
-import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
+import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const defaultGraph = resolve(here, '../../examples/data/hollins');
@@ -36,7 +36,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
       const graph = await readGraph(opts.pages, opts.links);
       console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
       const broker = await openBroker(opts.broker);
-      const chaos = opts.chaos > 0 ? chaosInjector(opts.chaos) : undefined;
+      const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       const bar = new cliProgress.SingleBar({ format: 'crawl {bar} {value}/{total} pages | {phase}', hideCursor: true }, cliProgress.Presets.shades_classic);
       let timer: NodeJS.Timeout | undefined;
       const t0 = performance.now();
@@ -50,7 +50,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
           crawlers: opts.crawlers,
           tolerance: opts.tolerance,
           log,
-          ...(chaos ? { beforeReceive: chaos } : {}),
+          ...(chaos ? { chaos } : {}),
           onStarted(index) {
             bar.start(graph.pages.length, 0, { phase: 'crawling' });
             timer = setInterval(() => {

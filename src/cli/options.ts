@@ -46,3 +46,6 @@ export async function openBroker(spec: string): Promise<Broker> {
   if (spec === 'memory') return new MemoryBroker();
   throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory`);
 }
+
+/** Actor kinds `--chaos` may fail: the web-index actors, never supervisors or partitions. */
+export const chaosKinds: readonly string[] = ['crawl-policy', 'indexer', 'backlinks', 'metrics', 'crawler'];

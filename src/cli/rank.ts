@@ -4,8 +4,8 @@ import { Command } from 'commander';
 import { readGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
-import { chaosInjector } from './chaos.js';
-import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
+import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
 export function rankCommand(setExit: (code: number) => void): Command {
@@ -25,7 +25,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);
       const broker = await openBroker(opts.broker);
-      const chaos = opts.chaos > 0 ? chaosInjector(opts.chaos) : undefined;
+      const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       try {
         const result = await rankGraph({
           graph,
@@ -35,7 +35,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
           weigh: weightFunction(opts.weights),
           tolerance: opts.tolerance,
           log,
-          ...(chaos ? { beforeReceive: chaos } : {}),
+          ...(chaos ? { chaos } : {}),
         });
         const out = createWriteStream(opts.out);
         for (const [url, score] of result.scores) {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
@@ -23,7 +24,8 @@ export interface CrawlGraphOptions {
   /** Extra seeds beyond the graph's pages (e.g. an invalid URL). */
   readonly extraSeeds?: readonly string[];
   readonly maxBodyBytes?: number;
-  readonly beforeReceive?: (path: string, kind: string) => void;
+  /** Fault injection before each `receive()` (`--chaos`). */
+  readonly chaos?: ChaosPolicy;
   /** Called once the index runs (for progress displays and fault injection). */
   readonly onStarted?: (index: WebIndex) => void;
   readonly onRound?: (r: RoundSummary) => void;
@@ -65,7 +67,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
     log: options.log,
     crawlers: options.crawlers ?? 4,
     fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
-    ...(options.beforeReceive ? { beforeReceive: options.beforeReceive } : {}),
+    ...(options.chaos ? { chaos: options.chaos } : {}),
   });
   try {
     options.onStarted?.(index);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { producerId, type PartitionId } from '../runtime/ids.js';
 import { Namespaces, topic } from '../runtime/topics.js';
@@ -19,7 +20,8 @@ export interface RankGraphOptions {
   readonly weigh: WeightFunction;
   readonly tolerance?: number;
   readonly log: Logger;
-  readonly beforeReceive?: (path: string, kind: string) => void;
+  /** Fault injection before each `receive()` (`--chaos`). */
+  readonly chaos?: ChaosPolicy;
   readonly onRound?: (r: RoundSummary) => void;
   /** Called once the graph is loaded, with the web index. */
   readonly onLoaded?: (index: WebIndex, seconds: number) => void;
@@ -54,7 +56,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     weigh: options.weigh,
     log: options.log,
     crawlers: 0,
-    ...(options.beforeReceive ? { beforeReceive: options.beforeReceive } : {}),
+    ...(options.chaos ? { chaos: options.chaos } : {}),
   });
   try {
     const t0 = performance.now();

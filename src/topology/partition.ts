@@ -20,10 +20,10 @@ export interface PartitionOptions {
 
 /**
  * The children of a partition restart on their own (one-for-one) with exponential backoff
- * from 10 ms to 1 s; more than 20 failures in 10 s escalate to the partition, whose own
+ * from 10 ms to 1 s; more than 100 failures in 10 s escalate to the partition, whose own
  * supervisor then restarts the whole partition (store closed and reopened).
  */
-export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000);
+export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
 
 /**
  * A partition: a supervised actor that owns the partition's RocksDB store (it holds a

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { ActorSystem } from '../runtime/actor/system.js';
 import type { ActorRef } from '../runtime/actor/index.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -38,8 +39,8 @@ export interface WebIndexOptions {
   readonly memoryBudgetBytes?: number;
   readonly log: Logger;
   readonly clock?: Clock;
-  /** Called before each `receive()`; throwing fails that message (chaos injection). */
-  readonly beforeReceive?: (path: string, kind: string) => void;
+  /** Fault injection before each `receive()` (`--chaos`). */
+  readonly chaos?: ChaosPolicy;
 }
 
 /** A running web index: the actor tree of DESIGN.md on one process. */
@@ -82,7 +83,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     name: 'shardflow',
     clock,
     logger: options.log,
-    ...(options.beforeReceive ? { beforeReceive: options.beforeReceive } : {}),
+    ...(options.chaos ? { chaos: options.chaos } : {}),
   });
   const crawling = (options.crawlers ?? 0) > 0;
   mkdirSync(options.dataDir, { recursive: true });

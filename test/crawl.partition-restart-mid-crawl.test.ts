@@ -29,9 +29,11 @@ test('partition actors killed in the middle of the crawl and of the metric are r
         });
       },
     });
-    for (const kind of ['indexer', 'backlinks', 'metrics']) {
-      assert.ok((restarted.get(kind) ?? 0) > 0, `some ${kind} actor was killed and restarted (${JSON.stringify([...restarted])})`);
-    }
+    const during = (kind: string) => restarted.get(kind) ?? 0;
+    // Which kind a seeded fault hits depends on message timing; with ~300 crawl batches at
+    // 5% the chance that none of them is hit is about 1e-7.
+    assert.ok(during('indexer') + during('backlinks') > 0, `an indexer or backlinks actor was killed mid-crawl and restarted (${JSON.stringify([...restarted])})`);
+    assert.ok(during('metrics') > 0, `a metric actor was killed mid-metric and restarted (${JSON.stringify([...restarted])})`);
     assert.equal(result.pages, 6012);
     assert.equal(result.outlinks, 23875);
     assert.equal(result.backlinks, 23875);

@@ -1,13 +1,10 @@
-import type { Subscription } from 'rxjs';
 import type { ActorRef, Behavior } from '../../runtime/actor/index.js';
-import type { Consumer } from '../../runtime/brokers/broker.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { encodeInt64 } from '../../operators/mergeOperators.js';
-import type { Store } from '../../storage/index.js';
 import { linkOpCodec } from '../messages.js';
-import { AppliedMarks } from '../partition/appliedMarks.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, feedMailbox, type Deliveries } from '../partition/inbox.js';
+import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
+import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import { ColumnFamilies, Counters, linkKey } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { encodeLinkValue } from '../indexer/linkValue.js';
@@ -24,12 +21,7 @@ export interface BacklinksOptions {
   readonly crawlPolicy?: ActorRef<CrawlPolicyMessage>;
 }
 
-interface BacklinksState {
-  readonly store: Store;
-  readonly marks: AppliedMarks;
-  readonly consumer: Consumer;
-  readonly feed: Subscription;
-}
+type BacklinksState = SubscribedState;
 
 /**
  * The backlink store of one partition: consumes `links/<q>` and folds each link operation
@@ -41,17 +33,7 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
   const owner = 'backlinks';
   return {
     kind: 'backlinks',
-    async start(ctx) {
-      const store = await env.store.acquire();
-      try {
-        const consumer = await env.broker.subscribe(topic(Namespaces.links, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 256 });
-        const feed = feedMailbox(consumer, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
-        return { store, consumer, feed, marks: new AppliedMarks(store, owner) };
-      } catch (err) {
-        await env.store.release();
-        throw err;
-      }
-    },
+    start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.links, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 2 }, withOutbox: false }),
     async receive(state, d) {
       if (d.consumer !== state.consumer) return;
       let discovered = 0;
@@ -77,10 +59,6 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
       });
       if (discovered > 0) await options.crawlPolicy?.tell({ type: 'poke' });
     },
-    async stop(state) {
-      state.feed.unsubscribe();
-      await state.consumer.close();
-      await env.store.release();
-    },
+    stop: (state) => closeSubscribed(env, state),
   };
 }

@@ -1,18 +1,16 @@
 import { createHash } from 'node:crypto';
-import type { Subscription } from 'rxjs';
 import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
-import type { Consumer } from '../../runtime/brokers/broker.js';
-import { partitionId, producerId } from '../../runtime/ids.js';
+import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import { fetchCodec, linkOpCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
 import { extractLinks } from '../crawler/extractLinks.js';
-import { AppliedMarks } from '../partition/appliedMarks.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, feedMailbox, type Deliveries } from '../partition/inbox.js';
-import { Outbox } from '../partition/outbox.js';
+import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
+import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
+import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkKey, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
@@ -29,13 +27,7 @@ export interface IndexerOptions {
   readonly teleport: number;
 }
 
-interface IndexerState {
-  readonly store: Store;
-  readonly outbox: Outbox;
-  readonly marks: AppliedMarks;
-  readonly consumer: Consumer;
-  readonly feed: Subscription;
-}
+type IndexerState = SubscribedState & { readonly outbox: Outbox };
 
 const packr = new Packr({ useRecords: false });
 const LINK_OPS_PER_MESSAGE = 512;
@@ -56,18 +48,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
   const owner = 'indexer';
   return {
     kind: 'indexer',
-    async start(ctx) {
-      const store = await env.store.acquire();
-      try {
-        const outbox = await Outbox.open({ store, broker: env.broker, owner, producer: producerId(`${owner}@${env.partition}`), counters: env.counters });
-        const consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 64 });
-        const feed = feedMailbox(consumer, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 32, maxDelayMs: 2 });
-        return { store, outbox, consumer, feed, marks: new AppliedMarks(store, owner) };
-      } catch (err) {
-        await env.store.release();
-        throw err;
-      }
-    },
+    start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.fetches, receiverQueueSize: 64, batching: { maxCount: 32, maxDelayMs: 2 }, withOutbox: true }) as Promise<IndexerState>,
     async receive(state, d) {
       if (d.consumer !== state.consumer) return; // from a previous incarnation: redelivered to this one
       const { store, outbox } = state;
@@ -89,12 +70,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
         }
       });
     },
-    async stop(state) {
-      state.feed.unsubscribe();
-      await state.consumer.close();
-      await state.outbox.close();
-      await env.store.release();
-    },
+    stop: (state) => closeSubscribed(env, state),
   };
 
   /** Adds one page's effects to `batch`; returns its link operations. */

@@ -1,16 +1,14 @@
-import type { Subscription } from 'rxjs';
 import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
-import type { Consumer } from '../../runtime/brokers/broker.js';
-import { partitionId, producerId } from '../../runtime/ids.js';
+import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
 import { contributionCodec } from '../messages.js';
-import { AppliedMarks } from '../partition/appliedMarks.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, feedMailbox, type Deliveries } from '../partition/inbox.js';
-import { Outbox } from '../partition/outbox.js';
+import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
+import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
+import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, roundKey } from '../partition/schema.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
@@ -62,13 +60,7 @@ export interface PartitionCounts {
   readonly backlinks: number;
 }
 
-interface MetricState {
-  readonly store: Store;
-  readonly outbox: Outbox;
-  readonly marks: AppliedMarks;
-  readonly consumer: Consumer;
-  readonly feed: Subscription;
-}
+type MetricState = SubscribedState & { readonly outbox: Outbox };
 
 const packr = new Packr({ useRecords: false });
 const CONTRIBUTIONS_PER_MESSAGE = 4096;
@@ -92,18 +84,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   const owner = 'metrics';
   return {
     kind: 'metrics',
-    async start(ctx) {
-      const store = await env.store.acquire();
-      try {
-        const outbox = await Outbox.open({ store, broker: env.broker, owner, producer: producerId(`${owner}@${env.partition}`), counters: env.counters });
-        const consumer = await env.broker.subscribe(topic(Namespaces.metrics, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 256 });
-        const feed = feedMailbox(consumer, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 1 });
-        return { store, outbox, consumer, feed, marks: new AppliedMarks(store, owner) };
-      } catch (err) {
-        await env.store.release();
-        throw err;
-      }
-    },
+    start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 1 }, withOutbox: true }) as Promise<MetricState>,
     async receive(state, message) {
       switch (message.type) {
         case 'deliveries':
@@ -131,12 +112,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return counts(state.store);
       }
     },
-    async stop(state) {
-      state.feed.unsubscribe();
-      await state.consumer.close();
-      await state.outbox.close();
-      await env.store.release();
-    },
+    stop: (state) => closeSubscribed(env, state),
   };
 
   async function push(state: MetricState, round: number, threshold: number, damping: number): Promise<PushReport> {

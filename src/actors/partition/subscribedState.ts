@@ -1,0 +1,68 @@
+import type { Subscription } from 'rxjs';
+import type { ActorContext } from '../../runtime/actor/index.js';
+import type { Consumer } from '../../runtime/brokers/broker.js';
+import { producerId } from '../../runtime/ids.js';
+import { topic, type Namespace } from '../../runtime/topics.js';
+import type { Store } from '../../storage/index.js';
+import { AppliedMarks } from './appliedMarks.js';
+import type { PartitionEnv } from './env.js';
+import { feedMailbox, type Deliveries } from './inbox.js';
+import { Outbox } from './outbox.js';
+
+/** The resources of a partition actor that consumes one topic of its partition. */
+export interface SubscribedState {
+  readonly store: Store;
+  readonly marks: AppliedMarks;
+  readonly consumer: Consumer;
+  readonly feed: Subscription;
+  /** Present when the actor sends messages (`withOutbox`). */
+  readonly outbox?: Outbox;
+}
+
+/** Options of `openSubscribed`. */
+export interface SubscribedOptions {
+  /** Subscription name, applied-marks owner and outbox owner (e.g. `indexer`). */
+  readonly owner: string;
+  /** Namespace of the consumed topic (the topic is this partition's). */
+  readonly namespace: Namespace;
+  /** Unacked bound of the consumer. */
+  readonly receiverQueueSize: number;
+  readonly batching: { maxCount: number; maxDelayMs: number };
+  /** Open an outbox with producer `<owner>@<partition>`. */
+  readonly withOutbox: boolean;
+}
+
+/**
+ * The `start()` shared by the indexer, backlinks and metric actors: acquires the partition
+ * store, opens the outbox (replaying what a previous incarnation left), joins the failover
+ * subscription `<owner>` on `<namespace>/<partition>` and feeds it into the mailbox. On
+ * failure everything acquired so far is released before the error is rethrown.
+ */
+export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, options: SubscribedOptions): Promise<SubscribedState> {
+  const store = await env.store.acquire();
+  let outbox: Outbox | undefined;
+  try {
+    if (options.withOutbox) {
+      outbox = await Outbox.open({ store, broker: env.broker, owner: options.owner, producer: producerId(`${options.owner}@${env.partition}`), counters: env.counters });
+    }
+    const consumer = await env.broker.subscribe(topic(options.namespace, env.partition), {
+      subscription: options.owner,
+      type: 'failover',
+      receiverQueueSize: options.receiverQueueSize,
+    });
+    const feed = feedMailbox(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
+    return { store, consumer, feed, marks: new AppliedMarks(store, options.owner), ...(outbox ? { outbox } : {}) };
+  } catch (err) {
+    await outbox?.close();
+    await env.store.release();
+    throw err;
+  }
+}
+
+/** The `stop()` matching `openSubscribed`: stops the feed, leaves the subscription, releases the store. */
+export async function closeSubscribed(env: PartitionEnv, state: SubscribedState): Promise<void> {
+  state.feed.unsubscribe();
+  await state.consumer.close();
+  await state.outbox?.close();
+  await env.store.release();
+}

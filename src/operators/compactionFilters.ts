@@ -1,9 +1,13 @@
 /**
  * Compaction filters, declared by kind: the code runs in C++ (native/src/filters/) on
  * RocksDB's compaction threads. A filter sees full values only (never merge operands),
- * does not drop what a live snapshot can still see, keeps any value it cannot parse,
+ * keeps any value it cannot parse,
  * and counts what it examined and dropped (`store.stats().columnFamilies[cf]`). "Now" is
  * the wall clock at compaction time, in ms.
+ *
+ * Snapshots do not protect filtered values: RocksDB ignores snapshots for compaction
+ * filters, so a snapshot read can miss a value that a compaction dropped after the
+ * snapshot was taken.
  */
 import type { Key } from '../storage/key.js';
 

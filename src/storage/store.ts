@@ -110,7 +110,13 @@ export class Store {
   get(cf: string, key: Key, opts?: ReadOptions): Promise<Buffer | undefined> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
-    return this.#native.get(i, key, snapshotOf(opts));
+    let snapshot: NativeSnapshot | undefined;
+    try {
+      snapshot = snapshotOf(opts);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#native.get(i, key, snapshot);
   }
 
   /** Values in the order of `keys` (undefined where absent); one native call. */

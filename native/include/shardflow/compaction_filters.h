@@ -14,8 +14,10 @@
 //
 // "now" is the wall clock (rocksdb SystemClock) read at each call, in ms.
 //
-// Snapshots: RocksDB does not call the filter for entries still visible to a live
-// snapshot, so a snapshot keeps reading what it saw.
+// Snapshots: RocksDB (>= 6.0) ignores snapshots for compaction filters: a value a filter
+// drops disappears for live snapshots too. A snapshot taken for a consistent read across
+// column families can therefore miss expired / tombstoned / dropped-prefix data that a
+// compaction removed meanwhile; those are exactly the values meant to vanish.
 // Errors: a value that does not parse is kept (never dropped on doubt) and not counted.
 // Threading: one filter instance per column family is called concurrently from several
 // compaction threads; filters are stateless apart from atomic counters and never call JS

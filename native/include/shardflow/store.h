@@ -159,6 +159,8 @@ class Store {
   void Unregister(Snapshot* s) noexcept;
   void Unregister(Iterator* it) noexcept;
   Status CheckOpen(int cf) const noexcept;
+  // Throttles a writer while the shared memtables are over budget (store.cc).
+  void AdmitWrite() noexcept;
 
   mutable std::mutex mu_;
   bool closed_ = false;

@@ -3,6 +3,8 @@
 #include "shardflow/store.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <unordered_map>
 
 #include <rocksdb/cache.h>
@@ -63,8 +65,10 @@ Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& r
   // Many column families x many stores share one write-buffer manager: keep single
   // memtables small so that an idle family does not pin a large arena.
   o.write_buffer_size = std::clamp<uint64_t>(res.budget() / 16, 1ull << 20, 32ull << 20);
-  o.arena_block_size = std::min<size_t>(o.write_buffer_size / 8, 256u << 10);
-  o.max_write_buffer_number = 3;
+  o.arena_block_size = std::min<size_t>(o.write_buffer_size / 8, 64u << 10);
+  // One memtable being written, one being flushed; a third stops this store's writers
+  // until its own flush ends (bounds memory per family; never waits on other stores).
+  o.max_write_buffer_number = 2;
   o.level_compaction_dynamic_level_bytes = true;
   return Status::OK();
 }
@@ -84,6 +88,10 @@ rocksdb::DBOptions MakeDbOptions(const StoreConfig& config, const Resources& res
   // Families with few writes would keep old WAL files alive; bound the WAL.
   o.max_total_wal_size = 64ull << 20;
   o.write_buffer_manager = res.write_buffer_manager();
+  // Per-store fixed memory matters with 64 stores: the WAL/SST writer buffer defaults to
+  // 1 MiB each (64 MiB for 64 stores, measured in bench/storage.ts).
+  o.writable_file_max_buffer_size = 128u << 10;
+  o.table_cache_numshardbits = 4;
   o.statistics = stats;
   return o;
 }
@@ -143,7 +151,11 @@ Status Store::Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexc
   for (size_t i = 0; i < declared.size(); ++i) {
     descriptors.emplace_back(declared[i].name, states[i].options);
   }
-  descriptors.emplace_back(kMetaFamily, rocksdb::ColumnFamilyOptions());
+  // The hidden and undeclared families hold a few keys: small memtables.
+  rocksdb::ColumnFamilyOptions small;
+  small.write_buffer_size = 1u << 20;
+  small.arena_block_size = 16u << 10;
+  descriptors.emplace_back(kMetaFamily, small);
   std::vector<std::string> undeclared;
   for (const std::string& name : existing) {
     bool known = name == kMetaFamily ||
@@ -151,7 +163,7 @@ Status Store::Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexc
                              [&](const ColumnFamilyConfig& c) { return c.name == name; });
     if (!known) {
       undeclared.push_back(name);
-      descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+      descriptors.emplace_back(name, small);
     }
   }
 
@@ -310,27 +322,62 @@ rocksdb::WriteOptions WriteOptionsFor(bool sync) {
 rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
 }  // namespace
 
+// Write admission under a shared budget. RocksDB's write-buffer manager flushes early but
+// does not slow writers (its stall mode deadlocks with many stores, see resources.cc), so
+// with many stores writing faster than the flush threads, immutable memtables piled up
+// to 2-6x the budget in bench/storage.ts. Here a writer that finds memtables over half
+// the budget first flushes its own store and waits for it (throttling it to flush speed
+// and freeing memory); a store holding almost nothing waits briefly for others' flushes
+// instead, bounded so that it never blocks for long. Runs on the pool thread of the write.
+void Store::AdmitWrite() noexcept {
+  const uint64_t limit = resources_->budget() / 2;
+  if (resources_->MemtableUsage() <= limit) return;
+  uint64_t mine = 0;
+  db_->GetAggregatedIntProperty("rocksdb.cur-size-active-mem-table", &mine);
+  if (mine >= (256u << 10)) {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    std::vector<rocksdb::ColumnFamilyHandle*> busy;
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      uint64_t size = 0;
+      if (db_->GetIntProperty(h, "rocksdb.cur-size-active-mem-table", &size) && size >= (64u << 10)) busy.push_back(h);
+    }
+    if (!busy.empty()) {
+      db_->Flush(fo, busy);  // a failure here surfaces on the write itself
+      return;
+    }
+  }
+  for (int i = 0; i < 50 && resources_->MemtableUsage() > limit; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 Status Store::Put(int cf, std::string_view key, std::string_view value, bool sync) noexcept {
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
+  AdmitWrite();
   return Status::FromRocks(db_->Put(WriteOptionsFor(sync), handles_[cf], S(key), S(value)));
 }
 
 Status Store::Merge(int cf, std::string_view key, std::string_view operand, bool sync) noexcept {
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
+  AdmitWrite();
   return Status::FromRocks(db_->Merge(WriteOptionsFor(sync), handles_[cf], S(key), S(operand)));
 }
 
 Status Store::Delete(int cf, std::string_view key, bool sync) noexcept {
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
+  AdmitWrite();
   return Status::FromRocks(db_->Delete(WriteOptionsFor(sync), handles_[cf], S(key)));
 }
 
 Status Store::Write(rocksdb::WriteBatch* batch, bool sync) noexcept {
   Status s = CheckOpen(0);
   if (!s.ok()) return s;
+  AdmitWrite();
   return Status::FromRocks(db_->Write(WriteOptionsFor(sync), batch));
 }
 

@@ -10,8 +10,8 @@ import type { PartitionEnv } from '../actors/partition/env.js';
 /** Options of a partition. */
 export interface PartitionOptions {
   readonly weigh: WeightFunction;
-  /** 1 - d: teleport residual of a new page. */
-  readonly teleport: number;
+  /** Damping factor d; a new page gets the teleport residual 1 - d. */
+  readonly damping: number;
   /** Run a crawl policy (the demo and `crawl`); `rank` loads a graph without one. */
   readonly crawl: boolean;
   /** Strategy for the four children. */
@@ -39,7 +39,7 @@ export function partitionActor(env: PartitionEnv, options: PartitionOptions): Be
       const supervision = options.childStrategy ?? defaultChildStrategy;
       const mailbox = { capacity: 256 };
       const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env), { supervision, mailbox: { capacity: 4096 } }) : undefined;
-      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, teleport: options.teleport }), { supervision, mailbox });
+      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping }), { supervision, mailbox });
       ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
       ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
     },

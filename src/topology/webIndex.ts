@@ -21,6 +21,8 @@ import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricAct
 import { askWithRetry, collectScores, converge, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import { partitionActor } from './partition.js';
+import { Mutex } from 'async-mutex';
+import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -96,6 +98,8 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       store: new PartitionStoreHandle(join(options.dataDir, `p${p}`), resources),
       counters,
       log: options.log.child({ partition: p }),
+      graphLock: new Mutex(),
+      adjacency: new AdjacencyCache(partitioner),
     });
   }
   const partitionStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
@@ -104,7 +108,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     partitionStrategy,
     envs.map((env) => ({
       name: `p${env.partition}`,
-      behavior: partitionActor(env, { weigh: options.weigh, teleport: 1 - damping, crawl: crawling }),
+      behavior: partitionActor(env, { weigh: options.weigh, damping, crawl: crawling }),
     })),
   );
   const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;

@@ -3,7 +3,7 @@ import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
-import { encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
+import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import { fetchCodec, linkOpCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
 import { extractLinks } from '../crawler/extractLinks.js';
@@ -14,7 +14,8 @@ import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkKey, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
-import { encodeLinkValue, linkFeatures } from './linkValue.js';
+import { encodeLinkValue, linkFeatures, linkWeight } from './linkValue.js';
+import { enqueueContributions } from '../metrics/contributions.js';
 
 /** Options of the indexer beyond its partition. */
 export interface IndexerOptions {
@@ -25,6 +26,10 @@ export interface IndexerOptions {
    * factor). Every page enters the metric this way, exactly once (DESIGN.md, push form).
    */
   readonly teleport: number;
+  /** Damping factor d, for the corrections of changed outlinks. */
+  readonly damping: number;
+  /** A page answering 404 or 410 this many times in a row is deleted. Default 2. */
+  readonly deleteAfter?: number;
 }
 
 type IndexerState = SubscribedState & { readonly outbox: Outbox };
@@ -38,24 +43,34 @@ const LINK_OPS_PER_MESSAGE = 512;
  * (add, update, remove) in `links/<q>`, q the partition of the target's host, through the
  * outbox, all in one write batch per delivery batch with the applied marks.
  *
+ * Page lifecycle: a new page enters the metric with its teleport residual; a page whose
+ * outlinks change sends metric corrections to the old and new targets; a page that answers
+ * 404 or 410 `deleteAfter` times in a row (default 2) is deleted: its outlinks are removed
+ * (so are their backlinks, through the link operations), its teleport is taken back and
+ * its record kept as a tombstone (`deleted`). All of it runs under the partition's graph
+ * lock, so no metric push of this partition sees a page half changed.
+ *
  * Outcomes of bad input, all stored in the page record (`status`, `error`) and logged:
- * a fetch that failed (status 0) keeps the page's previous outlinks; a 4xx/5xx answer, a
- * non-HTML body or an oversized body stores the page with no outlinks (removing the
- * previous ones); malformed HTML keeps the links the forgiving parser found and records
- * how many end tags it had to imply; hrefs that do not parse are skipped and counted.
+ * no response (status 0), a 5xx or another 4xx, or an oversized body keeps the page's
+ * previous outlinks (a new page has none); a 2xx body that is not HTML has no links;
+ * malformed HTML keeps the links the forgiving parser found and records how many end tags
+ * it had to imply; hrefs that do not parse are skipped and counted.
  */
 export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<Deliveries, IndexerState> {
   const owner = 'indexer';
+  const deleteAfter = options.deleteAfter ?? 2;
   return {
     kind: 'indexer',
     start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.fetches, receiverQueueSize: 64, batching: { maxCount: 32, maxDelayMs: 2 }, withOutbox: true }) as Promise<IndexerState>,
     async receive(state, d) {
       if (d.consumer !== state.consumer) return; // from a previous incarnation: redelivered to this one
       const { store, outbox } = state;
-      const overlay = new Map<string, { record: PageRecord; outlinks: Map<string, LinkFeatures> }>();
-      await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.fetches }, d, fetchCodec, async (batch, value) => {
+      const overlay = new Map<string, IndexedPage>();
+      await env.graphLock.runExclusive(() => applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.fetches }, d, fetchCodec, async (batch, value) => {
         const ops: LinkOp[] = [];
-        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay)));
+        const corrections = new Map<string, number>();
+        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections)));
+        await enqueueContributions(outbox, batch, env.partitioner, 0, corrections);
         const byPartition = new Map<number, LinkOp[]>();
         for (const op of ops) {
           const q = env.partitioner.forUrl(op.target);
@@ -68,36 +83,39 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
             await outbox.enqueue(batch, topic(Namespaces.links, partitionId(q)), linkOpCodec.encode({ type: 'links', ops: list.slice(i, i + LINK_OPS_PER_MESSAGE) }));
           }
         }
-      });
+      }));
     },
     stop: (state) => closeSubscribed(env, state),
   };
 
-  /** Adds one page's effects to `batch`; returns its link operations. */
+  /**
+   * Adds one page's effects to `batch`: its record, its outlinks, the teleport residual of
+   * a new page, and the metric corrections of changed outlinks (into `corrections`).
+   * @returns the page's link operations
+   */
   async function indexPage(
     store: Store,
     batch: WriteBatch,
     result: FetchResult,
-    overlay: Map<string, { record: PageRecord; outlinks: Map<string, LinkFeatures> }>,
+    overlay: Map<string, IndexedPage>,
+    corrections: Map<string, number>,
   ): Promise<LinkOp[]> {
     const url = result.url;
-    let previous = overlay.get(url);
-    if (!previous) {
-      const stored = await store.get(ColumnFamilies.pages, url);
-      if (stored) {
-        const outlinks = new Map<string, LinkFeatures>();
-        for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix: linkPrefix(url) })) {
-          outlinks.set(splitLinkKey(key)[1], linkFeatures(value));
-        }
-        previous = { record: packr.unpack(stored) as PageRecord, outlinks };
-      }
-    }
+    const previous = overlay.get(url) ?? (await readPage(store, url));
+    const live = previous !== undefined && !previous.record.deleted;
 
     let next: readonly Outlink[] | undefined;
     let error = result.error;
     let contentHash: string | undefined;
-    if (result.status === 0) {
-      next = undefined; // no response: keep what we had
+    let missCount = 0;
+    let deleted = false;
+    if (result.status === 404 || result.status === 410) {
+      missCount = (live ? previous.record.missCount ?? 0 : 0) + 1;
+      // A page that is gone `deleteAfter` times in a row leaves the graph; before that
+      // its outlinks are kept (a transient fault must not move rank around).
+      deleted = live && missCount >= deleteAfter;
+      next = deleted ? [] : live ? undefined : [];
+      env.log.info({ url, status: result.status, reason: error, missCount, deleted }, deleted ? 'page deleted' : 'page gone');
     } else if (result.outlinks) {
       next = result.outlinks;
     } else if (result.body !== undefined && result.status >= 200 && result.status < 300) {
@@ -111,13 +129,16 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
         error = [error, ...notes].filter(Boolean).join('; ');
         env.log.info({ url, notes }, 'page indexed with warnings');
       }
+    } else if (result.status >= 200 && result.status < 300 && !result.error) {
+      next = []; // a 2xx body that is not HTML has no links
     } else {
-      next = [];
-      if (error) env.log.info({ url, status: result.status, reason: error }, 'page stored without content');
+      // No response, a 5xx or another 4xx, an oversized body: keep what we had.
+      next = live ? undefined : [];
+      env.log.info({ url, status: result.status, reason: error }, 'page stored without content');
     }
 
-    const before = previous?.outlinks ?? new Map<string, LinkFeatures>();
-    const ops = next ? diffOutlinks(url, before, next) : [];
+    const before = live ? previous.outlinks : new Map<string, StoredLink>();
+    const ops = next ? diffOutlinks(url, featuresOf(before), next) : [];
     const after = new Map(before);
     let delta = 0;
     for (const op of ops) {
@@ -127,11 +148,17 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
         after.delete(op.target);
         delta--;
       } else {
-        batch.put(ColumnFamilies.outlinks, key, encodeLinkValue(options.weigh(op.features), op.features));
-        after.set(op.target, op.features);
+        const weight = options.weigh(op.features);
+        batch.put(ColumnFamilies.outlinks, key, encodeLinkValue(weight, op.features));
+        after.set(op.target, { features: op.features, weight });
         if (op.op === 'add') delta++;
       }
     }
+    if (ops.length > 0) {
+      env.adjacency.invalidate(url);
+      if (live) await addCorrections(store, url, before, after, corrections);
+    }
+
     const record: PageRecord = {
       url,
       status: result.status,
@@ -140,14 +167,70 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
       ...(result.contentType ? { contentType: result.contentType } : {}),
       ...(contentHash ? { contentHash } : {}),
       ...(error ? { error } : {}),
+      ...(missCount > 0 ? { missCount } : {}),
+      ...(deleted ? { deleted: true } : {}),
     };
     batch.put(ColumnFamilies.pages, url, packr.pack(record));
-    if (!previous) {
+    if (!live) {
+      // A new page (or one that comes back) enters the graph with its teleport residual.
       batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(1));
       batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, options.teleport));
+    } else if (deleted) {
+      // Leaving the graph: its teleport goes (t_p: 1 - d -> 0 means r_p -= 1 - d).
+      batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
+      batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -options.teleport));
     }
     if (delta !== 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(delta));
     overlay.set(url, { record, outlinks: after });
     return ops;
   }
+
+  /**
+   * When p's normalised weights change from w to w', the invariant
+   * y = x + (I - d W^T)^-1 r holds again after d * x_p * (w'_q - w_q) is added to r_q for
+   * every target q (DESIGN.md): so the graph changes without a global recomputation. Must
+   * run under the partition's graph lock, so that no push of p interleaves.
+   */
+  async function addCorrections(store: Store, url: string, before: Map<string, StoredLink>, after: Map<string, StoredLink>, out: Map<string, number>): Promise<void> {
+    const ranks = await store.get(ColumnFamilies.ranks, url);
+    const x = ranks ? decodeFloat64s(ranks)[0] ?? 0 : 0;
+    if (x === 0) return;
+    const total = (m: Map<string, StoredLink>) => { let t = 0; for (const l of m.values()) t += l.weight; return t; };
+    const w0 = total(before);
+    const w1 = total(after);
+    const scale = options.damping * x;
+    for (const target of new Set([...before.keys(), ...after.keys()])) {
+      const old = w0 > 0 ? (before.get(target)?.weight ?? 0) / w0 : 0;
+      const now = w1 > 0 ? (after.get(target)?.weight ?? 0) / w1 : 0;
+      if (now !== old) out.set(target, (out.get(target) ?? 0) + scale * (now - old));
+    }
+  }
+}
+
+/** A stored outlink: features and raw weight. */
+interface StoredLink {
+  readonly features: LinkFeatures;
+  readonly weight: number;
+}
+
+/** A page as the indexer knows it: record and outlinks (target -> link). */
+interface IndexedPage {
+  readonly record: PageRecord;
+  readonly outlinks: Map<string, StoredLink>;
+}
+
+async function readPage(store: Store, url: string): Promise<IndexedPage | undefined> {
+  const stored = await store.get(ColumnFamilies.pages, url);
+  if (!stored) return undefined;
+  const outlinks = new Map<string, StoredLink>();
+  for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix: linkPrefix(url) })) {
+    outlinks.set(splitLinkKey(key)[1], { features: linkFeatures(value), weight: linkWeight(value) });
+  }
+  return { record: packr.unpack(stored) as PageRecord, outlinks };
+}
+
+function featuresOf(links: Map<string, StoredLink>): Map<string, LinkFeatures> {
+  const out = new Map<string, LinkFeatures>();
+  for (const [t, l] of links) out.set(t, l.features);
+  return out;
 }

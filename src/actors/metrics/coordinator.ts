@@ -93,7 +93,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     let mass = 0;
     await Promise.all(
       metrics.map(async (m, q) => {
-        for (let wait = 1; ; wait = Math.min(wait * 2, 20)) {
+        for (let wait = 0; ; wait = Math.min(Math.max(1, wait * 2), 8)) {
           const a = (await askWithRetry(m, { type: 'applied', round }, options.clock)) as RoundApplied;
           if (a.messages >= expected[q]!) {
             mass += a.mass;

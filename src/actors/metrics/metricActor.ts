@@ -3,13 +3,15 @@ import type { Behavior } from '../../runtime/actor/index.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s } from '../../operators/mergeOperators.js';
-import type { Store } from '../../storage/index.js';
+import type { Snapshot, Store } from '../../storage/index.js';
 import { contributionCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
-import { ColumnFamilies, Counters, roundKey } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkPrefix, roundKey, type PageRecord } from '../partition/schema.js';
+import { enqueueContributions } from './contributions.js';
+import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 
@@ -47,7 +49,7 @@ export interface RoundApplied {
   readonly mass: number;
 }
 
-/** Unnormalised scores of a partition's pages: `scores[i]` is x + r of `urls[i]`. */
+/** Unnormalised scores of a partition's pages (deleted ones left out): `scores[i]` is x + r of `urls[i]`. */
 export interface PartitionScores {
   readonly urls: string[];
   readonly scores: number[];
@@ -63,7 +65,6 @@ export interface PartitionCounts {
 type MetricState = SubscribedState & { readonly outbox: Outbox };
 
 const packr = new Packr({ useRecords: false });
-const CONTRIBUTIONS_PER_MESSAGE = 4096;
 const SEP = 0;
 
 /**
@@ -100,7 +101,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           });
           return undefined;
         case 'push':
-          return push(state, message.round, message.threshold, message.damping);
+          return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
         case 'applied': {
           const v = await state.store.get(ColumnFamilies.rounds, roundKey(message.round));
           const f = v ? decodeFloat64s(v) : undefined;
@@ -121,11 +122,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const done = await store.get(ColumnFamilies.meta, reportKey);
     if (done) return packr.unpack(done) as PushReport;
 
+    const cache = env.adjacency;
+    const fill = !cache.complete;
     const snapshot = store.snapshot();
-    const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 2048 }));
-    const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 4096 }));
+    const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
+    // The synchronized traversal: while the cache is not filled, walk `outlinks` in step
+    // with `ranks` (same key order) and cache every page's outlinks on the way.
+    const links = fill ? new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 })) : undefined;
     const batch = store.batch();
-    const combined = new Map<string, number>();
+    const combiner = new Combiner(cache);
     let pushed = 0;
     let remaining = 0;
     let sumX = 0;
@@ -134,21 +139,25 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const weights: number[] = [];
     try {
       while (await ranks.ready()) {
-        const url = ranks.key;
+        const key = ranks.key;
         const [x = 0, r = 0] = decodeFloat64s(ranks.value);
         ranks.advance();
-        // Outlinks of `url` are the keys `url 0x00 target`; skip any of earlier sources.
-        targets.length = 0;
-        weights.length = 0;
-        while (await links.ready()) {
-          const key = links.key;
-          const cmp = compareSource(key, url);
-          if (cmp > 0) break;
-          if (cmp === 0) {
-            targets.push(key.toString('utf8', url.length + 1));
-            weights.push(linkWeight(links.value));
+        let adj: Adjacency | undefined;
+        if (links) {
+          // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
+          targets.length = 0;
+          weights.length = 0;
+          while (await links.ready()) {
+            const lk = links.key;
+            const cmp = compareSource(lk, key);
+            if (cmp > 0) break;
+            if (cmp === 0) {
+              targets.push(lk.toString('utf8', key.length + 1));
+              weights.push(linkWeight(links.value));
+            }
+            links.advance();
           }
-          links.advance();
+          adj = cache.set(key.toString('utf8'), targets, weights);
         }
         if (!(Math.abs(r) > threshold)) {
           remaining += Math.abs(r);
@@ -157,46 +166,91 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         }
         pushed++;
         sumX += x + r;
-        batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(r, -r));
-        let total = 0;
-        for (const w of weights) total += w;
-        if (!(total > 0)) continue; // dangling: the mass stays in x
-        const scale = (damping * r) / total;
-        for (let i = 0; i < targets.length; i++) {
-          const w = weights[i]!;
-          if (w === 0) continue;
-          const t = targets[i]!;
-          combined.set(t, (combined.get(t) ?? 0) + scale * w);
-          contributions++;
+        batch.merge(ColumnFamilies.ranks, key, encodeFloat64s(r, -r));
+        if (!adj) {
+          const url = key.toString('utf8');
+          adj = cache.get(url) ?? (await readAdjacency(store, url, snapshot, cache));
         }
+        // A dangling page keeps its mass in x.
+        contributions += combiner.add(adj, damping * r);
       }
     } finally {
       await ranks.close();
-      await links.close();
+      await links?.close();
       snapshot.release();
     }
+    if (fill) cache.complete = true;
 
-    const perPartition: Array<{ urls: string[]; deltas: number[] }> = Array.from({ length: env.partitioner.partitions }, () => ({ urls: [], deltas: [] }));
-    for (const [t, delta] of combined) {
-      const part = perPartition[env.partitioner.forUrl(t)]!;
-      part.urls.push(t);
-      part.deltas.push(delta);
-    }
-    const sent = perPartition.map(() => 0);
-    for (let q = 0; q < perPartition.length; q++) {
-      const { urls, deltas } = perPartition[q]!;
-      for (let i = 0; i < urls.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-        const payload = contributionCodec.encode({ type: 'metrics', round, urls: urls.slice(i, i + CONTRIBUTIONS_PER_MESSAGE), deltas: deltas.slice(i, i + CONTRIBUTIONS_PER_MESSAGE) });
-        await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
-        sent[q]!++;
-      }
-    }
+    const combined = combiner.entries();
+    const sent = await enqueueContributions(outbox, batch, env.partitioner, round, combined);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: combined.size };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     await store.write(batch);
     await outbox.publish();
     return report;
   }
+}
+
+/**
+ * Sums contributions per target id in a typed array (the combiner of DESIGN.md), so each
+ * target gets one entry per round however many pages link to it.
+ */
+class Combiner {
+  #acc: Float64Array;
+  #seen: Uint8Array;
+  readonly #touched: number[] = [];
+  constructor(readonly cache: AdjacencyCache) {
+    this.#acc = new Float64Array(Math.max(1024, cache.targetCount));
+    this.#seen = new Uint8Array(this.#acc.length);
+  }
+
+  /** Adds mass * w_pq to each target of `adj`. @returns links used */
+  add(adj: Adjacency, mass: number): number {
+    const { targets, weights } = adj;
+    for (let i = 0; i < targets.length; i++) {
+      const id = targets[i]!;
+      if (id >= this.#acc.length) this.#grow(id + 1);
+      if (this.#seen[id] === 0) {
+        this.#seen[id] = 1;
+        this.#touched.push(id);
+      }
+      this.#acc[id]! += mass * weights[i]!;
+    }
+    return targets.length;
+  }
+
+  /** Target URL -> summed delta, zero weights left out. */
+  entries(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const id of this.#touched) {
+      const v = this.#acc[id]!;
+      if (v !== 0) out.set(this.cache.url(id), v);
+    }
+    return out;
+  }
+
+  #grow(n: number): void {
+    let size = this.#acc.length;
+    while (size < n) size *= 2;
+    const acc = new Float64Array(size);
+    acc.set(this.#acc);
+    const seen = new Uint8Array(size);
+    seen.set(this.#seen);
+    this.#acc = acc;
+    this.#seen = seen;
+  }
+}
+
+/** Reads one page's outlinks from the store (a page changed since the cache was filled). */
+async function readAdjacency(store: Store, url: string, snapshot: Snapshot, cache: AdjacencyCache): Promise<Adjacency> {
+  const targets: string[] = [];
+  const weights: number[] = [];
+  const prefix = linkPrefix(url);
+  for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix, snapshot })) {
+    targets.push(key.toString('utf8', prefix.length));
+    weights.push(linkWeight(value));
+  }
+  return cache.set(url, targets, weights);
 }
 
 /** Compares the source URL of link key `key` (bytes before 0x00) with `url`. */
@@ -211,14 +265,16 @@ function compareSource(key: Buffer, url: Buffer): number {
 }
 
 async function scores(store: Store): Promise<PartitionScores> {
-  const pages = new ChunkCursor(store.chunks(ColumnFamilies.pages, { keysOnly: true, chunkSize: 4096 }));
+  const pages = new ChunkCursor(store.chunks(ColumnFamilies.pages, { chunkSize: 4096 }));
   const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { chunkSize: 4096 }));
   const urls: string[] = [];
   const values: number[] = [];
   try {
     while (await pages.ready()) {
       const url = pages.key;
+      const deleted = (packr.unpack(pages.value) as PageRecord).deleted === true;
       pages.advance();
+      if (deleted) continue;
       let score = 0;
       while (await ranks.ready()) {
         const c = Buffer.compare(ranks.key, url);

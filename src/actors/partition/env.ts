@@ -2,6 +2,8 @@ import type { Broker } from '../../runtime/brokers/broker.js';
 import type { PartitionId } from '../../runtime/ids.js';
 import type { Partitioner } from '../../runtime/partitioner.js';
 import type { Logger } from 'pino';
+import type { Mutex } from 'async-mutex';
+import type { AdjacencyCache } from '../metrics/adjacencyCache.js';
 import type { FlowCounters } from '../progress.js';
 import type { PartitionStoreHandle } from './partitionStore.js';
 
@@ -17,4 +19,12 @@ export interface PartitionEnv {
   readonly store: PartitionStoreHandle;
   readonly counters: FlowCounters;
   readonly log: Logger;
+  /**
+   * Serialises changes of the link graph (the indexer's outlink updates with their metric
+   * corrections) with the metric actor's pushes, which read x, r and the outlinks of a page
+   * and must see them unchanged until their write batch commits.
+   */
+  readonly graphLock: Mutex;
+  /** Compact read cache of `outlinks` for metric rounds; writers of `outlinks` invalidate it. */
+  readonly adjacency: AdjacencyCache;
 }

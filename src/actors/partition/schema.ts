@@ -1,4 +1,5 @@
 import { float64Add, int64Add } from '../../operators/mergeOperators.js';
+import { ttl } from '../../operators/compactionFilters.js';
 import type { ColumnFamilyOptions } from '../../storage/index.js';
 
 /**
@@ -16,6 +17,8 @@ import type { ColumnFamilyOptions } from '../../storage/index.js';
  * | ranks     | url                  | float64 LE [x, r]: rank estimate, residual     | float64 add |
  * | pending   | url                  | empty: discovered, not yet looked at by policy | (put)       |
  * | frontier  | url                  | msgpack FrontierEntry                          | (put)       |
+ * | robots    | origin               | msgpack RobotsRecord (robots.txt cache)        | (put), TTL  |
+ * | gcLog     | removedAt (BE) url   | msgpack GcRecord: what the GC removed and why  | (put), TTL  |
  * | counters  | name                 | int64 LE                                       | int64 add   |
  * | rounds    | round (uint32 BE)    | float64 LE [messages applied, mass applied]    | float64 add |
  * | outbox    | topic 0x00 seq (BE)  | payload bytes to publish                       | (put)       |
@@ -32,7 +35,19 @@ export const ColumnFamilies = Object.freeze({
   rounds: 'rounds',
   outbox: 'outbox',
   meta: 'meta',
+  robots: 'robots',
+  gcLog: 'gcLog',
 } as const);
+
+/**
+ * Cached robots.txt records nobody read for this long are dropped at compaction (the crawl
+ * policy refetches a robots.txt after a day, so a record this old belongs to a host that is
+ * no longer crawled). The filter compares `fetchedAt` with the wall clock.
+ */
+export const ROBOTS_RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+/** GC records are kept this long (compared with `removedAt`, wall clock), then compacted away. */
+export const GC_LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
 
 /** Options of every column family, for `Store.open`. */
 export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
@@ -47,6 +62,8 @@ export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
     [ColumnFamilies.rounds]: { mergeOperator: float64Add() },
     [ColumnFamilies.outbox]: {},
     [ColumnFamilies.meta]: {},
+    [ColumnFamilies.robots]: { compactionFilter: ttl({ field: 'fetchedAt', ttlMs: ROBOTS_RETENTION_MS }) },
+    [ColumnFamilies.gcLog]: { compactionFilter: ttl({ field: 'removedAt', ttlMs: GC_LOG_RETENTION_MS }) },
   };
 }
 
@@ -70,12 +87,69 @@ export interface PageRecord {
   readonly outlinkCount: number;
   /** Why the page has no content (network error, oversized, malformed, ...). */
   readonly error?: string;
+  /** 404/410 answers in a row. */
+  readonly missCount?: number;
+  /** The page left the graph (gone `deleteAfter` times); the record is its tombstone. */
+  readonly deleted?: boolean;
 }
 
 /** Stored per URL in `frontier`: the crawl policy's view of it. */
 export interface FrontierEntry {
-  /** ms since the epoch when the crawl request was sent. */
+  /** ms since the epoch when the last crawl request was sent; 0 when never. */
   readonly requestedAt: number;
+  /**
+   * Where the URL is (absent in rows written before issue 7: read as `requested`):
+   * - `queued`: waiting for its host's turn (politeness, robots.txt, budget);
+   * - `requested`: a crawl request is out, no result yet;
+   * - `fetched`: a result came back; `dueAt` is the next crawl;
+   * - `blocked`: robots.txt disallows it (`reason`); looked at again at `dueAt`;
+   * - `out-of-scope`: its host is not on the crawl's allow-list; never requested;
+   * - `removed`: the garbage collector removed the page (`reason`).
+   */
+  readonly state?: FrontierState;
+  /** ms since the epoch when the URL was first seen. */
+  readonly discoveredAt?: number;
+  /** ms since the epoch when the next crawl is due (fetched and blocked entries). */
+  readonly dueAt?: number;
+  /** Score estimate when queued (unnormalised rank x + r; seeds get `SEED_PRIORITY`). */
+  readonly priority?: number;
+  /** ms since the epoch of the last result, its status (0: no response) and error. */
+  readonly fetchedAt?: number;
+  readonly status?: number;
+  /** Results received for this URL. */
+  readonly fetches?: number;
+  /** Failed results in a row (status 0, 429 or 5xx): the retry delay doubles with each. */
+  readonly failures?: number;
+  /** Why the URL is blocked, out of scope or removed. */
+  readonly reason?: string;
+}
+
+/** The states of a frontier entry; see `FrontierEntry.state`. */
+export type FrontierState = 'queued' | 'requested' | 'fetched' | 'blocked' | 'out-of-scope' | 'removed';
+
+/** Stored per origin (`http://host[:port]`) in `robots`: the cached robots.txt. */
+export interface RobotsRecord {
+  readonly origin: string;
+  /** ms since the epoch. */
+  readonly fetchedAt: number;
+  /** HTTP status of the robots.txt answer; 0 when there was none. */
+  readonly status: number;
+  /** The robots.txt text (2xx only). */
+  readonly body?: string;
+  readonly error?: string;
+}
+
+/** Stored in `gcLog` for every page the garbage collector removed. */
+export interface GcRecord {
+  readonly url: string;
+  /** ms since the epoch. */
+  readonly removedAt: number;
+  /** `not-seen` (older than the GC's max age) or `host-dropped`. */
+  readonly reason: 'not-seen' | 'host-dropped';
+  /** The page's `fetchedAt` when it was removed. */
+  readonly lastFetchedAt: number;
+  /** Outlinks removed with it (link remove operations sent). */
+  readonly outlinks: number;
 }
 
 const SEP = 0;

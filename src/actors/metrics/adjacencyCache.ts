@@ -1,0 +1,99 @@
+import type { Partitioner } from '../../runtime/partitioner.js';
+
+/** The outlinks of one page, normalised: `weights` sum to 1 (or the page is dangling). */
+export interface Adjacency {
+  /** Target ids (see `AdjacencyCache.url`). */
+  readonly targets: Int32Array;
+  /** w_pq / sum_q w_pq, in the order of `targets`. */
+  readonly weights: Float64Array;
+}
+
+const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: new Float64Array(0) });
+
+/**
+ * A read cache of one partition's `outlinks` column family, in compact form (about 12
+ * bytes a link plus one dictionary entry per distinct target URL), so that metric rounds do
+ * not decode every link key and value from RocksDB again. The first push fills it from the
+ * synchronized traversal of `ranks` and `outlinks`; afterwards every writer of `outlinks`
+ * must call `invalidate(url)` under the partition's graph lock (the indexer does), and the
+ * next push re-reads that page from the store. The cache lives as long as the partition's
+ * environment, so it survives actor restarts, and it is never ahead of the store: an
+ * invalidated page is read back from what was committed.
+ *
+ * Target ids are dense integers, each with its URL and owning partition, so contributions
+ * are summed in a typed array (the combiner) instead of a map of strings.
+ */
+export class AdjacencyCache {
+  readonly #pages = new Map<string, Adjacency>();
+  readonly #ids = new Map<string, number>();
+  readonly #urls: string[] = [];
+  #partitionOf = new Int32Array(1024);
+  /** True once a full traversal has filled the cache. */
+  complete = false;
+
+  constructor(readonly partitioner: Partitioner) {}
+
+  /** Cached outlinks of `url`, or undefined (not cached: read the store). */
+  get(url: string): Adjacency | undefined {
+    return this.#pages.get(url);
+  }
+
+  /**
+   * Caches `url`'s outlinks from their target URLs and raw weights.
+   * @returns the normalised adjacency
+   */
+  set(url: string, targets: readonly string[], rawWeights: readonly number[]): Adjacency {
+    if (targets.length === 0) {
+      this.#pages.set(url, EMPTY);
+      return EMPTY;
+    }
+    let total = 0;
+    for (const w of rawWeights) total += w;
+    const ids = new Int32Array(targets.length);
+    const weights = new Float64Array(targets.length);
+    for (let i = 0; i < targets.length; i++) {
+      ids[i] = this.idOf(targets[i]!);
+      weights[i] = total > 0 ? rawWeights[i]! / total : 0;
+    }
+    const adj = { targets: ids, weights };
+    this.#pages.set(url, adj);
+    return adj;
+  }
+
+  /** Forgets `url`'s outlinks; call whenever they change. */
+  invalidate(url: string): void {
+    this.#pages.delete(url);
+  }
+
+  /** Dense id of a target URL (assigned on first sight). */
+  idOf(url: string): number {
+    let id = this.#ids.get(url);
+    if (id === undefined) {
+      id = this.#urls.length;
+      this.#ids.set(url, id);
+      this.#urls.push(url);
+      if (id >= this.#partitionOf.length) {
+        const grown = new Int32Array(this.#partitionOf.length * 2);
+        grown.set(this.#partitionOf);
+        this.#partitionOf = grown;
+      }
+      this.#partitionOf[id] = this.partitioner.forUrl(url);
+    }
+    return id;
+  }
+
+  /** URL of a target id. */
+  url(id: number): string {
+    return this.#urls[id]!;
+  }
+
+  /** Partition owning a target id. */
+  partitionOf(id: number): number {
+    return this.#partitionOf[id]!;
+  }
+
+  /** Number of target ids assigned. */
+  get targetCount(): number {
+    return this.#urls.length;
+  }
+}

@@ -110,6 +110,14 @@ function nodeGyp() {
   if (npmRoot.status === 0) {
     candidates.push(path.join(npmRoot.stdout.trim(), 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
   }
+  // The npm on PATH, wherever its node lives: <npm>/bin/npm-cli.js -> <npm>/node_modules/node-gyp.
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const npmBin = path.join(dir, 'npm');
+    if (!dir || !fs.existsSync(npmBin)) continue;
+    const npmDir = path.resolve(path.dirname(fs.realpathSync(npmBin)), '..');
+    candidates.push(path.join(npmDir, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'));
+    break;
+  }
   const found = candidates.filter(Boolean).find((p) => fs.existsSync(p));
   if (!found) fail('node-gyp not found (it ships with npm); install npm or add node-gyp as a devDependency');
   return found;

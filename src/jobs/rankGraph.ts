@@ -1,14 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
-import { producerId, type PartitionId } from '../runtime/ids.js';
-import { Namespaces, topic } from '../runtime/topics.js';
-import { fetchCodec, type FetchResult } from '../actors/messages.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
-import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { graphPage, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
 /** Options of `rankGraph`. */
@@ -23,6 +19,8 @@ export interface RankGraphOptions {
   /** Fault injection before each `receive()` (`--chaos`). */
   readonly chaos?: ChaosPolicy;
   readonly onRound?: (r: RoundSummary) => void;
+  /** Called once the index runs, before the graph is loaded (progress displays, tests). */
+  readonly onStarted?: (index: WebIndex) => void;
   /** Called once the graph is loaded, with the web index. */
   readonly onLoaded?: (index: WebIndex, seconds: number) => void;
 }
@@ -37,8 +35,6 @@ export interface RankGraphResult {
   readonly outlinks: number;
   readonly backlinks: number;
 }
-
-const PAGES_PER_MESSAGE = 64;
 
 /**
  * Ranks a graph file through the same pipeline as a crawl, with no side channel: each page
@@ -59,34 +55,9 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     ...(options.chaos ? { chaos: options.chaos } : {}),
   });
   try {
+    options.onStarted?.(index);
     const t0 = performance.now();
-    const byPartition = new Map<PartitionId, FetchResult[]>();
-    for (const url of options.graph.pages) {
-      const p = index.partitioner.forUrl(url);
-      let list = byPartition.get(p);
-      if (!list) byPartition.set(p, (list = []));
-      let host = '';
-      try { host = hostOf(url); } catch { host = ''; }
-      const targets = [...new Set(options.graph.links.get(url) ?? [])];
-      list.push({
-        url,
-        status: 200,
-        fetchedAt: 0,
-        outlinks: targets.map((target, i) => ({
-          target,
-          features: { anchor: '', position: targets.length > 0 ? i / targets.length : 0, rel: [], sameHost: safeHost(target) === host, region: 'body' as const },
-        })),
-      });
-    }
-    const loader = producerId(`loader/${randomUUID()}`);
-    for (const [p, results] of byPartition) {
-      const producer = await options.broker.producer(topic(Namespaces.fetches, p), { producer: loader });
-      for (let i = 0; i < results.length; i += PAGES_PER_MESSAGE) {
-        index.counters.onSent(Namespaces.fetches);
-        await producer.send(fetchCodec.encode({ type: 'fetches', results: results.slice(i, i + PAGES_PER_MESSAGE) }));
-      }
-      await producer.close();
-    }
+    await publishFetches(options.broker, index.partitioner, index.counters, options.graph.pages.map((url) => graphPage(url, options.graph.links.get(url) ?? [])));
     await index.quiescence({ pollMs: 10 });
     const loadSeconds = (performance.now() - t0) / 1000;
     options.onLoaded?.(index, loadSeconds);
@@ -106,14 +77,6 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     };
   } finally {
     await index.stop();
-  }
-}
-
-function safeHost(url: string): string {
-  try {
-    return hostOf(url);
-  } catch {
-    return '';
   }
 }
 

@@ -54,8 +54,12 @@ export interface WebIndex {
   seed(urls: readonly string[]): Promise<void>;
   /** Resolves when no message is in flight and every crawl policy is drained. */
   quiescence(options?: { pollMs?: number }): Promise<void>;
-  /** Runs metric rounds to convergence. */
-  converge(options: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages'>): Promise<ConvergeResult>;
+  /**
+   * Runs metric rounds to convergence, numbering rounds on from the last one stored. Rounds
+   * end only when no message is in flight (`quiet`), so calling it while a crawl runs is the
+   * continuous mode: it keeps converging while the graph changes and returns once both are done.
+   */
+  converge(options: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'>): Promise<ConvergeResult>;
   /** Every page with its normalised score, highest first. */
   scores(): Promise<Array<[string, number]>>;
   /** Store counters per partition. */
@@ -162,7 +166,8 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     },
     async converge(opts) {
       const pages = (await counts()).reduce((a, c) => a + c.pages, 0);
-      return converge(metricRefs, { ...opts, damping, pages, clock });
+      const last = (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
+      return converge(metricRefs, { quiet: () => counters.balanced(), ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
     },
     scores: () => collectScores(metricRefs, clock),
     counts,

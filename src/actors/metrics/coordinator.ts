@@ -20,6 +20,19 @@ export interface ConvergeOptions {
   readonly onRound?: (r: RoundSummary) => void;
   /** First round number (rounds are numbered across calls so reports stay unique). Default 1. */
   readonly firstRound?: number;
+  /**
+   * True when no message of any namespace is in flight (the graph is not changing). Rounds
+   * stop only when it holds at the end of a round: in continuous mode, rounds go on while
+   * the crawl changes the graph. Default: always true.
+   */
+  readonly quiet?: () => boolean;
+  /**
+   * Pages whose |r| is below `thresholdFactor` times the average residual of the previous
+   * round wait for a later round (Gauss-Southwell-like prioritisation: mass accumulates and is
+   * pushed once, instead of a trickle every round). 0 gives plain synchronous rounds.
+   * Default 1 (measured on hollins: 2.5x fewer pushes than plain rounds, 5% more rounds).
+   */
+  readonly thresholdFactor?: number;
 }
 
 /** One round, as seen by the coordinator. */
@@ -55,8 +68,9 @@ export interface ConvergeResult {
  * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
  * ||y - x||_1 <= R / (1 - d); and sum(y) >= N (1 - d) since y >= (1 - d) 1. So the L1
  * distance of the normalised x to the normalised y is at most 2 R / ((1 - d)^2 N);
- * rounds stop when that is <= tolerance. The push threshold is a quarter of the allowed
- * per-page share, so residuals left unpushed can never hold the bound up alone.
+ * rounds stop when that is <= tolerance. The push threshold never falls below a quarter of
+ * the allowed per-page share, so residuals left unpushed can never hold the bound up alone;
+ * above that floor it follows the average residual (`thresholdFactor`).
  *
  * A partition that fails during a round is restarted by its supervisor; the coordinator
  * asks again, and the push (stored with its report) is not repeated.
@@ -67,14 +81,21 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   const maxRounds = options.maxRounds ?? 1000;
   const n = Math.max(1, options.pages);
   const allowed = (tolerance * (1 - d) * (1 - d) * n) / 2;
-  const threshold = allowed / (4 * n);
+  const floor = allowed / (4 * n);
+  const factor = options.thresholdFactor ?? 1;
   let pushes = 0;
   let messages = 0;
   let contributions = 0;
   let residual = Infinity;
   const first = options.firstRound ?? 1;
   let round = first;
+  const correctionMass = async () => {
+    const a = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'applied', round: 0 }, options.clock)))) as RoundApplied[];
+    return a.reduce((t, x) => t + x.mass, 0);
+  };
   for (; round < first + maxRounds; round++) {
+    const threshold = Number.isFinite(residual) ? Math.max(floor, (factor * residual) / n) : floor;
+    const corrected = await correctionMass();
     const reports = (await Promise.all(
       metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
     )) as PushReport[];
@@ -106,9 +127,13 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     pushes += pushed;
     messages += sent;
     contributions += contrib;
-    residual = remaining + mass;
+    // Corrections of graph changes applied since this round's scan began are residual too.
+    residual = remaining + mass + ((await correctionMass()) - corrected);
     options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound: (2 * residual) / ((1 - d) * (1 - d) * n) });
-    if (residual <= allowed) return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
+    if (residual <= allowed && (options.quiet?.() ?? true)) {
+      return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
+    }
+    if (pushed === 0 && residual <= allowed) await sleep(options.clock, 10); // continuous mode, waiting for the graph to change
   }
   return { converged: false, rounds: maxRounds, lastRound: round - 1, pushes, messages, contributions, residual };
 }

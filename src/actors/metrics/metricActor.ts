@@ -2,7 +2,7 @@ import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
-import { decodeFloat64s, decodeInt64, encodeFloat64s } from '../../operators/mergeOperators.js';
+import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Snapshot, Store } from '../../storage/index.js';
 import { contributionCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
@@ -25,7 +25,9 @@ export type MetricMessage =
   /** Replies `PartitionScores`: every page with its unnormalised score x + r. */
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
-  | { readonly type: 'counts' };
+  | { readonly type: 'counts' }
+  /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
+  | { readonly type: 'last-round' };
 
 /** What a partition did in one push round. */
 export interface PushReport {
@@ -66,6 +68,7 @@ type MetricState = SubscribedState & { readonly outbox: Outbox };
 
 const packr = new Packr({ useRecords: false });
 const SEP = 0;
+const LAST_ROUND = 'last-round';
 
 /**
  * The metric actor of one partition: the reasonable surfer in the push form of DESIGN.md.
@@ -111,6 +114,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return scores(state.store);
         case 'counts':
           return counts(state.store);
+        case 'last-round': {
+          const v = await state.store.get(ColumnFamilies.meta, LAST_ROUND);
+          return v ? Number(decodeInt64(v)) : 0;
+        }
       }
     },
     stop: (state) => closeSubscribed(env, state),
@@ -185,6 +192,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const sent = await enqueueContributions(outbox, batch, env.partitioner, round, combined);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: combined.size };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
+    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
     await store.write(batch);
     await outbox.publish();
     return report;

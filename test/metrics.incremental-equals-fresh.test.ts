@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import Graph from 'graphology';
+import { DirectedGraph } from 'graphology';
 import pagerank from 'graphology-metrics/centrality/pagerank.js';
 import { readGraph } from '../src/replay/graphFile.js';
 import { l1Distance } from '../src/jobs/rankGraph.js';
@@ -14,10 +14,10 @@ import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
 
 /** PageRank of a graph (adjacency lists) with graphology-metrics: the independent reference. */
 function reference(pages: readonly string[], links: ReadonlyMap<string, readonly string[]>): Map<string, number> {
-  const g = new Graph({ type: 'directed', multi: false, allowSelfLoops: true });
+  const g = new DirectedGraph({ allowSelfLoops: true });
   for (const p of pages) g.addNode(p);
   for (const [s, ts] of links) for (const t of ts) g.mergeEdge(s, t);
-  const pr = (pagerank as unknown as (g: Graph, o: object) => Record<string, number>)(g, { alpha: 0.85, tolerance: 1e-12, maxIterations: 10_000, getEdgeWeight: null });
+  const pr = (pagerank as unknown as (g: DirectedGraph, o: object) => Record<string, number>)(g, { alpha: 0.85, tolerance: 1e-12, maxIterations: 10_000, getEdgeWeight: null });
   return new Map(Object.entries(pr));
 }
 

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Starts a standalone Apache Pulsar broker (broker + bookie + RocksDB metadata store in one
+# JVM) on 127.0.0.1 for shardflow's tests, benches and laptop runs, from Maven Central jars.
+#
+#   scripts/pulsar/start.sh      # binary 6650, HTTP/admin/WebSocket 8080
+#
+# 1. Fetch (once, cached): org.apache.pulsar:pulsar-broker and pulsar-websocket at one
+#    version plus a log4j2 binding, with `mvn dependency:copy-dependencies` on a generated
+#    pom, into $PULSAR_HOME/lib-<version>. Every repository the Pulsar poms declare is
+#    mirrored to Maven Central (the only one reachable here).
+# 2. Writes $PULSAR_HOME/standalone.conf (bound to 127.0.0.1, quorum 1, WebSocket on, no
+#    functions worker, no transaction coordinator, inactive-topic deletion off).
+# 3. Runs `org.apache.pulsar.PulsarStandaloneStarter -c standalone.conf -nfw` in the
+#    background (cwd $PULSAR_HOME, data under $PULSAR_HOME/data, logs under $PULSAR_HOME/logs)
+#    and waits until GET /admin/v2/clusters lists the cluster.
+#
+# Idempotent: exits 0 at once when the admin API already answers on the port.
+# Data survives stop.sh/start.sh (that is what the broker restart test checks); delete
+# $PULSAR_HOME/data for a clean slate.
+#
+# Env: PULSAR_VERSION (4.0.7: 4.0.8 lacks org.apache.pulsar:jetcd-core-shaded:4.0.8 and
+#      pulsar-opentelemetry:4.0.8 on the reachable Maven Central), SHARDFLOW_CACHE_DIR
+#      (~/.cache/shardflow), PULSAR_HOME ($SHARDFLOW_CACHE_DIR/pulsar), PULSAR_HEAP (1g),
+#      PULSAR_WEB_PORT (8080), PULSAR_BROKER_PORT (6650), PULSAR_BOOKIE_PORT (3181),
+#      PULSAR_START_TIMEOUT (seconds, 300).
+set -euo pipefail
+
+version="${PULSAR_VERSION:-4.0.7}"
+log4j_version="2.24.3"
+cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
+home="${PULSAR_HOME:-$cache/pulsar}"
+lib="$home/lib-$version"
+heap="${PULSAR_HEAP:-1g}"
+web_port="${PULSAR_WEB_PORT:-8080}"
+broker_port="${PULSAR_BROKER_PORT:-6650}"
+bookie_port="${PULSAR_BOOKIE_PORT:-3181}"
+timeout="${PULSAR_START_TIMEOUT:-300}"
+admin="http://127.0.0.1:$web_port/admin/v2/clusters"
+
+log() { printf '[pulsar] %s\n' "$*" >&2; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+answers() { curl -fsS -m 5 "$admin" 2>/dev/null | grep -q '"standalone"'; }
+
+if answers; then
+  log "already answering on $admin"
+  exit 0
+fi
+for tool in java mvn curl; do
+  command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl)"; exit 1; }
+done
+mkdir -p "$home/logs" "$home/data"
+
+# ---- 1. fetch --------------------------------------------------------------------------
+if [ ! -f "$lib/.complete" ]; then
+  t0=$(now_ms)
+  fetch="$home/fetch-$version"
+  mkdir -p "$fetch"
+  cat >"$fetch/settings.xml" <<XML
+<settings>
+  <localRepository>$cache/m2</localRepository>
+  <mirrors>
+    <mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo.maven.apache.org/maven2</url></mirror>
+  </mirrors>
+</settings>
+XML
+  cat >"$fetch/pom.xml" <<XML
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>shardflow.local</groupId>
+  <artifactId>pulsar-standalone-classpath</artifactId>
+  <version>$version</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-broker</artifactId><version>$version</version></dependency>
+    <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-websocket</artifactId><version>$version</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId><version>$log4j_version</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$log4j_version</version></dependency>
+  </dependencies>
+</project>
+XML
+  log "fetching pulsar-broker $version and its dependencies from Maven Central (first run only)"
+  rm -rf "$lib.tmp"
+  if ! mvn -B -q -f "$fetch/pom.xml" -s "$fetch/settings.xml" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$lib.tmp" \
+      >"$home/logs/fetch.log" 2>&1; then
+    log "fetch failed; see $home/logs/fetch.log:"
+    grep -E 'ERROR' "$home/logs/fetch.log" | head -n 5 >&2 || true
+    exit 1
+  fi
+  rm -rf "$lib"
+  mv "$lib.tmp" "$lib"
+  touch "$lib/.complete"
+  log "fetched $(ls "$lib" | wc -l) jars ($(du -sh "$lib" | cut -f1)) in $(( $(now_ms) - t0 )) ms"
+fi
+
+# ---- 2. config -------------------------------------------------------------------------
+conf="$home/standalone.conf"
+cat >"$conf" <<CONF
+# Written by scripts/pulsar/start.sh; edits are overwritten on the next start.
+clusterName=standalone
+bindAddress=127.0.0.1
+advertisedAddress=127.0.0.1
+brokerServicePort=$broker_port
+webServicePort=$web_port
+webSocketServiceEnabled=true
+managedLedgerDefaultEnsembleSize=1
+managedLedgerDefaultWriteQuorum=1
+managedLedgerDefaultAckQuorum=1
+allowAutoTopicCreation=true
+allowAutoTopicCreationType=non-partitioned
+brokerDeleteInactiveTopicsEnabled=false
+functionsWorkerEnabled=false
+transactionCoordinatorEnabled=false
+systemTopicEnabled=true
+topicLevelPoliciesEnabled=true
+authenticationEnabled=false
+authorizationEnabled=false
+superUserRoles=
+brokerShutdownTimeoutMs=10000
+managedLedgerCacheSizeMB=64
+# Bookie (the in-process BKCluster reads this file too)
+bookiePort=$bookie_port
+allowLoopback=true
+httpServerEnabled=false
+journalSyncData=true
+dbStorage_writeCacheMaxSizeMb=32
+dbStorage_readAheadCacheMaxSizeMb=32
+dbStorage_rocksDB_blockCacheSize=33554432
+CONF
+
+cat >"$home/log4j2.xml" <<XML
+<Configuration status="warn">
+  <Appenders>
+    <RollingFile name="file" fileName="$home/logs/pulsar.log" filePattern="$home/logs/pulsar.%i.log">
+      <PatternLayout pattern="%d{ISO8601} %-5level [%t] %c{1} - %msg%n"/>
+      <Policies><SizeBasedTriggeringPolicy size="50 MB"/></Policies>
+      <DefaultRolloverStrategy max="3"/>
+    </RollingFile>
+  </Appenders>
+  <Loggers>
+    <Root level="info"><AppenderRef ref="file"/></Root>
+  </Loggers>
+</Configuration>
+XML
+
+# ---- 3. start --------------------------------------------------------------------------
+t0=$(now_ms)
+cd "$home"
+# The standalone starter keeps data/metadata and data/standalone/bookkeeper relative to cwd.
+setsid nohup java -Xms256m -Xmx"$heap" -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
+  -Dlog4j.configurationFile="$home/log4j2.xml" \
+  -Dpulsar.allocator.exit_on_oom=true -Dio.netty.recycler.maxCapacityPerThread=4096 \
+  --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
+  --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
+  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
+  --add-opens java.base/jdk.internal.platform=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
+  --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
+  -cp "$lib/*" org.apache.pulsar.PulsarStandaloneStarter -c "$conf" -nfw -nss \
+  --bookkeeper-port "$bookie_port" \
+  >"$home/logs/pulsar.out" 2>&1 </dev/null &
+pid=$!
+echo "$pid" >"$home/pulsar.pid"
+deadline=$(( $(date +%s) + timeout ))
+until answers; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    log "java exited before the admin API answered; last lines of logs/pulsar.out and logs/pulsar.log:"
+    tail -n 15 "$home/logs/pulsar.out" >&2 || true
+    grep -E 'ERROR|Exception' "$home/logs/pulsar.log" 2>/dev/null | tail -n 15 >&2 || true
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    log "admin API not answering after ${timeout}s (pid $pid still running; see $home/logs)"
+    exit 1
+  fi
+  sleep 0.5
+done
+log "up on 127.0.0.1:$broker_port / :$web_port (pid $pid) in $(( $(now_ms) - t0 )) ms"

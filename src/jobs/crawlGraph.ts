@@ -51,7 +51,8 @@ export interface CrawlGraphResult {
 /**
  * The main job: serves `graph` as HTML from a replay server in this process, crawls it
  * through the partition actors (every page of the graph is a seed, so isolated pages are
- * fetched too), waits until the crawl is quiet, then runs the metric to convergence.
+ * fetched too), and runs the metric in continuous mode: rounds go on while pages arrive,
+ * and the job ends when the crawl is quiet and the metric has converged on the final graph.
  * Crawled URLs are canonical (`canonicalUrl`): compare scores with a reference after
  * canonicalising its URLs the same way.
  */
@@ -83,10 +84,20 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       }
     }
     await index.seed(seeds);
-    await index.quiescence();
+    // Continuous mode: metric rounds run while the crawl goes on, and end once the crawl is
+    // quiet and the metric has converged on the final graph.
+    let crawled = false;
+    const metric = index.converge({
+      quiet: () => crawled && index.counters.balanced(),
+      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+      ...(options.onRound ? { onRound: options.onRound } : {}),
+    });
+    // The metric cannot end before the crawl is quiet; it can only fail.
+    await Promise.race([index.quiescence(), metric.then(() => undefined)]);
+    crawled = true;
     const crawlSeconds = (performance.now() - t0) / 1000;
     const t1 = performance.now();
-    const result = await index.converge({ ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}), ...(options.onRound ? { onRound: options.onRound } : {}) });
+    const result = await metric;
     const convergeSeconds = (performance.now() - t1) / 1000;
     const scores = await index.scores();
     const counts = await index.counts();

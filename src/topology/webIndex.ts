@@ -167,7 +167,8 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     async converge(opts) {
       const pages = (await counts()).reduce((a, c) => a + c.pages, 0);
       const last = (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
-      return converge(metricRefs, { quiet: () => counters.balanced(), ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
+      const countPages = async () => (await counts()).reduce((a, c) => a + c.pages, 0);
+      return converge(metricRefs, { quiet: () => counters.balanced(), countPages, ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
     },
     scores: () => collectScores(metricRefs, clock),
     counts,

@@ -13,7 +13,15 @@ export interface ConvergeOptions {
   readonly tolerance?: number;
   /** Number of pages N (the sum of the partitions' page counters). */
   readonly pages: number;
-  /** Most rounds before giving up (the result is then returned with `converged: false`). Default 1000. */
+  /**
+   * Counts the pages again; called when the graph is quiet before deciding to stop, since in
+   * continuous mode N grows while rounds run (a smaller N only makes the bound stricter).
+   */
+  readonly countPages?: () => Promise<number>;
+  /**
+   * Most rounds, counted while the graph is quiet, before giving up (the result is then
+   * returned with `converged: false`). Default 1000.
+   */
   readonly maxRounds?: number;
   readonly clock: Clock;
   /** Called after each round. */
@@ -79,8 +87,8 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   const d = options.damping ?? 0.85;
   const tolerance = options.tolerance ?? 1e-9;
   const maxRounds = options.maxRounds ?? 1000;
-  const n = Math.max(1, options.pages);
-  const allowed = (tolerance * (1 - d) * (1 - d) * n) / 2;
+  let n = Math.max(1, options.pages);
+  let allowed = (tolerance * (1 - d) * (1 - d) * n) / 2;
   const floor = allowed / (4 * n);
   const factor = options.thresholdFactor ?? 1;
   let pushes = 0;
@@ -93,7 +101,8 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     const a = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'applied', round: 0 }, options.clock)))) as RoundApplied[];
     return a.reduce((t, x) => t + x.mass, 0);
   };
-  for (; round < first + maxRounds; round++) {
+  let quietRounds = 0;
+  for (; quietRounds < maxRounds; round++) {
     const threshold = Number.isFinite(residual) ? Math.max(floor, (factor * residual) / n) : floor;
     const corrected = await correctionMass();
     const reports = (await Promise.all(
@@ -130,12 +139,18 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // Corrections of graph changes applied since this round's scan began are residual too.
     residual = remaining + mass + ((await correctionMass()) - corrected);
     options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound: (2 * residual) / ((1 - d) * (1 - d) * n) });
-    if (residual <= allowed && (options.quiet?.() ?? true)) {
+    const quiet = options.quiet?.() ?? true;
+    if (quiet && options.countPages) {
+      n = Math.max(1, await options.countPages());
+      allowed = (tolerance * (1 - d) * (1 - d) * n) / 2;
+    }
+    if (residual <= allowed && quiet) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
     }
-    if (pushed === 0 && residual <= allowed) await sleep(options.clock, 10); // continuous mode, waiting for the graph to change
+    if (quiet) quietRounds++;
+    else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
-  return { converged: false, rounds: maxRounds, lastRound: round - 1, pushes, messages, contributions, residual };
+  return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual };
 }
 
 /**

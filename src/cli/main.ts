@@ -1,9 +1,12 @@
 import { Command } from 'commander';
 import { demoCommand } from './demo.js';
 import { rankCommand } from './rank.js';
+import { crawlCommand } from './crawl.js';
+import { queryCommand, serveCommand } from './query.js';
 
 /**
- * The `shardflow` command line: `demo` (the main job), `rank` (rank a graph file).
+ * The `shardflow` command line: `demo` (the main job), `rank` (rank a graph file), `crawl`
+ * (crawl real sites), `serve` (the query API over a data folder), `query` (ask it).
  * @returns the process exit code
  */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -14,6 +17,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     .showHelpAfterError();
   program.addCommand(demoCommand((c) => (code = c)));
   program.addCommand(rankCommand((c) => (code = c)));
+  program.addCommand(crawlCommand((c) => (code = c)));
+  program.addCommand(serveCommand((c) => (code = c)));
+  program.addCommand(queryCommand((c) => (code = c)));
   await program.parseAsync([...argv]);
   return code;
 }

@@ -1,6 +1,9 @@
 import type { Behavior } from '../runtime/actor/index.js';
 import { SupervisorStrategy } from '../runtime/supervision/strategy.js';
 import { crawlPolicy } from '../actors/crawlPolicy/crawlPolicy.js';
+import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
+import { gc, type GcOptions } from '../actors/gc/gc.js';
+import { readerActor } from '../query/readerActor.js';
 import { backlinks } from '../actors/backlinks/backlinks.js';
 import { indexer } from '../actors/indexer/indexer.js';
 import { metricActor } from '../actors/metrics/metricActor.js';
@@ -14,6 +17,13 @@ export interface PartitionOptions {
   readonly damping: number;
   /** Run a crawl policy (the demo and `crawl`); `rank` loads a graph without one. */
   readonly crawl: boolean;
+  /** Politeness, robots.txt, recrawl and scope of the crawl policy. */
+  readonly crawlPolicy?: CrawlPolicyOptions;
+  /**
+   * The garbage collector's ages and interval. Without it, a crawling partition sweeps
+   * with the GC's defaults (30 days, hourly) and a non-crawling one only on request.
+   */
+  readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
   /** Strategy for the four children. */
   readonly childStrategy?: SupervisorStrategy;
 }
@@ -28,8 +38,9 @@ export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.resta
 /**
  * A partition: a supervised actor that owns the partition's RocksDB store (it holds a
  * reference for its whole life, so the store stays open while a child restarts) and whose
- * children are the crawl policy, indexer, backlinks and metric actors of DESIGN.md.
- * Children stop before the partition, which then releases the store.
+ * children are the crawl policy, indexer, backlinks and metric actors of DESIGN.md, the
+ * garbage collector (`gc`) and the reader that hands out read-only views to the query API
+ * (`reader`). Children stop before the partition, which then releases the store.
  */
 export function partitionActor(env: PartitionEnv, options: PartitionOptions): Behavior<never, void> {
   return {
@@ -38,10 +49,13 @@ export function partitionActor(env: PartitionEnv, options: PartitionOptions): Be
       await env.store.acquire();
       const supervision = options.childStrategy ?? defaultChildStrategy;
       const mailbox = { capacity: 256 };
-      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env), { supervision, mailbox: { capacity: 4096 } }) : undefined;
+      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision, mailbox: { capacity: 4096 } }) : undefined;
       ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping }), { supervision, mailbox });
       ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
       ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
+      const gcOptions = { ...(options.crawl ? {} : { intervalMs: Infinity }), ...options.gc, damping: options.damping, ...(policy ? { crawlPolicy: policy } : {}) };
+      ctx.spawn('gc', gc(env, gcOptions), { supervision, mailbox: { capacity: 64 } });
+      ctx.spawn('reader', readerActor(env), { supervision, mailbox: { capacity: 1024 } });
     },
     receive() {},
     async stop() {

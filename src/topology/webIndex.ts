@@ -15,6 +15,10 @@ import { FlowCounters } from '../actors/progress.js';
 import { PartitionStoreHandle } from '../actors/partition/partitionStore.js';
 import type { PartitionEnv } from '../actors/partition/env.js';
 import type { CrawlPolicyMessage } from '../actors/crawlPolicy/crawlPolicy.js';
+import { unthrottled, type CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
+import type { DropHostReport, GcMessage, GcOptions, GcSweepReport } from '../actors/gc/gc.js';
+import type { PartitionView } from '../query/partitionView.js';
+import type { ReaderMessage } from '../query/readerActor.js';
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
@@ -43,6 +47,14 @@ export interface WebIndexOptions {
   readonly clock?: Clock;
   /** Fault injection before each `receive()` (`--chaos`). */
   readonly chaos?: ChaosPolicy;
+  /**
+   * Politeness, robots.txt, recrawl, scope and budget of the crawl policies. Default
+   * `unthrottled` (for graphs replayed from this process); `shardflow crawl` passes polite
+   * settings. robots.txt is fetched through the crawlers' fetcher unless `robots` is given.
+   */
+  readonly crawlPolicy?: CrawlPolicyOptions;
+  /** The garbage collectors' ages and interval (see `GcOptions`). */
+  readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
 }
 
 /** A running web index: the actor tree of DESIGN.md on one process. */
@@ -64,6 +76,14 @@ export interface WebIndex {
   scores(): Promise<Array<[string, number]>>;
   /** Store counters per partition. */
   counts(): Promise<PartitionCounts[]>;
+  /** Crawls these known URLs again now (each on its partition's policy). */
+  recrawl(urls: readonly string[]): Promise<void>;
+  /** Removes every key of `host` and its backlinks elsewhere (the GC of its partition). @throws InvalidArgumentError for a bad host */
+  dropHost(host: string): Promise<DropHostReport>;
+  /** Runs a GC sweep on every partition now; `cutoff` (ms since the epoch) overrides now - maxAge. */
+  gcSweep(cutoff?: number): Promise<GcSweepReport[]>;
+  /** The read-only view of partition `p` from its reader (for the query API). */
+  view(p: number): Promise<PartitionView>;
   /** Stops every actor (children first), the fetcher, and closes the shared resources. */
   stop(): Promise<void>;
 }
@@ -106,16 +126,20 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       adjacency: new AdjacencyCache(partitioner),
     });
   }
+  const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
   const partitionStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
   system.supervise(
     'partitions',
     partitionStrategy,
     envs.map((env) => ({
       name: `p${env.partition}`,
-      behavior: partitionActor(env, { weigh: options.weigh, damping, crawl: crawling }),
+      behavior: partitionActor(env, {
+        weigh: options.weigh, damping, crawl: crawling,
+        crawlPolicy: { ...unthrottled, ...(fetcher ? { robots: fetcher } : {}), ...options.crawlPolicy },
+        ...(options.gc ? { gc: options.gc } : {}),
+      }),
     })),
   );
-  const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
   if (fetcher) {
     system.supervise(
       'crawlers',
@@ -135,6 +159,18 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   };
   const metricRefs = envs.map((e) => ref<MetricMessage, unknown>(e.partition, 'metrics'));
   const policyRefs = envs.map((e) => ref<CrawlPolicyMessage, void>(e.partition, 'crawl-policy'));
+  const gcRefs = envs.map((e) => ref<GcMessage, unknown>(e.partition, 'gc'));
+  const readerRefs = envs.map((e) => ref<ReaderMessage, PartitionView>(e.partition, 'reader'));
+  const byPartition = (urls: readonly string[]): Map<PartitionId, string[]> => {
+    const out = new Map<PartitionId, string[]>();
+    for (const u of urls) {
+      const p = partitioner.forUrl(u);
+      let list = out.get(p);
+      if (!list) out.set(p, (list = []));
+      list.push(u);
+    }
+    return out;
+  };
 
   const counts = async (): Promise<PartitionCounts[]> =>
     (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'counts' }, clock)))) as PartitionCounts[];
@@ -144,15 +180,19 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     partitioner,
     counters,
     async seed(urls) {
-      const byPartition = new Map<PartitionId, string[]>();
-      for (const u of urls) {
-        const p = partitioner.forUrl(u);
-        let list = byPartition.get(p);
-        if (!list) byPartition.set(p, (list = []));
-        list.push(u);
-      }
-      await Promise.all([...byPartition].map(([p, list]) => askWithRetry(policyRefs[p]!, { type: 'seed', urls: list }, clock)));
+      await Promise.all([...byPartition(urls)].map(([p, list]) => askWithRetry(policyRefs[p]!, { type: 'seed', urls: list }, clock)));
     },
+    async recrawl(urls) {
+      await Promise.all([...byPartition(urls)].map(([p, list]) => askWithRetry(policyRefs[p]!, { type: 'recrawl', urls: list }, clock)));
+    },
+    async dropHost(host) {
+      const h = host.trim().toLowerCase();
+      return (await gcRefs[partitioner.forHost(h)]!().ask({ type: 'drop-host', host: h }, { timeoutMs: 600_000 })) as DropHostReport;
+    },
+    async gcSweep(cutoff) {
+      return (await Promise.all(gcRefs.map((r) => r().ask({ type: 'sweep', ...(cutoff !== undefined ? { cutoff } : {}) }, { timeoutMs: 600_000 })))) as GcSweepReport[];
+    },
+    view: (p) => askWithRetry(readerRefs[partitionId(p, partitioner.partitions)]!, { type: 'view' }, clock, 10),
     async quiescence({ pollMs = 20 } = {}) {
       const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
       for (;;) {

@@ -103,8 +103,7 @@ export interface FrontierEntry {
    * - `requested`: a crawl request is out, no result yet;
    * - `fetched`: a result came back; `dueAt` is the next crawl;
    * - `blocked`: robots.txt disallows it (`reason`); looked at again at `dueAt`;
-   * - `out-of-scope`: its host is not on the crawl's allow-list; never requested;
-   * - `removed`: the garbage collector removed the page (`reason`).
+   * - `out-of-scope`: its host is not on the crawl's allow-list; never requested.
    */
   readonly state?: FrontierState;
   /** ms since the epoch when the URL was first seen. */
@@ -120,12 +119,12 @@ export interface FrontierEntry {
   readonly fetches?: number;
   /** Failed results in a row (status 0, 429 or 5xx): the retry delay doubles with each. */
   readonly failures?: number;
-  /** Why the URL is blocked, out of scope or removed. */
+  /** Why the URL is blocked or out of scope, or why its last fetch failed. */
   readonly reason?: string;
 }
 
 /** The states of a frontier entry; see `FrontierEntry.state`. */
-export type FrontierState = 'queued' | 'requested' | 'fetched' | 'blocked' | 'out-of-scope' | 'removed';
+export type FrontierState = 'queued' | 'requested' | 'fetched' | 'blocked' | 'out-of-scope';
 
 /** Stored per origin (`http://host[:port]`) in `robots`: the cached robots.txt. */
 export interface RobotsRecord {

@@ -1,0 +1,42 @@
+import robotsParserModule from 'robots-parser';
+import type { RobotsRecord } from '../partition/schema.js';
+
+/** The parser's typings declare an ES default export; the package is CommonJS exporting the function itself. */
+const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
+
+/** What the crawl policy may do with the URLs of one origin, from its robots.txt. */
+export interface RobotsRules {
+  /** True when `url` (of this origin) may be fetched. */
+  allows(url: string): boolean;
+  /** `Crawl-delay` for our user agent, in ms; 0 when none. */
+  readonly crawlDelayMs: number;
+  /** Why everything is disallowed, when it is (robots.txt unreachable). */
+  readonly unreachable?: string;
+}
+
+/**
+ * Turns a fetched robots.txt into rules, as RFC 9309 (Robots Exclusion Protocol) says:
+ * - 2xx: the file's groups, parsed by robots-parser (longest match wins, `Allow` wins a
+ *   tie, `*` and `$` wildcards), for the group of `token` or else `*`;
+ * - 4xx other than 429 ("unavailable"): everything allowed;
+ * - 5xx, 429, or no answer ("unreachable"): everything disallowed until the robots.txt is
+ *   fetched again;
+ * - 3xx left after the fetcher followed five redirects: unavailable, everything allowed.
+ *
+ * @param record the cached fetch
+ * @param token our user-agent token (e.g. `shardflow`)
+ */
+export function robotsRules(record: RobotsRecord, token: string): RobotsRules {
+  const { status } = record;
+  if (status >= 200 && status < 300) {
+    const robot = robotsParser(`${record.origin}/robots.txt`, record.body ?? '');
+    const delay = robot.getCrawlDelay(token);
+    return {
+      allows: (url) => robot.isAllowed(url, token) !== false,
+      crawlDelayMs: typeof delay === 'number' && Number.isFinite(delay) && delay > 0 ? delay * 1000 : 0,
+    };
+  }
+  if ((status >= 300 && status < 500 && status !== 429)) return { allows: () => true, crawlDelayMs: 0 };
+  const why = status === 0 ? `robots.txt unreachable (${record.error ?? 'no answer'})` : `robots.txt unreachable (HTTP ${status})`;
+  return { allows: () => false, crawlDelayMs: 0, unreachable: why };
+}

@@ -1,0 +1,264 @@
+import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
+import type { Logger } from 'pino';
+import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import { CrawlBudget } from '../actors/crawlPolicy/crawlBudget.js';
+import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
+import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
+import { weightFunction, type WeightFunction } from '../actors/metrics/weights.js';
+import type { Broker } from '../runtime/brokers/broker.js';
+import { hostOf } from '../runtime/partitioner.js';
+import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { QueryService } from '../query/queryService.js';
+import { startQueryServer, type QueryServer } from '../query/server.js';
+import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber } from './options.js';
+
+/** Options of `crawlSites`. */
+export interface CrawlSitesOptions {
+  /** Start URLs (any form `canonicalUrl` accepts). */
+  readonly seeds: readonly string[];
+  /** `host[:port]` -> `address:port`: hosts reached without DNS (and allowed on loopback/private addresses). */
+  readonly hostMap?: ReadonlyMap<string, string>;
+  /**
+   * Hosts crawled. Default: the hosts of the seeds. URLs of other hosts are stored as
+   * `out-of-scope` frontier entries on their partitions (with their backlinks), never fetched.
+   */
+  readonly allowHosts?: readonly string[];
+  /** Crawl every host reached (no allow-list). Default false. */
+  readonly anyHost?: boolean;
+  /** Most page requests (robots.txt not counted); the rest stays queued in the frontier. Default: no limit. */
+  readonly maxPages?: number;
+  readonly partitions: number;
+  readonly dataDir: string;
+  readonly broker: Broker;
+  readonly weigh: WeightFunction;
+  readonly log: Logger;
+  /** Crawler actors. Default 4. */
+  readonly crawlers?: number;
+  /** Politeness, recrawl (scope and budget come from the fields above). */
+  readonly policy?: Omit<CrawlPolicyOptions, 'scope' | 'budget' | 'robots'>;
+  /** Largest body in bytes. Default 8 MiB. */
+  readonly maxBodyBytes?: number;
+  /** Per-fetch inactivity timeout in ms. Default 10000. */
+  readonly timeoutMs?: number;
+  /** Run the metric to convergence after the crawl. Default true. */
+  readonly rank?: boolean;
+  /** Leave the index running and return it (the caller stops it). Default false. */
+  readonly keepOpen?: boolean;
+  /** Called about once a second while crawling. */
+  readonly onProgress?: (p: { pages: number; seconds: number }) => void;
+}
+
+/** What `crawlSites` did. */
+export interface CrawlSitesResult {
+  /** The canonical seeds crawled. */
+  readonly seeds: string[];
+  /** Seeds refused, with why. */
+  readonly refused: Array<{ url: string; reason: string }>;
+  readonly scope: string;
+  readonly pages: number;
+  readonly outlinks: number;
+  readonly backlinks: number;
+  /** Frontier entries by state, over all partitions. */
+  readonly frontier: Record<string, number>;
+  /** Live pages per host, most first. */
+  readonly hosts: Array<{ host: string; pages: number; authority: number }>;
+  /** The ten best pages. */
+  readonly top: Array<{ url: string; score: number }>;
+  readonly crawlSeconds: number;
+  readonly rankSeconds: number;
+  readonly converged: boolean | null;
+  /** The running index when `keepOpen`. */
+  readonly index?: WebIndex;
+}
+
+/**
+ * Crawls real sites from seeds through the partition actors until the crawl is quiet
+ * (every reachable in-scope URL fetched once, or the budget spent), then runs the metric
+ * to convergence and summarises. Polite by default: one request per host at a time, one
+ * second between them, robots.txt obeyed, pages crawled again after a week.
+ *
+ * @throws InvalidArgumentError when no seed is valid
+ */
+export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSitesResult> {
+  const seeds: string[] = [];
+  const refused: Array<{ url: string; reason: string }> = [];
+  for (const url of options.seeds) {
+    try {
+      seeds.push(canonicalUrl(url));
+    } catch (err) {
+      refused.push({ url, reason: (err as Error).message });
+    }
+  }
+  if (seeds.length === 0) throw new CommanderArgumentError(`no valid seed: ${refused.map((r) => r.reason).join('; ') || 'none given'}`);
+  const scope = options.anyHost ? anyHost : hostAllowList([...seeds.map((s) => hostOf(s)), ...(options.allowHosts ?? [])]);
+  const index = await startWebIndex({
+    partitions: options.partitions,
+    dataDir: options.dataDir,
+    broker: options.broker,
+    weigh: options.weigh,
+    log: options.log,
+    crawlers: options.crawlers ?? 4,
+    fetcher: {
+      ...(options.hostMap ? { hostMap: options.hostMap } : {}),
+      maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    },
+    crawlPolicy: {
+      maxInFlightPerHost: 1,
+      minDelayMs: 1000,
+      ...options.policy,
+      scope,
+      ...(options.maxPages !== undefined ? { budget: new CrawlBudget(options.maxPages) } : {}),
+    },
+  });
+  let ok = false;
+  try {
+    const t0 = performance.now();
+    const timer = options.onProgress
+      ? setInterval(() => {
+        index.counts().then((c) => options.onProgress?.({ pages: c.reduce((a, x) => a + x.pages, 0), seconds: (performance.now() - t0) / 1000 }), () => undefined);
+      }, 1000)
+      : undefined;
+    try {
+      await index.seed(seeds);
+      await index.quiescence();
+    } finally {
+      if (timer) clearInterval(timer);
+    }
+    const crawlSeconds = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    const converged = options.rank === false ? null : (await index.converge({})).converged;
+    const rankSeconds = (performance.now() - t1) / 1000;
+    const counts = await index.counts();
+    const frontier: Record<string, number> = {};
+    for (let p = 0; p < options.partitions; p++) {
+      for (const [state, n] of Object.entries(await (await index.view(p)).frontierStates())) frontier[state] = (frontier[state] ?? 0) + n;
+    }
+    const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
+    const [hosts, top] = await Promise.all([service.topHosts({ limit: 100 }), service.topPages({ limit: 10 })]);
+    ok = true;
+    return {
+      seeds,
+      refused,
+      scope: scope.description,
+      pages: counts.reduce((a, c) => a + c.pages, 0),
+      outlinks: counts.reduce((a, c) => a + c.outlinks, 0),
+      backlinks: counts.reduce((a, c) => a + c.backlinks, 0),
+      frontier,
+      hosts: hosts.top,
+      top: top.top,
+      crawlSeconds,
+      rankSeconds,
+      converged,
+      ...(options.keepOpen ? { index } : {}),
+    };
+  } finally {
+    if (!ok || !options.keepOpen) await index.stop();
+  }
+}
+
+/** Parses `host=address:port` of `--map`. @throws commander's InvalidArgumentError */
+export function hostMapEntry(value: string, previous: Map<string, string> = new Map()): Map<string, string> {
+  const m = /^([^=\s]+)=([^=\s]+):(\d{1,5})$/.exec(value.trim());
+  if (!m || Number(m[3]) > 65535) throw new CommanderArgumentError(`expected host=address:port (e.g. docs.example=127.0.0.1:8080), got ${JSON.stringify(value)}`);
+  const next = new Map(previous);
+  next.set(m[1]!.toLowerCase(), `${m[2]}:${m[3]}`);
+  return next;
+}
+
+/** Parses a count >= 0. @throws commander's InvalidArgumentError */
+function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${value}`);
+  return n;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** `shardflow crawl`: crawl real sites from seeds, politely, then rank them. */
+export function crawlCommand(setExit: (code: number) => void): Command {
+  return new Command('crawl')
+    .description('crawl real sites from seed URLs (politeness per host, robots.txt, recrawl), store pages, links and backlinks in the partitions, then compute the link metric')
+    .requiredOption('--seed <url...>', 'start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
+    .option('--map <host=address:port>', 'reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
+    .option('--max-pages <n>', 'most page requests; the rest stays queued in the frontier', count)
+    .option('--allow-host <host>', 'also crawl this host (repeatable); other hosts\' URLs are recorded in the frontier, not fetched', collect, [])
+    .option('--any-host', 'crawl every host reached (no allow-list)', false)
+    .option('--partitions <n>', 'number of partitions', positiveInt, 16)
+    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
+    .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
+    .option('--per-host <n>', 'requests in flight per host', positiveInt, 1)
+    .option('--delay-ms <ms>', 'least time between two requests to a host (robots.txt Crawl-delay raises it)', count, 1000)
+    .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
+    .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
+    .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
+    .option('--weights <name>', 'link weights: reasonable or uniform', 'reasonable')
+    .option('--no-rank', 'skip the metric after the crawl')
+    .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count)
+    .option('--token <token>', 'bearer token the query API requires (with --serve)')
+    .option('--json', 'print the summary as one JSON object', false)
+    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--log-level <level>', 'pino log level on stderr', 'warn')
+    .action(async (opts) => {
+      const log = cliLogger(opts.logLevel);
+      const dir = dataDir(opts.dataDir);
+      const broker = await openBroker(opts.broker);
+      let server: QueryServer | undefined;
+      let result: CrawlSitesResult | undefined;
+      try {
+        if (!opts.json) console.error(`shardflow crawl: ${opts.partitions} partitions, data in ${dir}`);
+        result = await crawlSites({
+          seeds: opts.seed,
+          hostMap: opts.map,
+          allowHosts: opts.allowHost,
+          anyHost: opts.anyHost,
+          ...(opts.maxPages !== undefined ? { maxPages: opts.maxPages } : {}),
+          partitions: opts.partitions,
+          dataDir: dir,
+          broker,
+          weigh: weightFunction(opts.weights),
+          log,
+          crawlers: opts.crawlers,
+          policy: { maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000 },
+          maxBodyBytes: opts.maxBodyBytes,
+          timeoutMs: opts.timeoutMs,
+          rank: opts.rank,
+          keepOpen: opts.serve !== undefined,
+          ...(opts.json ? {} : { onProgress: (p: { pages: number; seconds: number }) => console.error(`  ${p.seconds.toFixed(0)} s: ${p.pages} pages stored`) }),
+        });
+        const { index, ...summary } = result;
+        if (opts.json) console.log(JSON.stringify({ dataDir: dir, ...summary }));
+        else printSummary(dir, summary);
+        if (index) {
+          const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
+          server = await startQueryServer({ service, port: opts.serve, ...(opts.token ? { token: opts.token } : {}), dropHost: (h) => index.dropHost(h) });
+          console.error(`query API on ${server.url} (Ctrl-C stops)`);
+          await new Promise<void>((resolve) => {
+            process.once('SIGINT', resolve);
+            process.once('SIGTERM', resolve);
+          });
+        }
+        setExit(result.converged === false ? 1 : 0);
+      } finally {
+        await server?.close();
+        await result?.index?.stop();
+        await broker.close();
+      }
+    });
+}
+
+function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
+  console.log(`seeds: ${r.seeds.join(' ')}`);
+  for (const { url, reason } of r.refused) console.log(`refused seed ${url}: ${reason}`);
+  console.log(`scope: ${r.scope}`);
+  console.log(`pages stored: ${r.pages}; links: ${r.outlinks}; backlinks: ${r.backlinks}`);
+  console.log(`frontier: ${Object.entries(r.frontier).map(([s, n]) => `${s} ${n}`).join(', ')}`);
+  console.log(`crawl ${r.crawlSeconds.toFixed(1)} s; metric ${r.rankSeconds.toFixed(1)} s${r.converged === null ? ' (skipped)' : r.converged ? ' (converged)' : ' (NOT converged)'}`);
+  console.log('hosts (pages, authority):');
+  for (const h of r.hosts.slice(0, 20)) console.log(`  ${h.host}: ${h.pages}, ${h.authority.toFixed(4)}`);
+  console.log('top pages:');
+  for (const t of r.top) console.log(`  ${t.score.toFixed(6)}  ${t.url}`);
+  console.log(`data: ${dir}`);
+}

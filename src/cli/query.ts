@@ -1,0 +1,120 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
+import { request } from 'undici';
+import { weightFunction } from '../actors/metrics/weights.js';
+import { startWebIndex } from '../topology/webIndex.js';
+import { QueryService } from '../query/queryService.js';
+import { startQueryServer } from '../query/server.js';
+import { cliLogger, openBroker, positiveInt } from './options.js';
+
+/** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (400/401), 3 server unreachable or failing. */
+export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
+
+const KINDS = ['page', 'outlinks', 'backlinks', 'host', 'top-pages', 'top-hosts'] as const;
+type Kind = (typeof KINDS)[number];
+
+/** The API path and query of one `shardflow query` call. @throws commander's InvalidArgumentError */
+export function queryPath(kind: string, target: string | undefined, paging: { limit?: number; offset?: number }): string {
+  if (!(KINDS as readonly string[]).includes(kind)) throw new CommanderArgumentError(`unknown query ${JSON.stringify(kind)}: use ${KINDS.join(', ')}`);
+  const k = kind as Kind;
+  const q = new URLSearchParams();
+  if (paging.limit !== undefined) q.set('limit', String(paging.limit));
+  if (paging.offset !== undefined && (k === 'outlinks' || k === 'backlinks')) q.set('offset', String(paging.offset));
+  if (k === 'top-pages' || k === 'top-hosts') return `/v1/top/${k.slice(4)}${q.size ? `?${q}` : ''}`;
+  if (!target) throw new CommanderArgumentError(`query ${k} needs a ${k === 'host' ? 'host' : 'URL'}`);
+  if (k === 'host') {
+    let host = target;
+    try {
+      if (/^https?:\/\//i.test(target)) host = new URL(target).host;
+    } catch {
+      // sent as given: the server explains what is wrong
+    }
+    return `/v1/hosts/${encodeURIComponent(host)}${q.size ? `?${q}` : ''}`;
+  }
+  q.set('url', target);
+  return `/v1/${k}?${q}`;
+}
+
+/** `shardflow query page|outlinks|backlinks|host|top-pages|top-hosts [URL|HOST]`: asks a running query API. */
+export function queryCommand(setExit: (code: number) => void): Command {
+  return new Command('query')
+    .description('ask the query API of a running index (`shardflow serve` or `shardflow crawl --serve`) and print its JSON answer')
+    .argument('<kind>', KINDS.join(' | '))
+    .argument('[target]', 'the URL (page, outlinks, backlinks) or host (host)')
+    .option('--api <url>', 'base URL of the query API', 'http://127.0.0.1:7070')
+    .option('--token <token>', 'bearer token of the API (default: $SHARDFLOW_TOKEN)')
+    .option('--limit <n>', 'items in a list answer (1..1000)', positiveInt)
+    .option('--offset <n>', 'items to skip (outlinks, backlinks)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${v}`);
+      return n;
+    })
+    .action(async (kind: string, target: string | undefined, opts) => {
+      const path = queryPath(kind, target, { ...(opts.limit !== undefined ? { limit: opts.limit } : {}), ...(opts.offset !== undefined ? { offset: opts.offset } : {}) });
+      const token: string | undefined = opts.token ?? process.env.SHARDFLOW_TOKEN;
+      let res;
+      try {
+        res = await request(new URL(path, opts.api), { method: 'GET', headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+      } catch (err) {
+        console.error(`shardflow query: cannot reach ${opts.api}: ${(err as Error).message}`);
+        setExit(QueryExit.unavailable);
+        return;
+      }
+      const text = await res.body.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+      if (res.statusCode === 200) {
+        console.log(JSON.stringify(body, null, 2));
+        setExit(QueryExit.ok);
+        return;
+      }
+      const reason = typeof body === 'object' && body !== null && 'reason' in body ? (body as { reason: string }).reason : text;
+      console.error(`shardflow query: ${res.statusCode}: ${reason}`);
+      if (typeof body === 'object' && body !== null && 'detail' in body) console.error(JSON.stringify((body as { detail: unknown }).detail, null, 2));
+      setExit(res.statusCode === 404 ? QueryExit.notFound : res.statusCode < 500 ? QueryExit.badInput : QueryExit.unavailable);
+    });
+}
+
+/** `shardflow serve`: open the stores of a data folder and serve the query API. */
+export function serveCommand(setExit: (code: number) => void): Command {
+  return new Command('serve')
+    .description('open the partitions of a data folder (left by `shardflow crawl --data-dir`) and serve the query API until interrupted')
+    .requiredOption('--data-dir <dir>', 'folder holding p0 .. p<N-1>')
+    .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', positiveInt)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port (0: any free port)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new CommanderArgumentError(`expected a port in [0, 65535], got ${v}`);
+      return n;
+    }, 7070)
+    .option('--token <token>', 'bearer token every request must carry (default: $SHARDFLOW_TOKEN; admin routes need one)')
+    .option('--log-level <level>', 'pino log level on stderr', 'warn')
+    .action(async (opts) => {
+      if (!existsSync(opts.dataDir)) throw new CommanderArgumentError(`no such data folder: ${opts.dataDir}`);
+      const found = readdirSync(opts.dataDir).filter((n) => /^p\d+$/.test(n)).length;
+      const partitions: number = opts.partitions ?? found;
+      if (partitions < 1) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
+      if (found !== 0 && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
+      const broker = await openBroker('memory');
+      const index = await startWebIndex({ partitions, dataDir: opts.dataDir, broker, weigh: weightFunction('reasonable'), log: cliLogger(opts.logLevel), crawlers: 0 });
+      const token: string | undefined = opts.token ?? process.env.SHARDFLOW_TOKEN;
+      try {
+        const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
+        const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), dropHost: (h) => index.dropHost(h) });
+        console.log(`query API on ${server.url} (${partitions} partitions from ${opts.dataDir})`);
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await server.close();
+        setExit(0);
+      } finally {
+        await index.stop();
+        await broker.close();
+      }
+    });
+}

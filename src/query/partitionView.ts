@@ -1,0 +1,269 @@
+import { Packr } from 'msgpackr';
+import { StoreClosedError } from '../errors.js';
+import { hostOf } from '../runtime/partitioner.js';
+import type { PartitionId } from '../runtime/ids.js';
+import { decodeFloat64s } from '../operators/mergeOperators.js';
+import type { Store } from '../storage/index.js';
+import type { LinkFeatures } from '../actors/messages.js';
+import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
+import { ChunkCursor } from '../actors/metrics/chunkCursor.js';
+import { ColumnFamilies, linkPrefix, splitLinkKey, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
+
+/** A page as one partition stores it. */
+export interface StoredPage {
+  /** Absent when no fetch of the page was stored. */
+  readonly record?: PageRecord;
+  /** The crawl policy's entry, when the URL is in the frontier. */
+  readonly frontier?: FrontierEntry;
+  /** Rank estimate x and residual r (unnormalised), when the URL has a rank row. */
+  readonly rank?: { readonly x: number; readonly r: number };
+  /** Backlinks stored for the URL. */
+  readonly backlinks: number;
+}
+
+/** One stored link, seen from one end: `url` is the other end. */
+export interface StoredLink {
+  readonly url: string;
+  readonly features: LinkFeatures;
+  /** Raw weight from the weight function at index time. */
+  readonly weight: number;
+}
+
+/** A page with its unnormalised score x + r. */
+export interface RawScore {
+  readonly url: string;
+  readonly raw: number;
+}
+
+/** What one partition contributes to totals and rankings. */
+export interface PartitionSummary {
+  /** Sum of x + r over live pages: the partition's share of the normaliser. */
+  readonly total: number;
+  /** Live pages. */
+  readonly pages: number;
+  /** The partition's best pages by x + r, highest first, at most the limit asked. */
+  readonly topPages: RawScore[];
+  /** The partition's best hosts by the sum of x + r of their live pages (a host lives on one partition). */
+  readonly topHosts: Array<{ readonly host: string; readonly pages: number; readonly raw: number }>;
+}
+
+/** A host's live pages on its partition. */
+export interface HostPages {
+  readonly pages: number;
+  /** Sum of x + r of its live pages. */
+  readonly raw: number;
+  readonly top: RawScore[];
+}
+
+const packr = new Packr({ useRecords: false });
+
+/**
+ * Read-only access to one partition's RocksDB store, handed out by the partition's reader
+ * actor (`readerActor`) and valid for that actor's incarnation: after it stops, every call
+ * rejects with StoreClosedError and the caller asks the reader for a new view. Reads run
+ * concurrently on the store (RocksDB reads need no lock); each call reads the latest
+ * committed state, so two calls can see different versions.
+ */
+export class PartitionView {
+  #closed = false;
+
+  constructor(readonly partition: PartitionId, readonly store: Store) {}
+
+  /** Marks the view closed (the reader actor stops). */
+  close(): void {
+    this.#closed = true;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The page record, frontier entry, rank and backlink count of `url` (canonical). */
+  async page(url: string): Promise<StoredPage> {
+    this.#check();
+    const [[record, frontier, rank], backlinks] = await Promise.all([
+      Promise.all([
+        this.store.get(ColumnFamilies.pages, url),
+        this.store.get(ColumnFamilies.frontier, url),
+        this.store.get(ColumnFamilies.ranks, url),
+      ]),
+      this.#count(ColumnFamilies.backlinks, linkPrefix(url)),
+    ]);
+    const xr = rank ? decodeFloat64s(rank) : undefined;
+    return {
+      backlinks,
+      ...(record ? { record: packr.unpack(record) as PageRecord } : {}),
+      ...(frontier ? { frontier: packr.unpack(frontier) as FrontierEntry } : {}),
+      ...(xr ? { rank: { x: xr[0] ?? 0, r: xr[1] ?? 0 } } : {}),
+    };
+  }
+
+  /** Outlinks of `url`, in target key order. */
+  outlinks(url: string): Promise<StoredLink[]> {
+    return this.#links(ColumnFamilies.outlinks, url);
+  }
+
+  /** Backlinks of `url` (their sources), in source key order. */
+  backlinks(url: string): Promise<StoredLink[]> {
+    return this.#links(ColumnFamilies.backlinks, url);
+  }
+
+  /** x + r of each URL (0 for a URL without a rank row), in the order given. */
+  async rawScores(urls: readonly string[]): Promise<number[]> {
+    this.#check();
+    if (urls.length === 0) return [];
+    const values = await this.store.multiGet(ColumnFamilies.ranks, [...urls]);
+    return values.map(raw);
+  }
+
+  /** The live pages of `host` (under `http://host/` and `https://host/`) with their best `limit`. */
+  async hostPages(host: string, limit: number): Promise<HostPages> {
+    this.#check();
+    let pages = 0;
+    let sum = 0;
+    const top = new TopK<RawScore>(limit, (a, b) => a.raw - b.raw || (a.url > b.url ? -1 : 1));
+    for (const prefix of [`http://${host}/`, `https://${host}/`]) {
+      await this.#walkPages(prefix, (url, score) => {
+        pages++;
+        sum += score;
+        top.offer({ url, raw: score });
+      });
+    }
+    return { pages, raw: sum, top: top.sorted() };
+  }
+
+  /** Totals and the best `limit` pages and hosts of the partition: one walk of `pages` and `ranks` in step. */
+  async summary(limit: number): Promise<PartitionSummary> {
+    this.#check();
+    let total = 0;
+    let pages = 0;
+    const top = new TopK<RawScore>(limit, (a, b) => a.raw - b.raw || (a.url > b.url ? -1 : 1));
+    const hosts = new Map<string, { pages: number; raw: number }>();
+    await this.#walkPages(undefined, (url, score) => {
+      total += score;
+      pages++;
+      top.offer({ url, raw: score });
+      let host: string;
+      try {
+        host = hostOf(url);
+      } catch {
+        return;
+      }
+      const h = hosts.get(host);
+      if (h) {
+        h.pages++;
+        h.raw += score;
+      } else hosts.set(host, { pages: 1, raw: score });
+    });
+    const topHosts = new TopK<{ host: string; pages: number; raw: number }>(limit, (a, b) => a.raw - b.raw || (a.host > b.host ? -1 : 1));
+    for (const [host, h] of hosts) topHosts.offer({ host, ...h });
+    return { total, pages, topPages: top.sorted(), topHosts: topHosts.sorted() };
+  }
+
+  /** Frontier entries by state (`queued`, `requested`, `fetched`, `blocked`, `out-of-scope`). */
+  async frontierStates(): Promise<Record<string, number>> {
+    this.#check();
+    const out: Record<string, number> = {};
+    for await (const { values } of this.store.chunks(ColumnFamilies.frontier, { chunkSize: 4096 })) {
+      for (const v of values) {
+        const state = (packr.unpack(v) as FrontierEntry).state ?? 'requested';
+        out[state] = (out[state] ?? 0) + 1;
+      }
+    }
+    return out;
+  }
+
+  /** Calls `visit` for each live page (optionally under `prefix`) with its x + r: a synchronized walk of `pages` and `ranks`. */
+  async #walkPages(prefix: string | undefined, visit: (url: string, raw: number) => void): Promise<void> {
+    const snapshot = this.store.snapshot();
+    const opts = { snapshot, chunkSize: 4096, ...(prefix ? { prefix } : {}) };
+    const pages = new ChunkCursor(this.store.chunks(ColumnFamilies.pages, opts));
+    const ranks = new ChunkCursor(this.store.chunks(ColumnFamilies.ranks, opts));
+    try {
+      while (await pages.ready()) {
+        const key = pages.key;
+        const record = packr.unpack(pages.value) as PageRecord;
+        pages.advance();
+        let score = 0;
+        while (await ranks.ready()) {
+          const c = Buffer.compare(ranks.key, key);
+          if (c > 0) break;
+          if (c === 0) score = raw(ranks.value);
+          ranks.advance();
+        }
+        if (!record.deleted) visit(key.toString('utf8'), score);
+      }
+    } finally {
+      await pages.close();
+      await ranks.close();
+      snapshot.release();
+    }
+  }
+
+  async #links(cf: string, url: string): Promise<StoredLink[]> {
+    this.#check();
+    const out: StoredLink[] = [];
+    for await (const { keys, values } of this.store.chunks(cf, { prefix: linkPrefix(url), chunkSize: 4096 })) {
+      for (let i = 0; i < keys.length; i++) {
+        out.push({ url: splitLinkKey(keys[i]!)[1], features: linkFeatures(values[i]!), weight: linkWeight(values[i]!) });
+      }
+    }
+    return out;
+  }
+
+  async #count(cf: string, prefix: Buffer): Promise<number> {
+    let n = 0;
+    for await (const { keys } of this.store.chunks(cf, { prefix, keysOnly: true, chunkSize: 8192 })) n += keys.length;
+    return n;
+  }
+
+  #check(): void {
+    if (this.#closed) throw new StoreClosedError('partition view closed: its reader restarted; ask for a new view');
+  }
+}
+
+function raw(v: Buffer | undefined): number {
+  if (!v) return 0;
+  const f = decodeFloat64s(v);
+  return (f[0] ?? 0) + (f[1] ?? 0);
+}
+
+/** Keeps the `k` largest items by `compare` (a min-heap of size k). */
+export class TopK<T> {
+  readonly #heap: T[] = [];
+  constructor(readonly k: number, readonly compare: (a: T, b: T) => number) {}
+
+  offer(item: T): void {
+    const h = this.#heap;
+    if (this.k <= 0) return;
+    if (h.length < this.k) {
+      h.push(item);
+      let i = h.length - 1;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (this.compare(h[i]!, h[p]!) >= 0) break;
+        [h[i], h[p]] = [h[p]!, h[i]!];
+        i = p;
+      }
+      return;
+    }
+    if (this.compare(item, h[0]!) <= 0) return;
+    h[0] = item;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && this.compare(h[l]!, h[m]!) < 0) m = l;
+      if (r < h.length && this.compare(h[r]!, h[m]!) < 0) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+
+  /** The kept items, largest first. */
+  sorted(): T[] {
+    return [...this.#heap].sort((a, b) => this.compare(b, a));
+  }
+}

@@ -1,0 +1,363 @@
+import { ActorStoppedError, InvalidArgumentError, isShardflowError } from '../errors.js';
+import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import type { Clock } from '../runtime/clock.js';
+import { hostOf, type Partitioner } from '../runtime/partitioner.js';
+import type { LinkFeatures } from '../actors/messages.js';
+import type { PartitionSummary, PartitionView, StoredPage } from './partitionView.js';
+
+/** Options of `QueryService`. */
+export interface QueryServiceOptions {
+  readonly partitioner: Partitioner;
+  /** The current view of partition `p` (asks its reader actor). @throws when the reader is not running */
+  readonly view: (p: number) => Promise<PartitionView>;
+  readonly clock: Clock;
+  /**
+   * Totals and rankings (the normaliser of scores, top pages and hosts) are recomputed by a
+   * walk of every partition at most this often; a stale value is served while a new one is
+   * computed. Default 2000 ms.
+   */
+  readonly summaryTtlMs?: number;
+}
+
+/** A query's answer: found, or not found with why. */
+export type QueryResult<T> = { readonly found: true; readonly body: T } | { readonly found: false; readonly reason: string; readonly detail?: unknown };
+
+/** Paging of list queries. */
+export interface Paging {
+  /** Items to return, 1..1000. Default 20. */
+  readonly limit?: number;
+  /** Items to skip, >= 0. Default 0. */
+  readonly offset?: number;
+}
+
+/** `GET /v1/page`: see docs/query-api.md. */
+export interface PageBody {
+  readonly url: string;
+  readonly host: string;
+  readonly partition: number;
+  readonly status: number;
+  readonly contentType: string | null;
+  readonly contentHash: string | null;
+  readonly error: string | null;
+  readonly fetchedAt: string;
+  readonly score: number;
+  readonly rank: { readonly x: number; readonly r: number };
+  readonly counts: { readonly outlinks: number; readonly backlinks: number };
+  readonly crawl: CrawlBody | null;
+}
+
+/** The crawl policy's view of a URL. */
+export interface CrawlBody {
+  readonly state: string;
+  readonly discoveredAt: string | null;
+  readonly requestedAt: string | null;
+  readonly dueAt: string | null;
+  readonly fetches: number;
+  readonly failures: number;
+  readonly reason: string | null;
+}
+
+/** One link in `outlinks`/`backlinks` answers. */
+export interface LinkBody {
+  readonly url: string;
+  readonly score: number;
+  readonly anchor: string;
+  readonly rel: readonly string[];
+  readonly region: LinkFeatures['region'];
+  readonly sameHost: boolean;
+  readonly position: number;
+  readonly weight: number;
+}
+
+/** `GET /v1/outlinks` and `GET /v1/backlinks`. */
+export interface LinksBody {
+  readonly url: string;
+  readonly total: number;
+  readonly offset: number;
+  readonly limit: number;
+  readonly links: LinkBody[];
+}
+
+/** `GET /v1/hosts/:host`. */
+export interface HostBody {
+  readonly host: string;
+  readonly partition: number;
+  readonly pages: number;
+  /** Sum of the scores of the host's pages. */
+  readonly authority: number;
+  readonly top: Array<{ readonly url: string; readonly score: number }>;
+}
+
+/** `GET /v1/top/pages`. */
+export interface TopPagesBody {
+  readonly pages: number;
+  readonly top: Array<{ readonly url: string; readonly score: number }>;
+}
+
+/** `GET /v1/top/hosts`. */
+export interface TopHostsBody {
+  readonly hosts: number;
+  readonly top: Array<{ readonly host: string; readonly pages: number; readonly authority: number }>;
+}
+
+/** Most items a list query returns, and the depth of the per-partition rankings. */
+export const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 20;
+const VIEW_ATTEMPTS = 20;
+
+interface Summary {
+  readonly total: number;
+  readonly pages: number;
+  readonly parts: readonly PartitionSummary[];
+}
+
+/**
+ * The queries of the HTTP API, routed to the partition that owns each key (the URL's or
+ * host's partition, by the index's partitioner), read through the partitions' views.
+ *
+ * Scores are normalised at read time: score = (x + r) / the sum of x + r over every live
+ * page of every partition (the normaliser comes from the cached summary). Backlinks are
+ * sorted by their source's score, which lives on the source's partition: the sources are
+ * grouped by partition and their ranks read with one multi-get each.
+ *
+ * Errors: InvalidUrlError and InvalidArgumentError for bad input (HTTP 400); a not-found
+ * result for unknown pages and hosts (404); ActorStoppedError when a partition's reader
+ * does not come back (503).
+ */
+export class QueryService {
+  readonly #o: QueryServiceOptions;
+  readonly #ttl: number;
+  readonly #views = new Map<number, Promise<PartitionView>>();
+  #summary: { at: number; value: Summary } | undefined;
+  #computing: Promise<Summary> | undefined;
+
+  constructor(options: QueryServiceOptions) {
+    this.#o = options;
+    this.#ttl = options.summaryTtlMs ?? 2000;
+  }
+
+  get partitioner(): Partitioner {
+    return this.#o.partitioner;
+  }
+
+  /** A page: record, crawl state, score and counts. @throws InvalidUrlError */
+  async page(rawUrl: string): Promise<QueryResult<PageBody>> {
+    const url = canonicalUrl(rawUrl);
+    const p = this.#o.partitioner.forUrl(url);
+    const [stored, summary] = await Promise.all([this.#read(p, (v) => v.page(url)), this.#summaryValue()]);
+    const missing = notFoundReason(url, stored);
+    if (missing) return { found: false, reason: missing, ...(stored.frontier ? { detail: { crawl: crawlBody(stored) } } : {}) };
+    const record = stored.record!;
+    const rank = stored.rank ?? { x: 0, r: 0 };
+    return {
+      found: true,
+      body: {
+        url,
+        host: hostOf(url),
+        partition: p,
+        status: record.status,
+        contentType: record.contentType ?? null,
+        contentHash: record.contentHash ?? null,
+        error: record.error ?? null,
+        fetchedAt: iso(record.fetchedAt)!,
+        score: normalise(rank.x + rank.r, summary.total),
+        rank,
+        counts: { outlinks: record.outlinkCount, backlinks: stored.backlinks },
+        crawl: crawlBody(stored),
+      },
+    };
+  }
+
+  /** A page's outlinks, in document order, with each target's score. @throws InvalidUrlError, InvalidArgumentError */
+  async outlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
+    const url = canonicalUrl(rawUrl);
+    const { limit, offset } = checkPaging(paging);
+    const p = this.#o.partitioner.forUrl(url);
+    const [stored, links] = await Promise.all([this.#read(p, (v) => v.page(url)), this.#read(p, (v) => v.outlinks(url))]);
+    const missing = notFoundReason(url, stored);
+    if (missing) return { found: false, reason: missing };
+    links.sort((a, b) => a.features.position - b.features.position || (a.url < b.url ? -1 : 1));
+    const page = links.slice(offset, offset + limit);
+    const [scores, summary] = await Promise.all([this.#rawScores(page.map((l) => l.url)), this.#summaryValue()]);
+    return { found: true, body: { url, total: links.length, offset, limit, links: page.map((l, i) => linkBody(l, normalise(scores[i]!, summary.total))) } };
+  }
+
+  /**
+   * A page's backlinks, sorted by the source's score (highest first, then by source URL).
+   * Found when the URL has a page or any backlink. @throws InvalidUrlError, InvalidArgumentError
+   */
+  async backlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
+    const url = canonicalUrl(rawUrl);
+    const { limit, offset } = checkPaging(paging);
+    const p = this.#o.partitioner.forUrl(url);
+    const links = await this.#read(p, (v) => v.backlinks(url));
+    if (links.length === 0) {
+      const stored = await this.#read(p, (v) => v.page(url));
+      const missing = notFoundReason(url, stored);
+      if (missing) return { found: false, reason: missing };
+    }
+    const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.url)), this.#summaryValue()]);
+    const order = links.map((_, i) => i);
+    order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.url < links[b]!.url ? -1 : 1));
+    const page = order.slice(offset, offset + limit).map((i) => linkBody(links[i]!, normalise(scores[i]!, summary.total)));
+    return { found: true, body: { url, total: links.length, offset, limit, links: page } };
+  }
+
+  /** A host: live pages, authority (sum of their scores), best pages. @throws InvalidArgumentError */
+  async host(rawHost: string, paging: Pick<Paging, 'limit'> = {}): Promise<QueryResult<HostBody>> {
+    const host = checkHost(rawHost);
+    const { limit } = checkPaging({ ...paging, offset: 0 });
+    const p = this.#o.partitioner.forHost(host);
+    const [pages, summary] = await Promise.all([this.#read(p, (v) => v.hostPages(host, limit)), this.#summaryValue()]);
+    if (pages.pages === 0) return { found: false, reason: `no live page of host ${host} is stored` };
+    return {
+      found: true,
+      body: {
+        host,
+        partition: p,
+        pages: pages.pages,
+        authority: normalise(pages.raw, summary.total),
+        top: pages.top.map((t) => ({ url: t.url, score: normalise(t.raw, summary.total) })),
+      },
+    };
+  }
+
+  /** The best pages of the whole index. @throws InvalidArgumentError */
+  async topPages(paging: Pick<Paging, 'limit'> = {}): Promise<TopPagesBody> {
+    const { limit } = checkPaging({ ...paging, offset: 0 });
+    const s = await this.#summaryValue();
+    const all = s.parts.flatMap((part) => part.topPages);
+    all.sort((a, b) => b.raw - a.raw || (a.url < b.url ? -1 : 1));
+    return { pages: s.pages, top: all.slice(0, limit).map((t) => ({ url: t.url, score: normalise(t.raw, s.total) })) };
+  }
+
+  /** The best hosts of the whole index by authority. @throws InvalidArgumentError */
+  async topHosts(paging: Pick<Paging, 'limit'> = {}): Promise<TopHostsBody> {
+    const { limit } = checkPaging({ ...paging, offset: 0 });
+    const s = await this.#summaryValue();
+    const all = s.parts.flatMap((part) => part.topHosts);
+    all.sort((a, b) => b.raw - a.raw || (a.host < b.host ? -1 : 1));
+    return { hosts: all.length, top: all.slice(0, limit).map((h) => ({ host: h.host, pages: h.pages, authority: normalise(h.raw, s.total) })) };
+  }
+
+  /** Forgets the cached summary (after a crawl or a GC pass, to read fresh totals at once). */
+  invalidate(): void {
+    this.#summary = undefined;
+  }
+
+  async #rawScores(urls: readonly string[]): Promise<number[]> {
+    const byPartition = new Map<number, number[]>();
+    urls.forEach((u, i) => {
+      let q: number;
+      try {
+        q = this.#o.partitioner.forUrl(u);
+      } catch {
+        return;
+      }
+      let list = byPartition.get(q);
+      if (!list) byPartition.set(q, (list = []));
+      list.push(i);
+    });
+    const out = new Array<number>(urls.length).fill(0);
+    await Promise.all([...byPartition].map(async ([q, idx]) => {
+      const scores = await this.#read(q, (v) => v.rawScores(idx.map((i) => urls[i]!)));
+      idx.forEach((i, k) => (out[i] = scores[k]!));
+    }));
+    return out;
+  }
+
+  async #summaryValue(): Promise<Summary> {
+    const now = this.#o.clock.now();
+    const cached = this.#summary;
+    if (cached && now - cached.at < this.#ttl) return cached.value;
+    const computing = (this.#computing ??= this.#computeSummary().finally(() => (this.#computing = undefined)));
+    return cached ? cached.value : computing; // stale while revalidating
+  }
+
+  async #computeSummary(): Promise<Summary> {
+    const at = this.#o.clock.now();
+    const parts = await Promise.all(Array.from({ length: this.#o.partitioner.partitions }, (_, p) => this.#read(p, (v) => v.summary(MAX_LIMIT))));
+    const value = { total: parts.reduce((a, s) => a + s.total, 0), pages: parts.reduce((a, s) => a + s.pages, 0), parts };
+    this.#summary = { at, value };
+    return value;
+  }
+
+  /** Runs `read` on partition `p`'s view, asking the reader again when the view closed (a restart). */
+  async #read<T>(p: number, read: (v: PartitionView) => Promise<T>): Promise<T> {
+    let last: unknown;
+    for (let attempt = 0; attempt < VIEW_ATTEMPTS; attempt++) {
+      let pending = this.#views.get(p);
+      if (!pending) {
+        pending = this.#o.view(p);
+        this.#views.set(p, pending);
+        pending.catch(() => this.#views.delete(p));
+      }
+      try {
+        const view = await pending;
+        if (view.closed) throw new ActorStoppedError('view closed');
+        return await read(view);
+      } catch (err) {
+        last = err;
+        if (!isShardflowError(err) || !['SF_ERR_STORE_CLOSED', 'SF_ERR_ACTOR_STOPPED', 'SF_ERR_ASK_TIMEOUT'].includes(err.code)) throw err;
+        this.#views.delete(p);
+        await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, Math.min(250, 5 * 2 ** attempt)));
+      }
+    }
+    throw new ActorStoppedError(`partition ${p} is not answering: ${(last as Error)?.message ?? last}`, { cause: last });
+  }
+}
+
+function notFoundReason(url: string, stored: StoredPage): string | undefined {
+  if (stored.record && !stored.record.deleted) return undefined;
+  if (stored.record?.deleted) return `page ${url} was deleted (gone twice, or removed by the garbage collector)`;
+  if (stored.frontier) return `page ${url} is known to the crawl frontier (${stored.frontier.state ?? 'requested'}${stored.frontier.reason ? `: ${stored.frontier.reason}` : ''}) but no fetch of it is stored`;
+  if (stored.backlinks > 0) return `page ${url} is linked (${stored.backlinks} backlinks) but was never fetched`;
+  return `no page stored for ${url}`;
+}
+
+function crawlBody(stored: StoredPage): CrawlBody | null {
+  const f = stored.frontier;
+  if (!f) return null;
+  return {
+    state: f.state ?? 'requested',
+    discoveredAt: iso(f.discoveredAt),
+    requestedAt: f.requestedAt > 0 ? iso(f.requestedAt) : null,
+    dueAt: iso(f.dueAt),
+    fetches: f.fetches ?? 0,
+    failures: f.failures ?? 0,
+    reason: f.reason ?? null,
+  };
+}
+
+function linkBody(l: { url: string; features: LinkFeatures; weight: number }, score: number): LinkBody {
+  return { url: l.url, score, anchor: l.features.anchor, rel: l.features.rel, region: l.features.region, sameHost: l.features.sameHost, position: l.features.position, weight: l.weight };
+}
+
+function normalise(raw: number, total: number): number {
+  return total > 0 ? raw / total : 0;
+}
+
+function iso(ms: number | undefined): string | null {
+  return ms === undefined || !Number.isFinite(ms) ? null : new Date(ms).toISOString();
+}
+
+function checkPaging(paging: Paging): { limit: number; offset: number } {
+  const limit = paging.limit ?? DEFAULT_LIMIT;
+  const offset = paging.offset ?? 0;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new InvalidArgumentError(`limit must be an integer in [1, ${MAX_LIMIT}], got ${limit}`);
+  if (!Number.isInteger(offset) || offset < 0) throw new InvalidArgumentError(`offset must be an integer >= 0, got ${offset}`);
+  return { limit, offset };
+}
+
+/** A host as `hostOf` gives it (lower-case, `:port` when not default). @throws InvalidArgumentError */
+export function checkHost(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(`http://${raw.trim()}/`);
+  } catch {
+    throw new InvalidArgumentError(`not a host: ${JSON.stringify(raw)}`);
+  }
+  if (url.pathname !== '/' || url.search || url.username || url.hostname === '' || /[/?#@]/.test(raw.trim())) throw new InvalidArgumentError(`not a host: ${JSON.stringify(raw)}`);
+  return url.host;
+}
+

@@ -1,95 +1,303 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
+import { InvalidUrlError, isShardflowError } from '../../errors.js';
+import { hostOf } from '../../runtime/partitioner.js';
 import type { FetchResult } from '../messages.js';
+import { canonicalUrl } from './canonicalUrl.js';
+import { decodeBody } from './decodeBody.js';
+import { extractLinks, parseDirectives } from './extractLinks.js';
+import { isPublicAddress } from './publicAddress.js';
 
 /** Options of `HttpFetcher`. */
 export interface HttpFetcherOptions {
   /**
    * Host-to-address map: `host` or `host:port` -> `address:port`. A mapped host is reached
    * at that address (no DNS, no proxy); the request still names the original host, so the
-   * server sees an ordinary request for the real URL.
+   * server sees an ordinary request for the real URL. Only mapped hosts may be reached on
+   * private or loopback addresses.
    */
   readonly hostMap?: ReadonlyMap<string, string>;
   /** Largest body read, in bytes; a larger one is cut and the page stored as oversized. Default 2 MiB. */
   readonly maxBodyBytes?: number;
   /** Time to headers and between body chunks, in ms. Default 10000. */
   readonly timeoutMs?: number;
+  /** Time for the whole fetch (connect, headers, body), in ms. Default 30000. */
+  readonly totalTimeoutMs?: number;
   /** Parallel connections per origin. Default 4. */
   readonly connections?: number;
-  /** User-Agent header. */
+  /** User-Agent header. Its first token (before `/`) is the robots.txt and `<meta name>` token. */
   readonly userAgent?: string;
 }
 
+/** What `fetchRobots` got for a host's `/robots.txt`. */
+export interface RobotsFetch {
+  /** The robots.txt URL asked for (`<origin>/robots.txt`). */
+  readonly url: string;
+  /** Final HTTP status after redirects; 0 when there was no response. */
+  readonly status: number;
+  /** ms since the epoch. */
+  readonly fetchedAt: number;
+  /** The text when `status` is 2xx (cut at 512 KiB, as RFC 9309 allows). */
+  readonly body?: string;
+  readonly error?: string;
+}
+
+const ROBOTS_MAX_BYTES = 512 * 1024;
+const ROBOTS_MAX_REDIRECTS = 5;
+
 /**
- * Fetches pages with undici. Never throws for a page's own faults: network errors,
- * timeouts and oversized bodies come back as a `FetchResult` with `status` (0 when there
- * was no response) and `error`, so the crawl goes on and the outcome is stored.
+ * Fetches pages with undici and turns each answer into the `FetchResult` the indexer
+ * stores. Never throws for a page's own faults: network errors, timeouts, refused
+ * addresses and oversized bodies come back with `status` (0 when there was no response)
+ * and `error`, so the crawl goes on and the outcome is stored.
+ *
+ * What a result carries, by answer:
+ * - 3xx with a `Location`: no body; `outlinks` holds the canonical redirect target (rel
+ *   `redirect`), so the redirect is recorded as a link and its target is crawled through
+ *   the frontier like any discovered URL (politeness, robots.txt and de-duplication apply
+ *   to it); `error` says `redirect (301) to <url>`. The fetcher itself never follows a
+ *   redirect of a page.
+ * - other non-2xx: `error` `HTTP <status>`, no body.
+ * - 2xx, not HTML (`text/html` or `application/xhtml+xml`): content type only, stored
+ *   without parsing.
+ * - 2xx HTML: the body decoded (`decodeBody`: BOM, header charset, `<meta charset>`,
+ *   UTF-8). When the page or its `X-Robots-Tag` header says `noindex`, the body is left
+ *   out, `error` says `noindex`, and `outlinks` carries its links (none under `nofollow`).
+ *   When only the header says `nofollow`, `outlinks` is `[]` and the body is kept. Otherwise
+ *   the indexer extracts the links from the body (`extractLinks`).
+ *
+ * Addresses: a host in `hostMap` is connected to at its mapped address; any other host is
+ * resolved with DNS and refused when an address it resolves to (or the literal address
+ * of the URL) is loopback, private, link-local or otherwise non-public (`isPublicAddress`),
+ * with `error` `refused: ...`. The check runs at connect time on the addresses connected
+ * to, so a DNS answer that changes between check and connect cannot bypass it.
  */
 export class HttpFetcher {
   readonly #agent: Agent;
   readonly #maxBody: number;
-  readonly #timeout: number;
+  readonly #totalTimeout: number;
   readonly #userAgent: string;
+  readonly #token: string;
 
+  /** @throws InvalidArgumentError-like RangeError for a malformed `hostMap` entry */
   constructor(options: HttpFetcherOptions = {}) {
     this.#maxBody = options.maxBodyBytes ?? 2 * 1024 * 1024;
-    this.#timeout = options.timeoutMs ?? 10_000;
+    const timeout = options.timeoutMs ?? 10_000;
+    this.#totalTimeout = options.totalTimeoutMs ?? 30_000;
     this.#userAgent = options.userAgent ?? 'shardflow/0.1 (+https://github.com/shardflow)';
-    const map = options.hostMap ?? new Map<string, string>();
-    const connect = buildConnector({});
+    this.#token = this.#userAgent.split('/')[0]!.trim().toLowerCase() || 'shardflow';
+    const map = new Map<string, string>();
+    for (const [host, address] of options.hostMap ?? []) {
+      const colon = address.lastIndexOf(':');
+      if (colon <= 0 || !/^\d+$/.test(address.slice(colon + 1))) throw new RangeError(`host map entry ${host}=${address}: expected address:port`);
+      map.set(host.toLowerCase(), address);
+    }
+    const direct = buildConnector({ timeout });
+    const guarded = buildConnector({ timeout, lookup: publicOnlyLookup } as buildConnector.BuildOptions);
     this.#agent = new Agent({
       connections: options.connections ?? 4,
-      headersTimeout: this.#timeout,
-      bodyTimeout: this.#timeout,
+      headersTimeout: timeout,
+      bodyTimeout: timeout,
       connect: (opts, callback) => {
         const target = map.get(`${opts.hostname}:${opts.port}`) ?? map.get(opts.hostname);
-        if (!target) return connect(opts, callback);
-        const colon = target.lastIndexOf(':');
-        return connect({ ...opts, hostname: target.slice(0, colon), host: target, port: target.slice(colon + 1), servername: opts.hostname }, callback);
+        if (target) {
+          const colon = target.lastIndexOf(':');
+          return direct({ ...opts, hostname: target.slice(0, colon), host: target, port: target.slice(colon + 1), servername: opts.hostname }, callback);
+        }
+        if (isIP(stripBrackets(opts.hostname)) !== 0 && !isPublicAddress(opts.hostname)) {
+          callback(new InvalidUrlError(opts.hostname, `refused: ${opts.hostname} is not a public address`), null);
+          return;
+        }
+        return guarded(opts, callback);
       },
     });
   }
 
-  /** Fetches `url` (canonical). `now` stamps `fetchedAt` (ms since the epoch). */
+  /** The robots.txt token of this fetcher's User-Agent (e.g. `shardflow`). */
+  get userAgentToken(): string {
+    return this.#token;
+  }
+
+  /**
+   * Fetches `url` (canonical) and interprets the answer (see the class doc).
+   * @param now stamps `fetchedAt` (ms since the epoch)
+   */
   async fetch(url: string, now: number): Promise<FetchResult> {
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await request(url, {
-        dispatcher: this.#agent,
-        method: 'GET',
-        headers: { 'user-agent': this.#userAgent, accept: 'text/html,*/*;q=0.5' },
-      });
-    } catch (err) {
-      return { url, status: 0, fetchedAt: now, error: `fetch failed: ${(err as Error).message}` };
-    }
-    const contentType = String(res.headers['content-type'] ?? '');
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > this.#maxBody) {
-          res.body.destroy();
-          return { url, status: res.statusCode, fetchedAt: now, contentType, error: `oversized: body exceeds ${this.#maxBody} bytes` };
-        }
-        chunks.push(chunk as Buffer);
+    const res = await this.#get(url, this.#maxBody, 'text/html,application/xhtml+xml,*/*;q=0.5');
+    if (!('headers' in res)) return { url, status: 0, fetchedAt: now, error: res.error };
+    const { status, headers } = res;
+    const contentType = headerValue(headers['content-type']);
+    const base = { url, status, fetchedAt: now, ...(contentType ? { contentType } : {}) };
+    if ('error' in res) return { ...base, error: res.error };
+    if (status >= 300 && status < 400) {
+      const location = headerValue(headers.location);
+      let target: string | undefined;
+      try {
+        target = location ? canonicalUrl(location, url) : undefined;
+      } catch {
+        target = undefined;
       }
-    } catch (err) {
-      return { url, status: res.statusCode, fetchedAt: now, contentType, error: `body read failed: ${(err as Error).message}` };
+      if (!target) return { ...base, error: `redirect (${status}) without a valid Location${location ? `: ${JSON.stringify(location)}` : ''}` };
+      if (target === url) return { ...base, error: `redirect (${status}) to itself` };
+      let sameHost = false;
+      try {
+        sameHost = hostOf(target) === hostOf(url);
+      } catch {
+        sameHost = false;
+      }
+      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], sameHost, region: 'body' } }] };
     }
-    const ok = res.statusCode >= 200 && res.statusCode < 300;
-    if (!ok) return { url, status: res.statusCode, fetchedAt: now, contentType, error: `HTTP ${res.statusCode}` };
-    if (!/html/i.test(contentType)) return { url, status: res.statusCode, fetchedAt: now, contentType };
-    const charset = /charset=([^;]+)/i.exec(contentType)?.[1]?.trim() ?? 'utf-8';
-    let body: string;
-    try {
-      body = new TextDecoder(charset).decode(Buffer.concat(chunks));
-    } catch {
-      body = new TextDecoder('utf-8').decode(Buffer.concat(chunks));
+    if (status < 200 || status >= 300) return { ...base, error: `HTTP ${status}` };
+    if (!/^\s*(text\/html|application\/xhtml\+xml)\b/i.test(contentType)) return base;
+    const decoded = decodeBody(res.body, contentType);
+    const header = robotsHeader(headers['x-robots-tag'], this.#token);
+    const note = decoded.note;
+    if (header.noIndex || header.noFollow || /<meta[^>]+name\s*=\s*["']?(robots|shardflow)\b/i.test(decoded.text)) {
+      const found = extractLinks(decoded.text, url, { robotsDirectives: [header.noIndex ? 'noindex' : '', header.noFollow ? 'nofollow' : ''].join(' '), userAgentToken: this.#token });
+      if (found.noIndex) {
+        const why = [`noindex (${header.noIndex ? 'X-Robots-Tag' : 'meta robots'})`, found.noFollow ? 'nofollow' : '', note ?? ''].filter(Boolean).join('; ');
+        return { ...base, error: why, outlinks: found.outlinks };
+      }
+      if (header.noFollow) return { ...base, body: decoded.text, outlinks: found.outlinks, error: ['nofollow (X-Robots-Tag)', note ?? ''].filter(Boolean).join('; ') };
     }
-    return { url, status: res.statusCode, fetchedAt: now, contentType, body };
+    return { ...base, body: decoded.text, ...(note ? { error: note } : {}) };
+  }
+
+  /**
+   * Fetches `<origin>/robots.txt`, following up to five redirects (RFC 9309 section
+   * 2.3.1.2), each hop under the same address rules as pages; reads at most 512 KiB.
+   * @param origin e.g. `http://example.com` or `https://example.com:8443`
+   * @param now stamps `fetchedAt`
+   */
+  async fetchRobots(origin: string, now: number): Promise<RobotsFetch> {
+    const first = `${origin}/robots.txt`;
+    let url = first;
+    for (let hop = 0; ; hop++) {
+      const res = await this.#get(url, ROBOTS_MAX_BYTES, 'text/plain,*/*;q=0.5', true);
+      if (!('headers' in res)) return { url: first, status: 0, fetchedAt: now, error: res.error };
+      if (res.status >= 300 && res.status < 400) {
+        const location = headerValue(res.headers.location);
+        if (!location || hop >= ROBOTS_MAX_REDIRECTS) return { url: first, status: res.status, fetchedAt: now, error: location ? 'too many redirects' : 'redirect without Location' };
+        try {
+          url = canonicalUrl(location, url);
+        } catch (err) {
+          return { url: first, status: res.status, fetchedAt: now, error: (err as Error).message };
+        }
+        continue;
+      }
+      if ('error' in res) return { url: first, status: res.status, fetchedAt: now, error: res.error };
+      if (res.status < 200 || res.status >= 300) return { url: first, status: res.status, fetchedAt: now };
+      return { url: first, status: res.status, fetchedAt: now, body: new TextDecoder('utf-8').decode(res.body) };
+    }
   }
 
   async close(): Promise<void> {
     await this.#agent.close();
   }
+
+  /**
+   * One GET, no redirects followed; the body is read only for 2xx answers (others are
+   * drained). `truncate` cuts an oversized body instead of failing.
+   */
+  async #get(url: string, maxBytes: number, accept: string, truncate = false): Promise<
+    | { status: number; headers: Dispatcher.ResponseData['headers']; body: Uint8Array }
+    | { status: number; headers: Dispatcher.ResponseData['headers']; error: string }
+    | { status: 0; error: string }
+  > {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        dispatcher: this.#agent,
+        method: 'GET',
+        headers: { 'user-agent': this.#userAgent, accept },
+        signal: AbortSignal.timeout(this.#totalTimeout),
+      });
+    } catch (err) {
+      return { status: 0, error: describeFailure(err) };
+    }
+    const { statusCode: status, headers } = res;
+    if (status < 200 || status >= 300) {
+      res.body.resume();
+      res.body.on('error', () => undefined);
+      return { status, headers, body: new Uint8Array(0) };
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        const c = chunk as Buffer;
+        if (size + c.length > maxBytes) {
+          if (truncate) {
+            chunks.push(c.subarray(0, maxBytes - size));
+            size = maxBytes;
+          }
+          res.body.destroy();
+          if (!truncate) return { status, headers, error: `oversized: body exceeds ${maxBytes} bytes` };
+          break;
+        }
+        size += c.length;
+        chunks.push(c);
+      }
+    } catch (err) {
+      if (!(truncate && size >= maxBytes)) return { status, headers, error: `body read failed: ${describeFailure(err)}` };
+    }
+    return { status, headers, body: Buffer.concat(chunks) };
+  }
+}
+
+/** DNS lookup for `net.connect` that fails when any address of the host is not public. */
+function publicOnlyLookup(
+  hostname: string,
+  options: { family?: number; all?: boolean; hints?: number },
+  callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+): void {
+  dnsLookup(hostname, { ...(options.family ? { family: options.family } : {}), ...(options.hints ? { hints: options.hints } : {}), all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    const bad = addresses.find((a) => !isPublicAddress(a.address));
+    if (bad) return callback(new InvalidUrlError(hostname, `refused: ${hostname} resolves to non-public address ${bad.address}`), []);
+    if (options.all) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(new InvalidUrlError(hostname, `no address for ${hostname}`), []);
+    callback(null, first.address, first.family);
+  });
+}
+
+/** A fetch failure as text: `refused: ...` for refused addresses, else `fetch failed: ...`. */
+function describeFailure(err: unknown): string {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e; i++) {
+    if (isShardflowError(e) && e.message.startsWith('refused:')) return e.message;
+    e = (e as { cause?: unknown }).cause;
+  }
+  const name = (err as Error)?.name;
+  if (name === 'TimeoutError' || name === 'AbortError') return 'fetch failed: timed out';
+  const cause = (err as { cause?: Error })?.cause;
+  return `fetch failed: ${(err as Error)?.message ?? String(err)}${cause?.message ? ` (${cause.message})` : ''}`;
+}
+
+function headerValue(v: string | string[] | undefined): string {
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+}
+
+function stripBrackets(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+/**
+ * The `X-Robots-Tag` directives for us: unprefixed ones and those prefixed with our token
+ * (`shardflow: noindex`); directives for other crawlers (`googlebot: noindex`) are ignored.
+ */
+function robotsHeader(v: string | string[] | undefined, token: string): { noIndex: boolean; noFollow: boolean } {
+  const values = Array.isArray(v) ? v : v ? [v] : [];
+  let noIndex = false;
+  let noFollow = false;
+  for (const value of values) {
+    const m = /^\s*([a-z0-9_-]+)\s*:(.*)$/i.exec(value);
+    if (m && !/^(noindex|nofollow|none|unavailable_after|max-)/i.test(m[1]!) && m[1]!.toLowerCase() !== token) continue;
+    const d = parseDirectives(m && m[1]!.toLowerCase() === token ? m[2]! : value);
+    noIndex ||= d.noIndex;
+    noFollow ||= d.noFollow;
+  }
+  return { noIndex, noFollow };
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { ActorSystem } from '../src/runtime/actor/index.js';
-import { startInspectionServer } from '../src/runtime/inspection/server.js';
+import { listenInspection, startInspectionServer } from '../src/runtime/inspection/server.js';
 import { SupervisorStrategy } from '../src/runtime/supervision/index.js';
 import { recordingBehavior, recordingLogger, settle, type Recording } from './kit/index.js';
 
@@ -35,9 +35,11 @@ async function launchChromium(): Promise<{ context: BrowserContext; close: () =>
   };
 }
 
+const skip = !haveChromium && !inCi ? `${CHROMIUM} is missing: apt-get install -y --no-install-recommends chromium` : false;
+
 test(
   'the console page shows the supervision tree and a restart appears on it live',
-  { skip: !haveChromium && !inCi ? `${CHROMIUM} is missing: apt-get install -y --no-install-recommends chromium` : false, timeout: 120_000 },
+  { skip, timeout: 120_000 },
   async () => {
     assert.ok(haveChromium, `CI=true but ${CHROMIUM} is missing: .ci/run must install Debian's chromium package`);
     const system = ActorSystem.create({ name: 'test', logger: recordingLogger() });
@@ -84,6 +86,34 @@ test(
     } finally {
       await browser.close();
       await server.close();
+      await system.terminate();
+    }
+  },
+);
+
+test(
+  'a page opened before the job\'s system exists waits for it, then shows it live',
+  { skip, timeout: 120_000 },
+  async () => {
+    assert.ok(haveChromium, `CI=true but ${CHROMIUM} is missing: .ci/run must install Debian's chromium package`);
+    const endpoint = await listenInspection();
+    const browser = await launchChromium();
+    const system = ActorSystem.create({ name: 'test', logger: recordingLogger() });
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`${endpoint.url}/`);
+      await page.locator('#summary', { hasText: 'answered 503' }).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('body').getAttribute('data-connection'), 'reconnecting');
+
+      system.supervise('partitions', SupervisorStrategy.oneForOne(), [{ name: 'p0', behavior: recordingBehavior('p0', [], { kind: 'indexer' }) }]);
+      endpoint.attach(system);
+      await page.locator('tr[data-path="/partitions/p0"]').waitFor({ timeout: 10_000 });
+      await page.locator('body[data-connection="open"]').waitFor({ timeout: 10_000 });
+      await system.lookup<Recording>('/partitions/p0')!.tell({ op: 'throw', error: new Error('crash') });
+      await page.locator('tr[data-path="/partitions/p0"] td[data-field="restarts"]').filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 });
+    } finally {
+      await browser.close();
+      await endpoint.close();
       await system.terminate();
     }
   },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { test } from 'node:test';
 import { ActorSystem } from '../src/runtime/actor/index.js';
-import { startInspectionServer } from '../src/runtime/inspection/server.js';
+import { listenInspection, startInspectionServer } from '../src/runtime/inspection/server.js';
 import { SupervisorStrategy } from '../src/runtime/supervision/index.js';
 import { ManualClock, recordingBehavior, recordingLogger, settle } from './kit/index.js';
 
@@ -116,4 +116,27 @@ test('HEAD /events answers headers only; open streams get keep-alive comments', 
     await system.terminate();
   }
   await assert.rejects(startInspectionServer(system, { heartbeatMs: 0 }), { code: 'SF_ERR_INVALID_ARGUMENT' });
+});
+
+test('an endpoint can listen before its system exists: 503 until attach, then the system; one attach only', async () => {
+  const endpoint = await listenInspection();
+  const system = ActorSystem.create({ name: 'late', clock: new ManualClock(), logger: recordingLogger() });
+  try {
+    for (const path of ['/tree', '/tree.txt', '/events', '/metrics']) {
+      const response = await fetch(`${endpoint.url}${path}`);
+      assert.equal(response.status, 503, path);
+      assert.equal(response.headers.get('retry-after'), '1');
+      await response.body?.cancel();
+    }
+    assert.equal((await fetch(`${endpoint.url}/`)).status, 200, 'the page loads and waits');
+    assert.equal((await fetch(`${endpoint.url}/nope`)).status, 404);
+    endpoint.attach(system);
+    assert.equal(((await (await fetch(`${endpoint.url}/tree`)).json()) as { path: string }).path, '/');
+    assert.match(await (await fetch(`${endpoint.url}/metrics`)).text(), /^shardflow_actor_restarts_total\{path="\/",kind="guardian"\} 0$/m);
+    assert.throws(() => endpoint.attach(system), { code: 'SF_ERR_INVALID_ARGUMENT' });
+  } finally {
+    await endpoint.close();
+    await system.terminate();
+  }
+  assert.throws(() => endpoint.attach(system), { code: 'SF_ERR_ACTOR_STOPPED' });
 });

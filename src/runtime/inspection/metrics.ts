@@ -18,6 +18,8 @@ export interface InspectionMetricsOptions {
    * may run many times (tests) keeps it off; the CLI turns it on once.
    */
   readonly processMetrics?: boolean;
+  /** Register into this registry instead of a new one (an endpoint's own); never pass prom-client's global `register`. */
+  readonly registry?: Registry;
 }
 
 /** A metrics registry bound to one actor system; see {@link createInspectionMetrics}. */
@@ -32,7 +34,7 @@ const ACTOR_LABELS = ['path', 'kind', 'partition'] as const;
 const STATUSES: readonly ActorStatus[] = ['starting', 'running', 'failed', 'restarting', 'backoff', 'stopping', 'stopped'];
 
 /**
- * A fresh prom-client `Registry` whose metrics are read at scrape time from `system.tree()` and
+ * A prom-client `Registry` (fresh unless `options.registry`) whose metrics are read at scrape time from `system.tree()` and
  * the flow sources (nothing is sampled in between, so a scrape is as current as `/tree`), plus
  * one counter fed by `system.events$`. Metric names and labels (documented in docs/console.md):
  *
@@ -55,7 +57,7 @@ const STATUSES: readonly ActorStatus[] = ['starting', 'running', 'failed', 'rest
  * counter reset, which Prometheus' `rate()` handles.
  */
 export function createInspectionMetrics(system: ActorSystem, options: InspectionMetricsOptions = {}): InspectionMetrics {
-  const registry = new Registry();
+  const registry = options.registry ?? new Registry();
   const registers = [registry];
 
   /** Calls `visit` for every actor of a fresh snapshot, root included. */

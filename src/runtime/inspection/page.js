@@ -6,7 +6,8 @@
 //   (coalesced to one fetch per REFETCH_DELAY_MS) and every POLL_MS for counters that change
 //   without an event (mailbox depth, processed);
 // - GET /events: SSE, one named event per lifecycle change (`@shardflow.failed`, ...); the
-//   browser's EventSource reconnects by itself when the stream drops.
+//   browser's EventSource reconnects by itself when the stream drops, and this page when the
+//   endpoint answered 503 (listening before the job's actor system exists).
 //
 // Plain browser JavaScript, no build step, no dependencies. Every value from the server is put
 // into the page with textContent, never as HTML. Rows carry data-path, cells data-field, so that
@@ -17,6 +18,8 @@
 const REFETCH_DELAY_MS = 50;
 /** Refetch interval without events, in ms. */
 const POLL_MS = 1000;
+/** Wait before opening a new event stream after the endpoint refused one, in ms. */
+const RECONNECT_MS = 2000;
 /** Events kept in the list. */
 const MAX_EVENTS = 200;
 const EVENT_TYPES = ['@shardflow.started', '@shardflow.stopped', '@shardflow.failed', '@shardflow.restarted', '@shardflow.escalated'];
@@ -161,7 +164,11 @@ function connect() {
     setConnection('open');
     scheduleRefresh(); // events may have been missed while disconnected
   };
-  source.onerror = () => setConnection(source.readyState === EventSource.CLOSED ? 'ended' : 'reconnecting');
+  source.onerror = () => {
+    setConnection('reconnecting');
+    // A non-200 answer (503 while the job starts) closes an EventSource for good: retry by hand.
+    if (source.readyState === EventSource.CLOSED) setTimeout(connect, RECONNECT_MS);
+  };
   for (const type of EVENT_TYPES) {
     source.addEventListener(type, (event) => {
       try {

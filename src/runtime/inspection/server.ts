@@ -1,15 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { ActorSystem } from '../actor/system.js';
-import { InvalidArgumentError } from '../../errors.js';
+import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
 import { summarizeError, type LifecycleEvent } from '../inspection.js';
 import type { NamespaceFlowSource, TopicFlowSource } from './flowSource.js';
-import { createInspectionMetrics } from './metrics.js';
+import { createInspectionMetrics, type InspectionMetrics } from './metrics.js';
 import { loadPageAssets } from './pageAssets.js';
 
-/** Options of {@link startInspectionServer}. */
-export interface InspectionServerOptions {
+/** Options of {@link listenInspection}: where to listen and how. */
+export interface InspectionListenOptions {
   /**
    * Interface to bind. Default `'127.0.0.1'`: the endpoint has no authentication, keep it local.
    * While bound to a loopback address, requests must name a loopback host in their `Host` header
@@ -18,15 +18,22 @@ export interface InspectionServerOptions {
   readonly host?: string;
   /** TCP port, 0..65535; default 0 (an ephemeral port, see {@link InspectionServer.url}). */
   readonly port?: number;
+  /** Interval of SSE keep-alive comments on `/events`, in ms (> 0). Default 15 000. */
+  readonly heartbeatMs?: number;
+}
+
+/** What {@link InspectionEndpoint.attach} serves besides the system's tree and events. */
+export interface InspectionSources {
   /** Per-namespace sent/settled counts for `/metrics` (the web index's `FlowCounters`). */
   readonly flow?: NamespaceFlowSource;
   /** Per-topic counts for `/metrics` (the web index's `TopicFlowCounters`). */
   readonly topicFlow?: TopicFlowSource;
   /** Add prom-client's default process metrics to `/metrics`; default `false` (see `createInspectionMetrics`). */
   readonly processMetrics?: boolean;
-  /** Interval of SSE keep-alive comments on `/events`, in ms (> 0). Default 15 000. */
-  readonly heartbeatMs?: number;
 }
+
+/** Options of {@link startInspectionServer}. */
+export interface InspectionServerOptions extends InspectionListenOptions, InspectionSources {}
 
 /** A running inspection endpoint. */
 export interface InspectionServer {
@@ -38,6 +45,19 @@ export interface InspectionServer {
   close(): Promise<void>;
 }
 
+/**
+ * An endpoint that may be listening before the actor system it shows exists (a job that creates
+ * its system itself): until {@link attach}, `/tree`, `/tree.txt`, `/events` and `/metrics` answer
+ * 503 and the page waits.
+ */
+export interface InspectionEndpoint extends InspectionServer {
+  /**
+   * Starts serving `system` (and `sources` on `/metrics`).
+   * @throws `InvalidArgumentError` when a system is already attached; `ActorStoppedError` after `close()`.
+   */
+  attach(system: ActorSystem, sources?: InspectionSources): void;
+}
+
 /** Paths listed in 404 answers. */
 const PATHS = ['/', '/tree', '/tree.txt', '/events', '/metrics'];
 
@@ -46,7 +66,18 @@ const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; conne
 
 /**
  * Serves the live supervision view of `system` over HTTP, read-only, from the same sources as the
- * CLI (`tree()` and `events$`), plus Prometheus metrics:
+ * CLI (`tree()` and `events$`), plus Prometheus metrics: {@link listenInspection} then
+ * {@link InspectionEndpoint.attach}.
+ * @throws (rejects) as {@link listenInspection}.
+ */
+export async function startInspectionServer(system: ActorSystem, options: InspectionServerOptions = {}): Promise<InspectionServer> {
+  const endpoint = await listenInspection(options);
+  endpoint.attach(system, options);
+  return endpoint;
+}
+
+/**
+ * Listens for the inspection endpoint's routes:
  *
  * - `GET /`: the operator console, a page that shows the tree live (`page.html`, `page.js`,
  *   `page.css` beside this module);
@@ -58,11 +89,12 @@ const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; conne
  * - `GET /metrics`: Prometheus text format from a registry of this endpoint's own (see
  *   `createInspectionMetrics` for names and labels).
  *
- * Other paths answer 404, other methods 405, a non-loopback `Host` on a loopback bind 403.
+ * Other paths answer 404, other methods 405, a non-loopback `Host` on a loopback bind 403, the
+ * system's routes 503 until a system is attached.
  * @throws (rejects) `InvalidArgumentError` for a bad port or heartbeat; the `listen` error (e.g.
  *   `EADDRINUSE`); the error reading the page's files.
  */
-export async function startInspectionServer(system: ActorSystem, options: InspectionServerOptions = {}): Promise<InspectionServer> {
+export async function listenInspection(options: InspectionListenOptions = {}): Promise<InspectionEndpoint> {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 0;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
@@ -70,11 +102,10 @@ export async function startInspectionServer(system: ActorSystem, options: Inspec
   if (!(heartbeatMs > 0) || !Number.isFinite(heartbeatMs)) throw new InvalidArgumentError(`heartbeatMs must be a finite number > 0, got ${heartbeatMs}`);
   const assets = await loadPageAssets();
   const loopbackOnly = isLoopbackName(host);
-  const metrics = createInspectionMetrics(system, {
-    ...(options.flow ? { flow: options.flow } : {}),
-    ...(options.topicFlow ? { topicFlow: options.topicFlow } : {}),
-    ...(options.processMetrics ? { processMetrics: true } : {}),
-  });
+  const registry = new Registry();
+  /** The attached system and its metrics; undefined until `attach`. */
+  let attached: { readonly system: ActorSystem; readonly metrics: InspectionMetrics } | undefined;
+  let closed = false;
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     if (loopbackOnly && !isLoopbackName(hostnameOf(request.headers.host))) {
@@ -91,6 +122,15 @@ export async function startInspectionServer(system: ActorSystem, options: Inspec
       response.writeHead(200, { 'content-type': asset.contentType, 'cache-control': 'no-store', 'content-security-policy': PAGE_CSP, 'x-content-type-options': 'nosniff' }).end(asset.body);
       return;
     }
+    if (!PATHS.includes(path)) {
+      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', paths: PATHS }));
+      return;
+    }
+    if (attached === undefined) {
+      response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"error":"no actor system attached yet: the job is starting"}');
+      return;
+    }
+    const { system, metrics } = attached;
     switch (path) {
       case '/tree':
         response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(JSON.stringify(system.tree()));
@@ -110,32 +150,37 @@ export async function startInspectionServer(system: ActorSystem, options: Inspec
           },
         );
         return;
-      default:
-        response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', paths: PATHS }));
     }
   });
 
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
     });
-  } catch (err) {
-    metrics.close();
-    throw err;
-  }
+  });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   let closing: Promise<void> | undefined;
   return {
     url,
-    registry: metrics.registry,
+    registry,
+    attach(system: ActorSystem, sources: InspectionSources = {}): void {
+      if (closed) throw new ActorStoppedError(`inspection endpoint ${url} is closed`);
+      if (attached !== undefined) throw new InvalidArgumentError(`inspection endpoint ${url} already serves system ${attached.system.name}`);
+      const metrics = createInspectionMetrics(system, {
+        registry,
+        ...(sources.flow ? { flow: sources.flow } : {}),
+        ...(sources.topicFlow ? { topicFlow: sources.topicFlow } : {}),
+        ...(sources.processMetrics ? { processMetrics: true } : {}),
+      });
+      attached = { system, metrics };
+    },
     close(): Promise<void> {
+      closed = true;
       closing ??= new Promise<void>((resolve) => {
-        metrics.close();
+        attached?.metrics.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

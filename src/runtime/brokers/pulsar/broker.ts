@@ -1,0 +1,237 @@
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { producerId, sequence } from '../../ids.js';
+import type { Topic } from '../../topics.js';
+import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SubscribeOptions } from '../broker.js';
+import { PulsarAdmin } from './admin.js';
+import { parseFrame, PulsarConsumer } from './consumer.js';
+import { deadLetterTopic, Props, pulsarTopic, topicPath, type PulsarTopicName } from './names.js';
+import { closeSocket, PulsarProducer } from './producer.js';
+import { openSocket } from './socket.js';
+
+/** Options of `PulsarBroker.connect`. Times in ms. */
+export interface PulsarBrokerOptions {
+  /** HTTP service (admin API and WebSocket). Default `http://127.0.0.1:8080`. */
+  readonly webUrl?: string;
+  /** Tenant holding our namespaces. Default `shardflow`. */
+  readonly tenant?: string;
+  /** WebSocket and admin request timeout. Default 10000. */
+  readonly connectTimeoutMs?: number;
+  /** Pulsar's send timeout per message. Default 30000. */
+  readonly sendTimeoutMs?: number;
+  /** Most unconfirmed sends per producer. Default 1000. */
+  readonly maxPendingSends?: number;
+  /** A consumer that cannot reconnect for this long errors. Default 60000. */
+  readonly reconnectTimeoutMs?: number;
+}
+
+/** Resolved numeric options. */
+type Settings = Required<Omit<PulsarBrokerOptions, 'webUrl' | 'tenant'>>;
+
+/** Subscription that keeps a dead-letter topic's messages retained (nobody reads it). */
+const KEEP = 'shardflow-retain';
+
+/**
+ * The Pulsar broker, over Pulsar's WebSocket and REST admin APIs (no native client: the npm
+ * `pulsar-client` needs the native libpulsar, which no reachable registry serves).
+ *
+ * Mapping: tenant `shardflow` (configurable), one Pulsar namespace per shardflow namespace
+ * (created on first use), topic `persistent://shardflow/<namespace>/<partition>`
+ * (non-partitioned, auto-created), subscriptions and their types are Pulsar's, dead letters
+ * go to `<topic>-<subscription>-DLQ` with a `sf-reason` property (see `consumer.ts`).
+ * Producer and sequence travel as message properties `sf-producer`, `sf-sequence`.
+ *
+ * Durability is Pulsar's: a send resolves once the bookie journal has it (the standalone of
+ * scripts/pulsar/start.sh syncs the journal).
+ */
+export class PulsarBroker implements Broker {
+  readonly kind = 'pulsar';
+  readonly #admin: PulsarAdmin;
+  readonly #wsUrl: string;
+  readonly #tenant: string;
+  readonly #o: Settings;
+  readonly #namespaces = new Map<string, Promise<void>>();
+  readonly #producers = new Set<PulsarProducer>();
+  readonly #consumers = new Set<PulsarConsumer>();
+  /** Dead-letter producers by DLQ topic path, opened on first dead letter. */
+  readonly #deadLetterProducers = new Map<string, Promise<PulsarProducer>>();
+  #closed = false;
+
+  private constructor(admin: PulsarAdmin, wsUrl: string, tenant: string, o: Settings) {
+    this.#admin = admin;
+    this.#wsUrl = wsUrl;
+    this.#tenant = tenant;
+    this.#o = o;
+  }
+
+  /**
+   * Checks the admin API and creates the tenant if needed.
+   * @throws BrokerDisconnectedError when Pulsar does not answer.
+   */
+  static async connect(options: PulsarBrokerOptions = {}): Promise<PulsarBroker> {
+    const webUrl = (options.webUrl ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+    const o: Settings = {
+      connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+      sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
+      maxPendingSends: options.maxPendingSends ?? 1000,
+      reconnectTimeoutMs: options.reconnectTimeoutMs ?? 60_000,
+    };
+    for (const [k, v] of Object.entries(o)) {
+      if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`${k} must be a positive integer, got ${v}`);
+    }
+    const admin = new PulsarAdmin(webUrl, o.connectTimeoutMs);
+    const tenant = options.tenant ?? 'shardflow';
+    await admin.ensureTenant(tenant);
+    return new PulsarBroker(admin, webUrl.replace(/^http/, 'ws'), tenant, o);
+  }
+
+  /** @throws BrokerClosedError after close; BrokerDisconnectedError. */
+  async producer(topic: Topic, options: ProducerOptions): Promise<Producer> {
+    this.#assertOpen();
+    await this.#namespace(topic);
+    const p = await PulsarProducer.open({
+      wsUrl: this.#wsUrl,
+      target: pulsarTopic(this.#tenant, topic),
+      topic,
+      producer: options.producer,
+      connectTimeoutMs: this.#o.connectTimeoutMs,
+      sendTimeoutMs: this.#o.sendTimeoutMs,
+      maxPending: this.#o.maxPendingSends,
+    });
+    this.#producers.add(p);
+    return p;
+  }
+
+  /** @throws InvalidArgumentError (exclusive taken, type mismatch, receiverQueueSize > 1000); BrokerDisconnectedError. */
+  async subscribe(topic: Topic, options: SubscribeOptions): Promise<Consumer> {
+    this.#assertOpen();
+    const receiverQueueSize = options.receiverQueueSize ?? 1000;
+    if (!Number.isInteger(receiverQueueSize) || receiverQueueSize < 1 || receiverQueueSize > 1000) {
+      throw new InvalidArgumentError(`receiverQueueSize must be in [1, 1000] for pulsar (the WebSocket proxy caps it), got ${receiverQueueSize}`);
+    }
+    await this.#namespace(topic);
+    const dlq = deadLetterTopic(this.#tenant, topic, options.subscription);
+    const c = await PulsarConsumer.open({
+      wsUrl: this.#wsUrl,
+      target: pulsarTopic(this.#tenant, topic),
+      deadLetterTarget: dlq,
+      topic,
+      subscription: options.subscription,
+      type: options.type,
+      receiverQueueSize,
+      nackRedeliveryDelayMs: options.nackRedeliveryDelayMs ?? 1000,
+      maxRedeliveries: options.maxRedeliveries ?? -1,
+      connectTimeoutMs: this.#o.connectTimeoutMs,
+      reconnectTimeoutMs: this.#o.reconnectTimeoutMs,
+      deadLetters: () => this.#deadLetterProducer(topic, dlq),
+      onClose: (x) => this.#consumers.delete(x),
+    });
+    this.#consumers.add(c);
+    return c;
+  }
+
+  /**
+   * Reads the subscription's DLQ topic from the start with a WebSocket reader, up to the
+   * number of entries the topic retains (admin `internalStats`).
+   *
+   * A reader opened right after a dead letter was written sometimes gets nothing (observed
+   * on the 4.0.7 standalone); each attempt waits up to 3 s, three attempts.
+   * @throws BrokerDisconnectedError when the retained entries cannot be read.
+   */
+  async deadLetters(topic: Topic, subscription: string): Promise<DeadLetter[]> {
+    const dlq = deadLetterTopic(this.#tenant, topic, subscription);
+    const n = await this.#admin.retainedEntries(dlq);
+    if (!n) return [];
+    let got: DeadLetter[] = [];
+    for (let attempt = 0; attempt < 3 && got.length < n; attempt++) got = await this.#readDeadLetters(topic, dlq, n, 3000);
+    if (got.length < n) throw new BrokerDisconnectedError(`reading ${topicPath(dlq)}: ${got.length} of ${n} retained entries`);
+    return got;
+  }
+
+  /** One reader pass: up to `n` dead letters or what arrived within `waitMs`. */
+  async #readDeadLetters(topic: Topic, dlq: PulsarTopicName, n: number, waitMs: number): Promise<DeadLetter[]> {
+    const ws = await openSocket(`${this.#wsUrl}/ws/v2/reader/${topicPath(dlq)}?messageId=earliest&receiverQueueSize=1000`, this.#o.connectTimeoutMs);
+    const out: DeadLetter[] = [];
+    try {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, waitMs);
+        ws.on('message', (data) => {
+          const f = parseFrame(topic, String(data));
+          if (!f) return;
+          ws.send(JSON.stringify({ messageId: f.message.id }));
+          const p = f.properties;
+          out.push({
+            message: {
+              ...f.message,
+              id: p[Props.origin] ?? f.message.id,
+              producer: producerId(p[Props.producer] ?? 'pulsar'),
+              sequence: sequence(Number(p[Props.sequence] ?? '0')),
+              redeliveryCount: Number(p[Props.redeliveryCount] ?? f.message.redeliveryCount),
+              publishTime: Number(p[Props.publishTime] ?? f.message.publishTime),
+            },
+            reason: p[Props.reason] ?? 'exceeded maxRedeliveries (Pulsar dead-letter policy)',
+          });
+          if (out.length >= n) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        ws.on('close', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    } finally {
+      await closeSocket(ws);
+    }
+    return out;
+  }
+
+  /** Closes consumers, producers and dead-letter producers. Safe twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#consumers].map((c) => c.close()));
+    const dlqs = await Promise.allSettled([...this.#deadLetterProducers.values()]);
+    await Promise.allSettled([
+      ...[...this.#producers].map((p) => p.close()),
+      ...dlqs.flatMap((r) => (r.status === 'fulfilled' ? [r.value.close()] : [])),
+    ]);
+  }
+
+  #namespace(topic: Topic): Promise<void> {
+    let p = this.#namespaces.get(topic.namespace);
+    if (!p) {
+      p = this.#admin.ensureNamespace(this.#tenant, topic.namespace);
+      p.catch(() => this.#namespaces.delete(topic.namespace)); // retried on the next call
+      this.#namespaces.set(topic.namespace, p);
+    }
+    return p;
+  }
+
+  #deadLetterProducer(topic: Topic, dlq: PulsarTopicName): Promise<PulsarProducer> {
+    const key = topicPath(dlq);
+    let p = this.#deadLetterProducers.get(key);
+    if (!p) {
+      p = (async () => {
+        await this.#admin.ensureTopic(dlq);
+        await this.#admin.ensureSubscription(dlq, KEEP);
+        return PulsarProducer.open({
+          wsUrl: this.#wsUrl,
+          target: dlq,
+          topic,
+          producer: producerId('shardflow-dead-letters'),
+          connectTimeoutMs: this.#o.connectTimeoutMs,
+          sendTimeoutMs: this.#o.sendTimeoutMs,
+          maxPending: this.#o.maxPendingSends,
+        });
+      })();
+      p.catch(() => this.#deadLetterProducers.delete(key));
+      this.#deadLetterProducers.set(key, p);
+    }
+    return p;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new BrokerClosedError('pulsar broker is closed');
+  }
+}

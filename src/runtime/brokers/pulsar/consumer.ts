@@ -1,0 +1,264 @@
+import type WebSocket from 'ws';
+import type { Observable } from 'rxjs';
+import { BrokerClosedError, BrokerDisconnectedError } from '../../../errors.js';
+import { producerId, sequence } from '../../ids.js';
+import { topicName, type Topic } from '../../topics.js';
+import type { BrokerMessage, Consumer, SubscriptionType } from '../broker.js';
+import { Delivery } from '../internal/delivery.js';
+import { fullName, Props, topicPath, type PulsarTopicName } from './names.js';
+import { closeSocket, type PulsarProducer } from './producer.js';
+import { openSocket } from './socket.js';
+
+/** Pulsar's names of our subscription types. */
+const TYPES: Readonly<Record<SubscriptionType, string>> = Object.freeze({
+  exclusive: 'Exclusive',
+  failover: 'Failover',
+  shared: 'Shared',
+  key_shared: 'Key_Shared',
+});
+
+/** Options of a Pulsar WebSocket consumer. Times in ms. */
+export interface PulsarConsumerConfig {
+  readonly wsUrl: string;
+  readonly target: PulsarTopicName;
+  readonly deadLetterTarget: PulsarTopicName;
+  readonly topic: Topic;
+  readonly subscription: string;
+  readonly type: SubscriptionType;
+  /** 1..1000 (the WebSocket proxy caps it at 1000). */
+  readonly receiverQueueSize: number;
+  readonly nackRedeliveryDelayMs: number;
+  /** -1 = unlimited. */
+  readonly maxRedeliveries: number;
+  readonly connectTimeoutMs: number;
+  /** A consumer that cannot reconnect for this long errors with BrokerDisconnectedError. */
+  readonly reconnectTimeoutMs: number;
+  /** The dead-letter producer of this subscription, opened on first use. */
+  readonly deadLetters: () => Promise<PulsarProducer>;
+  readonly onClose: (c: PulsarConsumer) => void;
+}
+
+/** One message as the WebSocket consumer endpoint sends it. */
+interface WsMessage {
+  readonly messageId: string;
+  readonly payload: string;
+  readonly properties?: Record<string, string>;
+  readonly publishTime?: string;
+  readonly redeliveryCount?: number;
+  readonly key?: string;
+}
+
+/**
+ * A consumer over `/ws/v2/consumer/persistent/<tenant>/<ns>/<topic>/<subscription>`.
+ *
+ * Pulsar does the subscription work: the type (`subscriptionType`), the unacked bound (the
+ * proxy stops pushing at `receiverQueueSize` unacked), nack delays
+ * (`negativeAckRedeliveryDelay`), redelivery counts, and handing a closed consumer's unacked
+ * messages to the others. New subscriptions start at the earliest message
+ * (`subscriptionInitialPosition=Earliest`).
+ *
+ * Dead letters carry a reason, which Pulsar's own dead-letter policy cannot: a nack that
+ * would exceed `maxRedeliveries`, and `deadLetter`, publish the message to the subscription's
+ * DLQ topic with `sf-reason` (and origin id, redelivery count) and then ack it. The native
+ * policy (`maxRedeliverCount` + `deadLetterTopic`, same topic) stays as a backstop for
+ * redeliveries that never pass through `nack`.
+ *
+ * Redelivery counts: Pulsar counts redeliveries only on shared and key_shared
+ * subscriptions (its single-active-consumer dispatchers report 0). On exclusive and failover
+ * this consumer counts its own nacks per message id and reports the larger of the two; a
+ * failover handover starts that count afresh on the new consumer.
+ *
+ * Disconnects: the consumer reconnects with backoff; messages in flight come again from
+ * Pulsar (same ids; acks by id stay valid across sessions).
+ */
+export class PulsarConsumer implements Consumer {
+  readonly #c: PulsarConsumerConfig;
+  readonly #delivery: Delivery;
+  #ws: WebSocket | undefined;
+  #closed = false;
+  /** Nacks per message id, for single-active-consumer types (see the class doc). */
+  readonly #nacks = new Map<string, number>();
+  #closing: Promise<void> | undefined;
+  /** Waiters for a (re)connected socket. */
+  #waiters: Array<{ resolve: (ws: WebSocket) => void; reject: (e: Error) => void }> = [];
+
+  private constructor(config: PulsarConsumerConfig) {
+    this.#c = config;
+    this.#delivery = new Delivery(config.receiverQueueSize);
+  }
+
+  /** Subscribes. @throws InvalidArgumentError (exclusive taken, type mismatch), BrokerDisconnectedError. */
+  static async open(config: PulsarConsumerConfig): Promise<PulsarConsumer> {
+    const c = new PulsarConsumer(config);
+    c.#attach(await openSocket(c.#url(), config.connectTimeoutMs));
+    return c;
+  }
+
+  get messages$(): Observable<BrokerMessage> {
+    return this.#delivery.messages$;
+  }
+
+  receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
+    return this.#delivery.receive(max, timeoutMs);
+  }
+
+  /** @throws BrokerDisconnectedError when the connection is down for longer than reconnectTimeoutMs. */
+  async ack(message: BrokerMessage): Promise<void> {
+    if (!this.#delivery.has(message.id)) return;
+    await this.#send({ messageId: message.id });
+    this.#nacks.delete(message.id);
+    this.#delivery.settle(message.id);
+  }
+
+  /** Redelivery after the delay, or the dead-letter topic once `maxRedeliveries` would be exceeded. */
+  async nack(message: BrokerMessage, reason = 'nacked'): Promise<void> {
+    if (!this.#delivery.has(message.id)) return;
+    if (this.#c.maxRedeliveries >= 0 && message.redeliveryCount + 1 > this.#c.maxRedeliveries) {
+      await this.deadLetter(message, reason);
+      return;
+    }
+    await this.#send({ type: 'negativeAcknowledge', messageId: message.id });
+    if (this.#c.type === 'exclusive' || this.#c.type === 'failover') this.#nacks.set(message.id, message.redeliveryCount + 1);
+    this.#delivery.settle(message.id);
+  }
+
+  /** Publishes to the DLQ topic with `reason`, then acks. */
+  async deadLetter(message: BrokerMessage, reason: string): Promise<void> {
+    if (!this.#delivery.has(message.id)) return;
+    const dlq = await this.#c.deadLetters();
+    await dlq.sendRaw(
+      message.payload,
+      {
+        [Props.producer]: message.producer,
+        [Props.sequence]: String(message.sequence),
+        [Props.reason]: reason,
+        [Props.origin]: message.id,
+        [Props.redeliveryCount]: String(message.redeliveryCount),
+        [Props.publishTime]: String(message.publishTime),
+      },
+      message.key,
+    );
+    await this.#send({ messageId: message.id });
+    this.#nacks.delete(message.id);
+    this.#delivery.settle(message.id);
+  }
+
+  /** Leaves; Pulsar redelivers this consumer's unacked messages to the others. Safe twice. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      this.#delivery.close();
+      const err = new BrokerClosedError('consumer is closed');
+      for (const w of this.#waiters.splice(0)) w.reject(err);
+      const ws = this.#ws;
+      this.#ws = undefined;
+      if (ws) await closeSocket(ws);
+      this.#c.onClose(this);
+    })();
+    return this.#closing;
+  }
+
+  #url(): string {
+    const c = this.#c;
+    const q = new URLSearchParams({
+      subscriptionType: TYPES[c.type],
+      receiverQueueSize: String(c.receiverQueueSize),
+      negativeAckRedeliveryDelay: String(c.nackRedeliveryDelayMs),
+      subscriptionInitialPosition: 'Earliest',
+    });
+    if (c.maxRedeliveries >= 0) {
+      // Backstop only: nack() dead-letters itself first (with a reason) at the same count.
+      q.set('maxRedeliverCount', String(c.maxRedeliveries + 1));
+      q.set('deadLetterTopic', fullName(c.deadLetterTarget));
+    }
+    return `${c.wsUrl}/ws/v2/consumer/${topicPath(c.target)}/${encodeURIComponent(c.subscription)}?${q}`;
+  }
+
+  #attach(ws: WebSocket): void {
+    this.#ws = ws;
+    for (const w of this.#waiters.splice(0)) w.resolve(ws);
+    ws.on('message', (data) => this.#onMessage(String(data)));
+    ws.on('error', () => {}); // 'close' follows; reconnecting handles it
+    ws.on('close', () => {
+      if (this.#ws !== ws) return;
+      this.#ws = undefined;
+      if (!this.#closed) void this.#reconnect();
+    });
+  }
+
+  async #reconnect(): Promise<void> {
+    const started = Date.now();
+    let backoff = 100;
+    while (!this.#closed) {
+      try {
+        const ws = await openSocket(this.#url(), this.#c.connectTimeoutMs);
+        if (this.#closed) {
+          ws.terminate();
+          return;
+        }
+        this.#attach(ws);
+        return;
+      } catch (err) {
+        if (Date.now() - started > this.#c.reconnectTimeoutMs) {
+          const failure = new BrokerDisconnectedError(
+            `pulsar consumer ${this.#c.subscription} on ${topicName(this.#c.topic)}: cannot reconnect for ${this.#c.reconnectTimeoutMs} ms`,
+            { cause: err },
+          );
+          this.#delivery.fail(failure);
+          for (const w of this.#waiters.splice(0)) w.reject(failure);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 2000);
+      }
+    }
+  }
+
+  async #send(frame: object): Promise<void> {
+    if (this.#closed) throw new BrokerClosedError('consumer is closed');
+    const ws = this.#ws ?? (await new Promise<WebSocket>((resolve, reject) => this.#waiters.push({ resolve, reject })));
+    await new Promise<void>((resolve, reject) =>
+      ws.send(JSON.stringify(frame), (err) =>
+        err ? reject(new BrokerDisconnectedError(`pulsar consumer send: ${err.message}`, { cause: err })) : resolve(),
+      ),
+    );
+  }
+
+  #onMessage(text: string): void {
+    let m: WsMessage;
+    try {
+      m = JSON.parse(text) as WsMessage;
+    } catch (err) {
+      process.emitWarning(`pulsar consumer on ${topicName(this.#c.topic)}: unparsable frame: ${(err as Error).message}`);
+      return;
+    }
+    if (typeof m.messageId !== 'string' || typeof m.payload !== 'string') return; // e.g. an answer to a command
+    const message = toMessage(this.#c.topic, m);
+    const counted = this.#nacks.get(message.id);
+    this.#delivery.deliver(counted !== undefined && counted > message.redeliveryCount ? { ...message, redeliveryCount: counted } : message);
+  }
+}
+
+/** A WebSocket message as a `BrokerMessage`; messages from foreign producers get producer `pulsar`, sequence 0. */
+function toMessage(topic: Topic, m: WsMessage): BrokerMessage {
+  const props = m.properties ?? {};
+  const payload = Buffer.from(m.payload, 'base64');
+  const seq = Number(props[Props.sequence] ?? '0');
+  return {
+    id: m.messageId,
+    topic,
+    payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
+    producer: producerId(props[Props.producer] ?? 'pulsar'),
+    sequence: sequence(Number.isSafeInteger(seq) && seq >= 0 ? seq : 0),
+    ...(m.key !== undefined ? { key: m.key } : {}),
+    redeliveryCount: m.redeliveryCount ?? 0,
+    publishTime: m.publishTime ? Date.parse(m.publishTime) : 0,
+  };
+}
+
+/** Parses a WebSocket message frame (for readers of dead-letter topics). */
+export function parseFrame(topic: Topic, text: string): { message: BrokerMessage; properties: Record<string, string> } | undefined {
+  const m = JSON.parse(text) as WsMessage;
+  if (typeof m.messageId !== 'string' || typeof m.payload !== 'string') return undefined;
+  return { message: toMessage(topic, m), properties: m.properties ?? {} };
+}

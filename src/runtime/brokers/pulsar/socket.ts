@@ -1,0 +1,47 @@
+import WebSocket from 'ws';
+import { BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+
+/**
+ * Opens a WebSocket to Pulsar's WebSocket API and waits until it is open.
+ *
+ * Pulsar refuses a producer or consumer during the HTTP upgrade: 409 (an exclusive
+ * subscription already has a consumer), 400 (bad query parameter), 500 with the broker's
+ * reason (e.g. a subscription of another type).
+ * @throws InvalidArgumentError on 400, 409 and "different type" refusals;
+ *   BrokerDisconnectedError when unreachable, on other refusals or after `timeoutMs`.
+ */
+export function openSocket(url: string, timeoutMs: number): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs });
+    let settled = false;
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      ws.terminate();
+      reject(err);
+    };
+    ws.once('open', () => {
+      settled = true;
+      resolve(ws);
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        const why = `${status} ${res.statusMessage ?? ''} ${body.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 300)}`;
+        const refused = status === 400 || status === 409 || /different type|already connected|exclusive/i.test(why);
+        fail(refused ? new InvalidArgumentError(`pulsar refused ${redact(url)}: ${why}`) : new BrokerDisconnectedError(`pulsar refused ${redact(url)}: ${why}`));
+      });
+      res.on('error', (err) => fail(new BrokerDisconnectedError(`pulsar ${redact(url)}: ${err.message}`, { cause: err })));
+    });
+    ws.once('error', (err) => fail(new BrokerDisconnectedError(`pulsar ${redact(url)}: ${err.message}`, { cause: err })));
+  });
+}
+
+/** The URL without its query (tokens never reach messages). */
+function redact(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}

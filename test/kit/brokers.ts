@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Broker, BrokerMessage, Consumer, SubscribeOptions } from '../../src/runtime/brokers/broker.js';
+import { batching } from '../../src/runtime/brokers/interceptors/batching.js';
+import { composeConsumer, composeProducer } from '../../src/runtime/brokers/interceptors/compose.js';
+import { compression, type CompressionCodec } from '../../src/runtime/brokers/interceptors/compression.js';
 import { partitionId, producerId, sequence } from '../../src/runtime/ids.js';
 import { Namespaces, topic, type Topic } from '../../src/runtime/topics.js';
 
@@ -360,6 +363,45 @@ export function brokerConformance(factory: BrokerFactory): void {
       await send(b, t, 'p', 'push', 12);
       await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('push timeout')), deadline))]);
       assert.deepEqual(seen, Array.from({ length: 12 }, (_, i) => `push:${i}`));
+    });
+
+    for (const codec of ['lz4', 'none'] as CompressionCodec[]) {
+      test(`batching + ${codec} compression round-trip payloads, sequences and order`, async (b) => {
+        const t = nextTopic();
+        const wire = [batching({ maxMessages: 16, maxBytes: 8192, maxDelayMs: 5 }), compression({ codec })];
+        const c = composeConsumer(await b.subscribe(t, sub({ type: 'exclusive', receiverQueueSize: 8 })), ...wire);
+        const p = composeProducer(await b.producer(t, { producer: producerId('batcher') }), ...wire);
+        const body = (i: number): Uint8Array =>
+          i % 3 === 0 ? new TextEncoder().encode(`${i}:` + 'compressible '.repeat(i % 50)) : Uint8Array.from({ length: i % 40 }, (_, k) => (i * 31 + k * 7) & 255);
+        const sends: Promise<void>[] = [];
+        for (let i = 0; i < 200; i++) sends.push(p.send(body(i)));
+        await Promise.all(sends);
+        await p.flush();
+        const got = await pullAck(c, 200, deadline);
+        assert.equal(got.length, 200);
+        assert.deepEqual(got.map((m) => m.sequence), Array.from({ length: 200 }, (_, i) => i));
+        for (const m of got) assert.deepEqual(m.payload, body(m.sequence), `payload of ${m.sequence}`);
+        assert.ok(new Set(got.map((m) => m.id)).size === 200, 'unpacked ids are distinct');
+        assert.deepEqual(await c.receive(1, quiet), []);
+        await p.close();
+      });
+    }
+
+    test('a nack inside a batch redelivers the whole batch', async (b) => {
+      const t = nextTopic();
+      const wire = [batching({ maxMessages: 4, maxDelayMs: 1000 }), compression({ codec: 'lz4' })];
+      const c = composeConsumer(await b.subscribe(t, sub({ type: 'shared', subscription: 'batchnack' })), ...wire);
+      const p = composeProducer(await b.producer(t, { producer: producerId('batcher') }), ...wire);
+      await Promise.all([0, 1, 2, 3].map((i) => p.send(text('bn', i))));
+      const first = await pull(c, 4, deadline);
+      assert.deepEqual(first.map(str), ['bn:0', 'bn:1', 'bn:2', 'bn:3']);
+      await c.ack(first[0]!);
+      await c.nack(first[1]!, 'one bad apple');
+      await c.ack(first[2]!); // ignored: the batch is already nacked
+      const again = await pullAck(c, 4, deadline);
+      assert.deepEqual(again.map(str), ['bn:0', 'bn:1', 'bn:2', 'bn:3']);
+      assert.ok(again.every((m) => m.redeliveryCount === 1), `redeliveryCount ${again.map((m) => m.redeliveryCount)}`);
+      await p.close();
     });
 
     if (factory.restart) {

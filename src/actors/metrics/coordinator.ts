@@ -1,6 +1,6 @@
 import type { ActorRef } from '../../runtime/actor/index.js';
 import type { Clock } from '../../runtime/clock.js';
-import type { MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
+import type { Barrier, MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
 
 /** Options of `converge`. */
 export interface ConvergeOptions {
@@ -70,7 +70,8 @@ export interface ConvergeResult {
  *
  * Round k: every partition pushes (in parallel); the coordinator sums the messages each
  * sent to each partition, then waits until each partition has applied exactly that many
- * messages of round k (a barrier that counts messages, so it needs no broker support).
+ * messages of round k (a barrier that counts messages, so it needs no broker support; each
+ * partition resolves it as soon as its count is reached, without polling).
  * The total |r| is then at most R = sum of the unpushed residuals + sum of the mass applied.
  *
  * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
@@ -123,13 +124,14 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     let mass = 0;
     await Promise.all(
       metrics.map(async (m, q) => {
-        for (let wait = 0; ; wait = Math.min(Math.max(1, wait * 2), 8)) {
-          const a = (await askWithRetry(m, { type: 'applied', round }, options.clock)) as RoundApplied;
-          if (a.messages >= expected[q]!) {
-            mass += a.mass;
+        for (let attempt = 0; ; attempt++) {
+          const barrier = (await askWithRetry(m, { type: 'await-applied', round, expected: expected[q]! }, options.clock)) as Barrier;
+          try {
+            mass += (await barrier.ready).mass;
             return;
+          } catch (err) {
+            if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
           }
-          await sleep(options.clock, wait);
         }
       }),
     );

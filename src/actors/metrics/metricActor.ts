@@ -4,6 +4,7 @@ import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Snapshot, Store } from '../../storage/index.js';
+import { ActorStoppedError } from '../../errors.js';
 import { contributionCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
@@ -22,6 +23,12 @@ export type MetricMessage =
   | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
   /** Replies `RoundApplied` for `round`. */
   | { readonly type: 'applied'; readonly round: number }
+  /**
+   * Replies at once with a `Barrier` whose `ready` resolves when this partition has applied
+   * at least `expected` messages of `round` (the round's barrier without polling). `ready`
+   * rejects with ActorStoppedError if the actor stops first: ask again.
+   */
+  | { readonly type: 'await-applied'; readonly round: number; readonly expected: number }
   /** Replies `PartitionScores`: every page with its unnormalised score x + r. */
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
@@ -51,6 +58,11 @@ export interface RoundApplied {
   readonly mass: number;
 }
 
+/** Reply to `await-applied`: a promise, so that the actor's mailbox is not held while waiting. */
+export interface Barrier {
+  readonly ready: Promise<RoundApplied>;
+}
+
 /** Unnormalised scores of a partition's pages (deleted ones left out): `scores[i]` is x + r of `urls[i]`. */
 export interface PartitionScores {
   readonly urls: string[];
@@ -64,7 +76,7 @@ export interface PartitionCounts {
   readonly backlinks: number;
 }
 
-type MetricState = SubscribedState & { readonly outbox: Outbox };
+type MetricState = SubscribedState & { readonly outbox: Outbox; readonly rounds: RoundBook };
 
 const packr = new Packr({ useRecords: false });
 const SEP = 0;
@@ -88,28 +100,35 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   const owner = 'metrics';
   return {
     kind: 'metrics',
-    start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 1 }, withOutbox: true }) as Promise<MetricState>,
+    async start(ctx) {
+      const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
+      return { ...opened, rounds: new RoundBook(opened.store) } as MetricState;
+    },
     async receive(state, message) {
       switch (message.type) {
         case 'deliveries':
           if (message.consumer !== state.consumer) return undefined;
+          const applied: Array<[number, number]> = [];
           await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
             let mass = 0;
+            const operand = Buffer.alloc(16); // [0, delta]; the batch copies it
             for (let i = 0; i < value.urls.length; i++) {
               const delta = value.deltas[i]!;
-              batch.merge(ColumnFamilies.ranks, value.urls[i]!, encodeFloat64s(0, delta));
+              operand.writeDoubleLE(delta, 8);
+              batch.merge(ColumnFamilies.ranks, value.urls[i]!, operand);
               mass += Math.abs(delta);
             }
             batch.merge(ColumnFamilies.rounds, roundKey(value.round), encodeFloat64s(1, mass));
+            applied.push([value.round, mass]);
           });
+          for (const [round, mass] of applied) state.rounds.applied(round, mass);
           return undefined;
         case 'push':
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
-        case 'applied': {
-          const v = await state.store.get(ColumnFamilies.rounds, roundKey(message.round));
-          const f = v ? decodeFloat64s(v) : undefined;
-          return { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0 } satisfies RoundApplied;
-        }
+        case 'applied':
+          return state.rounds.get(message.round);
+        case 'await-applied':
+          return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
           return scores(state.store);
         case 'counts':
@@ -120,7 +139,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         }
       }
     },
-    stop: (state) => closeSubscribed(env, state),
+    async stop(state) {
+      state.rounds.close();
+      await closeSubscribed(env, state);
+    },
   };
 
   async function push(state: MetricState, round: number, threshold: number, damping: number): Promise<PushReport> {
@@ -259,6 +281,62 @@ async function readAdjacency(store: Store, url: string, snapshot: Snapshot, cach
     weights.push(linkWeight(value));
   }
   return cache.set(url, targets, weights);
+}
+
+/**
+ * What this partition applied per round (messages, mass), read from `rounds` once per round
+ * and kept up to date in memory, with the barrier waiters of the coordinator.
+ */
+class RoundBook {
+  readonly #known = new Map<number, { messages: number; mass: number }>();
+  readonly #waiters = new Map<number, Array<{ expected: number; resolve: (a: RoundApplied) => void; reject: (e: unknown) => void }>>();
+  #closed = false;
+  constructor(readonly store: Store) {}
+
+  async get(round: number): Promise<RoundApplied> {
+    let k = this.#known.get(round);
+    if (!k) {
+      const v = await this.store.get(ColumnFamilies.rounds, roundKey(round));
+      const f = v ? decodeFloat64s(v) : undefined;
+      k = this.#known.get(round) ?? { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0 };
+      this.#known.set(round, k);
+    }
+    return { ...k };
+  }
+
+  /** Records one committed message of `round` (call after the write batch committed). */
+  applied(round: number, mass: number): void {
+    const k = this.#known.get(round);
+    if (!k) return; // not loaded yet: `get` reads the committed value
+    k.messages++;
+    k.mass += mass;
+    const waiting = this.#waiters.get(round);
+    if (!waiting) return;
+    const still = waiting.filter((w) => {
+      if (k.messages < w.expected) return true;
+      w.resolve({ ...k });
+      return false;
+    });
+    if (still.length > 0) this.#waiters.set(round, still);
+    else this.#waiters.delete(round);
+  }
+
+  async await(round: number, expected: number): Promise<RoundApplied> {
+    const now = await this.get(round);
+    if (now.messages >= expected) return now;
+    if (this.#closed) throw new ActorStoppedError('metric actor stopped before the barrier');
+    return new Promise((resolve, reject) => {
+      let list = this.#waiters.get(round);
+      if (!list) this.#waiters.set(round, (list = []));
+      list.push({ expected, resolve, reject });
+    });
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const list of this.#waiters.values()) for (const w of list) w.reject(new ActorStoppedError('metric actor stopped before the barrier'));
+    this.#waiters.clear();
+  }
 }
 
 /** Compares the source URL of link key `key` (bytes before 0x00) with `url`. */

@@ -30,6 +30,8 @@ export class StaticSiteServer {
   readonly requests = new Map<string, number>();
   /** Files served, by URL, with their status. */
   readonly statuses = new Map<string, number>();
+  /** URLs answered with this status (and an empty HTML body) instead of their file. */
+  readonly overrides = new Map<string, number>();
 
   constructor(sites: readonly StaticSite[]) {
     this.#sites = new Map(sites.map((s) => [s.host.toLowerCase(), { ...s, root: resolve(s.root) }]));
@@ -44,6 +46,8 @@ export class StaticSiteServer {
       };
       const site = this.#sites.get(host);
       if (!site) return answer(404, 'text/plain', 'unknown host');
+      const override = this.overrides.get(url);
+      if (override !== undefined) return answer(override, 'text/html; charset=utf-8', '<!doctype html><title>gone</title>');
       const path = new URL(url).pathname;
       if (path === '/robots.txt') return site.robots === undefined ? answer(404, 'text/plain', 'no robots.txt') : answer(200, 'text/plain; charset=utf-8', site.robots);
       this.#file(site, path).then(

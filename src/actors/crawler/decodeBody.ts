@@ -54,12 +54,31 @@ function sniffBom(b: Uint8Array): { encoding: string } | undefined {
   return undefined;
 }
 
-function decoderFor(label: string): InstanceType<typeof TextDecoder> | undefined {
+/** A decoder: `encoding` (WHATWG name) and `decode`. */
+interface Decoder {
+  readonly encoding: string;
+  decode(bytes: Uint8Array): string;
+}
+
+/**
+ * windows-1252 bytes 0x80..0x9F (WHATWG index); Node 20's TextDecoder decodes that label
+ * as ISO-8859-1 and yields C1 controls there instead (`0x80` must be `€`).
+ */
+const CP1252_HIGH = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
+  '\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+function decoderFor(label: string): Decoder | undefined {
+  let d: InstanceType<typeof TextDecoder>;
   try {
-    return new TextDecoder(label.trim().toLowerCase());
+    d = new TextDecoder(label.trim().toLowerCase());
   } catch {
     return undefined;
   }
+  if (d.encoding !== 'windows-1252') return d;
+  return {
+    encoding: 'windows-1252',
+    decode: (bytes) => d.decode(bytes).replace(/[\u0080-\u009f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]!),
+  };
 }
 
 /** The charset label declared by a `<meta>` in the first 1024 bytes, read as ASCII. */

@@ -5,6 +5,9 @@ import { InvalidArgumentError } from 'commander';
 import { pino, type Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { MemoryBroker } from '../runtime/brokers/memory.js';
+import { RedisStreamsBroker } from '../runtime/brokers/redis-streams.js';
+import { PulsarBroker } from '../runtime/brokers/pulsar/broker.js';
+import { randomUUID } from 'node:crypto';
 
 /** Parses a positive integer option. @throws commander's InvalidArgumentError */
 export function positiveInt(value: string): number {
@@ -38,13 +41,22 @@ export function cliLogger(level: string): Logger {
 }
 
 /**
- * The broker named by `--broker`: `memory` (default). Redis Streams and Pulsar URLs are
- * accepted once their brokers are wired in (issue 5).
- * @throws commander's InvalidArgumentError for an unknown broker
+ * The broker named by `--broker`:
+ * - `memory` (default): the embedded in-memory broker;
+ * - `redis://host:port[/db]`: Redis Streams; keys under `sf:<run>:`, one fresh prefix per run;
+ * - `pulsar://host:port`: Apache Pulsar's WebSocket and admin REST APIs on that HTTP port;
+ *   tenant `shardflow-<run>`, one fresh tenant per run.
+ * A fresh prefix or tenant per run keeps a run from consuming what an earlier run left
+ * (the data dir is fresh too); `--data-dir` with an old run's broker state is not resumed.
+ * @throws commander's InvalidArgumentError for an unknown broker; the broker's own
+ *   connection errors (BrokerDisconnectedError) when it does not answer
  */
 export async function openBroker(spec: string): Promise<Broker> {
   if (spec === 'memory') return new MemoryBroker();
-  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory`);
+  const run = randomUUID().slice(0, 8);
+  if (spec.startsWith('redis://')) return RedisStreamsBroker.connect({ url: spec, prefix: `sf:${run}:` });
+  if (spec.startsWith('pulsar://')) return PulsarBroker.connect({ webUrl: `http://${spec.slice('pulsar://'.length)}`, tenant: `shardflow-${run}` });
+  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory, redis://host:port or pulsar://host:port`);
 }
 
 /** Actor kinds `--chaos` may fail: the web-index actors, never supervisors or partitions. */

@@ -128,6 +128,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         case 'applied':
           return state.rounds.get(message.round);
         case 'await-applied':
+          // Load the round's count while the mailbox is held, so that no delivery is applied
+          // between reading the committed count and registering the waiter.
+          await state.rounds.get(message.round);
           return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
           return scores(state.store);
@@ -321,10 +324,12 @@ class RoundBook {
     else this.#waiters.delete(round);
   }
 
-  async await(round: number, expected: number): Promise<RoundApplied> {
-    const now = await this.get(round);
-    if (now.messages >= expected) return now;
-    if (this.#closed) throw new ActorStoppedError('metric actor stopped before the barrier');
+  /** Resolves once `expected` messages of `round` are applied; call after `get(round)` (then it registers synchronously). */
+  await(round: number, expected: number): Promise<RoundApplied> {
+    const k = this.#known.get(round);
+    if (!k) return this.get(round).then(() => this.await(round, expected));
+    if (k.messages >= expected) return Promise.resolve({ ...k });
+    if (this.#closed) return Promise.reject(new ActorStoppedError('metric actor stopped before the barrier'));
     return new Promise((resolve, reject) => {
       let list = this.#waiters.get(round);
       if (!list) this.#waiters.set(round, (list = []));

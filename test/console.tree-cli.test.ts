@@ -46,6 +46,16 @@ test('the terminal tree shows status, restarts and mailbox per actor, and a head
   assert.doesNotMatch(text, /\x1b\[/, 'no ANSI codes without colour');
 });
 
+test('--filter keeps matching actors with their ancestors; totals stay over the whole tree', () => {
+  const text = renderTreeForTerminal(sample, { color: false, filter: 'metrics' });
+  assert.deepEqual(text.split('\n').map((line) => line.replace(/ restarts=.*/, '')), [
+    '4 actors: 2 running, 1 backoff, 1 failed; 3 restarts; 3 shown for "metrics"',
+    '/ [guardian] running',
+    '  partitions [supervisor] running',
+    '    metrics [metrics] failed',
+  ]);
+});
+
 test('with colour, states and non-zero restarts are coloured', () => {
   const text = renderTreeForTerminal(sample, { color: true, source: 'http://127.0.0.1:9464' });
   const green = '\x1b[32m', yellow = '\x1b[33m', red = '\x1b[31m';
@@ -55,6 +65,16 @@ test('with colour, states and non-zero restarts are coloured', () => {
   assert.ok(text.includes(`${red}failed\x1b[39m`), 'failed in red');
   assert.ok(text.includes(`${yellow}restarts=3\x1b[39m`), 'restarts > 0 in yellow');
   assert.ok(text.includes(' restarts=0 '), 'restarts = 0 uncoloured');
+});
+
+test('with a width, every line fits it by visible characters, colours kept', () => {
+  const text = renderTreeForTerminal(sample, { color: true, width: 60 });
+  const visible = text.split('\n').map((line) => line.replace(/\x1b\[\d+m/g, ''));
+  assert.ok(visible.every((line) => line.length <= 60), visible.join('\n'));
+  assert.equal(visible[3], '    indexer [indexer] backoff restarts=3 mailbox=7 processe…');
+  assert.equal(visible[3]!.length, 60);
+  assert.ok(text.split('\n')[3]!.includes('\x1b[33mbackoff\x1b[39m'));
+  assert.equal(renderTreeForTerminal(sample, { color: false, width: 500 }), renderTreeForTerminal(sample, { color: false }), 'short lines unchanged');
 });
 
 test('the event-stream parser handles comments, multi-line data, CRLF and chunks split anywhere', async () => {
@@ -92,6 +112,26 @@ test('runTree prints the live tree once', async () => {
     assert.match(out, /^http:\/\/127\.0\.0\.1:\d+ {2}3 actors: 3 running; 0 restarts/);
     assert.match(out, /\n {4}w \[worker\] running restarts=0 mailbox=0 processed=0\n$/);
   } finally {
+    await server.close();
+    await system.terminate();
+  }
+});
+
+test('runTree --watch cuts a frame taller than the terminal and says how much is left out', async () => {
+  const { system, server } = await liveSystem();
+  const abort = new AbortController();
+  let out = '';
+  try {
+    const watching = runTree({ url: server.url, watch: true, intervalMs: 60_000, color: false, write: (t) => (out += t), signal: abort.signal, maxLines: 3 });
+    while (!out.includes('\x1b[J')) await new Promise((r) => setTimeout(r, 10));
+    abort.abort();
+    assert.equal(await watching, 'aborted');
+    const lines = out.split('\x1b[J')[0]!.split('\n').filter((l) => l !== '');
+    assert.equal(lines.length, 3);
+    assert.match(lines[1]!, /^\/ \[guardian\]/);
+    assert.equal(lines[2], '… 2 more lines: a taller terminal or --filter <text> shows them\x1b[K');
+  } finally {
+    abort.abort();
     await server.close();
     await system.terminate();
   }

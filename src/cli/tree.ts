@@ -29,6 +29,31 @@ export interface TerminalTreeOptions {
   readonly source?: string;
   /** Clock time for the header line (ms since the epoch); omitted when undefined. */
   readonly at?: number;
+  /** Show only actors whose path contains this text, with their ancestors; totals stay over the whole tree. */
+  readonly filter?: string;
+  /**
+   * Terminal width in columns: longer lines are cut to it, ending with `…` (a wrapped line would
+   * break an in-place redraw). Default: no cut beyond the 100-character error limit.
+   */
+  readonly width?: number;
+}
+
+/** A run of text and how to colour it; a line is a list of pieces, so it can be cut by visible width. */
+type Piece = readonly [text: string, paint: (text: string) => string];
+
+/** Joins `pieces`, painted, cut to `width` visible characters with a final `…`. */
+function joinPieces(pieces: readonly Piece[], width: number | undefined): string {
+  let out = '';
+  let used = 0;
+  for (const [text, paint] of pieces) {
+    if (width !== undefined && used + text.length > width) {
+      const room = width - used;
+      return room >= 1 ? out + paint(`${text.slice(0, room - 1)}…`) : out;
+    }
+    out += paint(text);
+    used += text.length;
+  }
+  return out;
 }
 
 /**
@@ -48,33 +73,54 @@ export interface TerminalTreeOptions {
  */
 export function renderTreeForTerminal(root: TreeNode, options: TerminalTreeOptions): string {
   const c = pc.createColors(options.color);
-  const lines: string[] = [];
+  const plain = (text: string): string => text;
+  const lines: Piece[][] = [];
   const byStatus = new Map<ActorStatus, number>();
   let actors = 0;
   let restarts = 0;
-  const visit = (node: TreeNode, depth: number): void => {
+  const count = (node: TreeNode): void => {
     actors++;
     restarts += node.restarts;
     byStatus.set(node.status, (byStatus.get(node.status) ?? 0) + 1);
+    for (const child of node.children) count(child);
+  };
+  count(root);
+  const filter = options.filter ?? '';
+  /** Whether `node` or one of its descendants matches the filter. */
+  const shown = (node: TreeNode): boolean => node.path.includes(filter) || node.children.some(shown);
+  const visit = (node: TreeNode, depth: number): void => {
+    if (filter !== '' && !shown(node)) return;
     const name = depth === 0 ? node.path : node.path.slice(node.path.lastIndexOf('/') + 1);
-    const status = c[STATUS_COLOR[node.status]](node.status);
-    const restartText = `restarts=${node.restarts}`;
-    let line = `${'  '.repeat(depth)}${c.bold(name)} ${c.dim(`[${node.kind}]`)} ${status} ${node.restarts > 0 ? c.yellow(restartText) : restartText}`;
-    line += ` ${node.mailboxDepth > 0 ? c.cyan(`mailbox=${node.mailboxDepth}`) : `mailbox=${node.mailboxDepth}`} processed=${node.processed}`;
-    if (node.dropped > 0) line += ` ${c.red(`dropped=${node.dropped}`)}`;
+    const line: Piece[] = [
+      ['  '.repeat(depth), plain],
+      [name, c.bold],
+      [' ', plain],
+      [`[${node.kind}]`, c.dim],
+      [' ', plain],
+      [node.status, c[STATUS_COLOR[node.status]]],
+      [' ', plain],
+      [`restarts=${node.restarts}`, node.restarts > 0 ? c.yellow : plain],
+      [' ', plain],
+      [`mailbox=${node.mailboxDepth}`, node.mailboxDepth > 0 ? c.cyan : plain],
+      [` processed=${node.processed}`, plain],
+    ];
+    if (node.dropped > 0) line.push([' ', plain], [`dropped=${node.dropped}`, c.red]);
     if (node.lastError !== undefined) {
       const text = `${node.lastError.code ?? node.lastError.name}: ${node.lastError.message}`;
-      line += ` ${c.red(text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text)}`;
+      line.push([' ', plain], [text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text, c.red]);
     }
     lines.push(line);
     for (const child of node.children) visit(child, depth + 1);
   };
   visit(root, 0);
-  const statuses = [...byStatus].map(([status, n]) => c[STATUS_COLOR[status]](`${n} ${status}`)).join(', ');
-  let header = `${actors} actors: ${statuses}; ${restarts > 0 ? c.yellow(`${restarts} restarts`) : '0 restarts'}`;
-  if (options.source !== undefined) header = `${c.bold(options.source)}  ${header}`;
-  if (options.at !== undefined) header += c.dim(`  ${new Date(options.at).toLocaleTimeString()}`);
-  return [header, ...lines].join('\n');
+  const header: Piece[] = [];
+  if (options.source !== undefined) header.push([options.source, c.bold], ['  ', plain]);
+  header.push([`${actors} actors: `, plain]);
+  [...byStatus].forEach(([status, n], i) => header.push([i === 0 ? '' : ', ', plain], [`${n} ${status}`, c[STATUS_COLOR[status]]]));
+  header.push(['; ', plain], [`${restarts} restarts`, restarts > 0 ? c.yellow : plain]);
+  if (filter !== '') header.push([`; ${lines.length} shown for ${JSON.stringify(filter)}`, plain]);
+  if (options.at !== undefined) header.push([`  ${new Date(options.at).toLocaleTimeString()}`, c.dim]);
+  return [header, ...lines].map((pieces) => joinPieces(pieces, options.width)).join('\n');
 }
 
 /** Options of {@link runTree}. */
@@ -92,6 +138,16 @@ export interface RunTreeOptions {
   readonly signal?: AbortSignal;
   /** Wall clock for the header line; default `Date.now`. */
   readonly now?: () => number;
+  /** See {@link TerminalTreeOptions.filter}. */
+  readonly filter?: string;
+  /**
+   * With `watch`, the terminal's height in lines: a taller frame is cut to fit, ending with a line
+   * that says how many lines were left out (a frame taller than the screen would scroll and break
+   * the in-place redraw). Default: no limit.
+   */
+  readonly maxLines?: number;
+  /** With `watch`, the terminal's width in columns (see {@link TerminalTreeOptions.width}). */
+  readonly width?: number;
 }
 
 /** Cursor home; each line then ends with erase-to-end-of-line, the frame with erase-below: no flicker. */
@@ -118,7 +174,14 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
     if (!response.ok) throw new Error(`GET ${base}/tree answered ${response.status} ${response.statusText}`);
     return (await response.json()) as TreeNode;
   };
-  const render = (tree: TreeNode): string => renderTreeForTerminal(tree, { color: options.color, source: base, at: now() });
+  const render = (tree: TreeNode): string =>
+    renderTreeForTerminal(tree, {
+      color: options.color,
+      source: base,
+      at: now(),
+      ...(options.filter ? { filter: options.filter } : {}),
+      ...(options.watch && options.width !== undefined ? { width: options.width } : {}),
+    });
 
   if (!options.watch) {
     options.write(`${render(await fetchTree())}\n`);
@@ -127,7 +190,7 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
 
   let lastFrame = '';
   const draw = (tree: TreeNode): void => {
-    lastFrame = render(tree);
+    lastFrame = fit(render(tree), options.maxLines);
     options.write(`${HOME}${lastFrame.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}`);
   };
   draw(await fetchTree());
@@ -171,6 +234,19 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
   }
 }
 
+/**
+ * Cuts `frame` to `maxLines` lines (>= 2), the last one saying how many were left out;
+ * unchanged when it fits or `maxLines` is undefined.
+ */
+function fit(frame: string, maxLines: number | undefined): string {
+  if (maxLines === undefined) return frame;
+  const lines = frame.split('\n');
+  const room = Math.max(2, maxLines);
+  if (lines.length <= room) return frame;
+  const kept = lines.slice(0, room - 1);
+  return [...kept, `… ${lines.length - kept.length} more lines: a taller terminal or --filter <text> shows them`].join('\n');
+}
+
 /** Parses `--url`: an absolute http(s) URL. @throws commander's InvalidArgumentError */
 function endpointUrl(value: string): string {
   let url: URL;
@@ -190,8 +266,9 @@ export function treeCommand(setExit: (code: number) => void): Command {
     .requiredOption('--url <url>', 'the inspection endpoint, e.g. http://127.0.0.1:9464', endpointUrl)
     .option('--watch', 'redraw on every lifecycle event until the job ends (Ctrl-C to stop)', false)
     .option('--interval <ms>', 'with --watch, also redraw every <ms> milliseconds', positiveInt, 1000)
+    .option('--filter <text>', 'only actors whose path contains <text> (e.g. p3/ or indexer), with their ancestors')
     .option('--no-color', 'plain text (also when NO_COLOR is set or stdout is not a terminal)')
-    .action(async (opts: { url: string; watch: boolean; interval: number; color: boolean }) => {
+    .action(async (opts: { url: string; watch: boolean; interval: number; color: boolean; filter?: string }) => {
       const abort = new AbortController();
       const onSigint = (): void => abort.abort();
       process.once('SIGINT', onSigint);
@@ -203,6 +280,10 @@ export function treeCommand(setExit: (code: number) => void): Command {
           color: opts.color && pc.isColorSupported,
           write: (text) => process.stdout.write(text),
           signal: abort.signal,
+          ...(opts.filter ? { filter: opts.filter } : {}),
+          // Leave one line for the cursor after the frame.
+          ...(process.stdout.isTTY && process.stdout.rows > 2 ? { maxLines: process.stdout.rows - 1 } : {}),
+          ...(process.stdout.isTTY && process.stdout.columns > 20 ? { width: process.stdout.columns } : {}),
         });
         if (outcome === 'stream-ended') console.log('event stream ended: the job terminated or the endpoint closed');
         setExit(0);

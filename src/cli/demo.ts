@@ -10,6 +10,7 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const defaultGraph = resolve(here, '../../examples/data/hollins');
@@ -26,15 +27,18 @@ export function demoCommand(setExit: (code: number) => void): Command {
     .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
     .option('--weights <name>', 'link weights: uniform (PageRank) or reasonable', 'uniform')
     .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
-    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
     .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .action(async (opts) => {
+    .option('--inspect-port <port>', INSPECT_PORT_HELP, inspectPort)
+    .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1')
+    .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const dir = dataDir(opts.dataDir);
       console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}`);
       const graph = await readGraph(opts.pages, opts.links);
       console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
+      const inspection = await openInspection(opts, command);
       const broker = await openBroker(opts.broker);
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       const bar = new cliProgress.SingleBar({ format: 'crawl {bar} {value}/{total} pages | {phase}', hideCursor: true }, cliProgress.Presets.shades_classic);
@@ -52,6 +56,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
           log,
           ...(chaos ? { chaos } : {}),
           onStarted(index) {
+            inspection?.attach(index);
             bar.start(graph.pages.length, 0, { phase: 'crawling' });
             timer = setInterval(() => {
               index.counts().then((c) => bar.update(c.reduce((a, x) => a + x.pages, 0)), () => undefined);
@@ -86,6 +91,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
         console.log(`elapsed: ${elapsed.toFixed(2)} s`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
+        await inspection?.close();
         if (timer) clearInterval(timer);
         bar.stop();
         await broker.close();

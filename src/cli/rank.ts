@@ -6,6 +6,7 @@ import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
 export function rankCommand(setExit: (code: number) => void): Command {
@@ -18,12 +19,15 @@ export function rankCommand(setExit: (code: number) => void): Command {
     .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
     .option('--weights <name>', 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly) or reasonable', 'uniform')
     .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
-    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
     .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .action(async (opts) => {
+    .option('--inspect-port <port>', INSPECT_PORT_HELP, inspectPort)
+    .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1')
+    .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);
+      const inspection = await openInspection(opts, command);
       const broker = await openBroker(opts.broker);
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       try {
@@ -36,6 +40,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
           tolerance: opts.tolerance,
           log,
           ...(chaos ? { chaos } : {}),
+          ...(inspection ? { onStarted: (index) => inspection.attach(index) } : {}),
         });
         const out = createWriteStream(opts.out);
         for (const [url, score] of result.scores) {
@@ -46,6 +51,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
+        await inspection?.close();
         await broker.close();
       }
     });

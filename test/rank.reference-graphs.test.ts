@@ -9,8 +9,8 @@ import { graphs, repoRoot, tempDir } from './kit/datasets.js';
 
 const run = promisify(execFile);
 
-for (const name of ['polblogs', 'epa'] as const) {
-  for (const partitions of [1, 4, 16]) {
+for (const name of ['hollins', 'polblogs', 'epa'] as const) {
+  for (const partitions of [1, 4, 16, 64]) {
     test(`shardflow rank --weights uniform on ${name} with ${partitions} partitions matches the reference within L1 1e-6`, { timeout: 300_000 }, async () => {
       const { dir, cleanup } = tempDir();
       try {

@@ -156,7 +156,9 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     }
     if (ops.length > 0) {
       env.adjacency.invalidate(url);
-      if (live) await addCorrections(store, url, before, after, corrections);
+      // Also for a page stored for the first time: in continuous mode it may already have
+      // received contributions and pushed them into x as a dangling page.
+      await addCorrections(store, url, before, after, corrections);
     }
 
     const record: PageRecord = {

@@ -7,7 +7,7 @@ import type { Store } from '../storage/index.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
 import { ChunkCursor } from '../actors/metrics/chunkCursor.js';
-import { ColumnFamilies, linkPrefix, splitLinkKey, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
+import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -27,6 +27,17 @@ export interface StoredLink {
   readonly features: LinkFeatures;
   /** Raw weight from the weight function at index time. */
   readonly weight: number;
+}
+
+/** A stored link not decoded yet: `url` is the other end, `value` the link value (`decodeLink`). */
+export interface RawLink {
+  readonly url: string;
+  readonly value: Buffer;
+}
+
+/** The features and weight of a `RawLink`. */
+export function decodeLink(link: RawLink): StoredLink {
+  return { url: link.url, features: linkFeatures(link.value), weight: linkWeight(link.value) };
 }
 
 /** A page with its unnormalised score x + r. */
@@ -99,12 +110,15 @@ export class PartitionView {
   }
 
   /** Outlinks of `url`, in target key order. */
-  outlinks(url: string): Promise<StoredLink[]> {
-    return this.#links(ColumnFamilies.outlinks, url);
+  async outlinks(url: string): Promise<StoredLink[]> {
+    return (await this.#links(ColumnFamilies.outlinks, url)).map(decodeLink);
   }
 
-  /** Backlinks of `url` (their sources), in source key order. */
-  backlinks(url: string): Promise<StoredLink[]> {
+  /**
+   * Backlinks of `url` (their sources), in source key order, not decoded: a page with
+   * thousands of backlinks decodes only the ones it returns.
+   */
+  backlinks(url: string): Promise<RawLink[]> {
     return this.#links(ColumnFamilies.backlinks, url);
   }
 
@@ -200,13 +214,12 @@ export class PartitionView {
     }
   }
 
-  async #links(cf: string, url: string): Promise<StoredLink[]> {
+  async #links(cf: string, url: string): Promise<RawLink[]> {
     this.#check();
-    const out: StoredLink[] = [];
+    const out: RawLink[] = [];
+    const skip = Buffer.byteLength(url, 'utf8') + 1;
     for await (const { keys, values } of this.store.chunks(cf, { prefix: linkPrefix(url), chunkSize: 4096 })) {
-      for (let i = 0; i < keys.length; i++) {
-        out.push({ url: splitLinkKey(keys[i]!)[1], features: linkFeatures(values[i]!), weight: linkWeight(values[i]!) });
-      }
+      for (let i = 0; i < keys.length; i++) out.push({ url: keys[i]!.toString('utf8', skip), value: values[i]! });
     }
     return out;
   }

@@ -3,7 +3,7 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import type { Clock } from '../runtime/clock.js';
 import { hostOf, type Partitioner } from '../runtime/partitioner.js';
 import type { LinkFeatures } from '../actors/messages.js';
-import type { PartitionSummary, PartitionView, StoredPage } from './partitionView.js';
+import { decodeLink, type PartitionSummary, type PartitionView, type StoredPage } from './partitionView.js';
 
 /** Options of `QueryService`. */
 export interface QueryServiceOptions {
@@ -199,7 +199,7 @@ export class QueryService {
     const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.url)), this.#summaryValue()]);
     const order = links.map((_, i) => i);
     order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.url < links[b]!.url ? -1 : 1));
-    const page = order.slice(offset, offset + limit).map((i) => linkBody(links[i]!, normalise(scores[i]!, summary.total)));
+    const page = order.slice(offset, offset + limit).map((i) => linkBody(decodeLink(links[i]!), normalise(scores[i]!, summary.total)));
     return { found: true, body: { url, total: links.length, offset, limit, links: page } };
   }
 

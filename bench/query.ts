@@ -1,0 +1,192 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { Pool } from 'undici';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { producerId, type PartitionId } from '../src/runtime/ids.js';
+import { hostOf } from '../src/runtime/partitioner.js';
+import { Namespaces, topic } from '../src/runtime/topics.js';
+import { fetchCodec, type FetchResult } from '../src/actors/messages.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { readGraph, type WebGraph } from '../src/replay/graphFile.js';
+import { startWebIndex } from '../src/topology/webIndex.js';
+import { QueryService } from '../src/query/queryService.js';
+import { startQueryServer } from '../src/query/server.js';
+import { tempDir } from '../test/kit/datasets.js';
+
+/**
+ * Latency and throughput of the backlinks query for a page with 1,000+ backlinks.
+ *
+ * Builds a graph through the pipeline (fetch results with outlinks on `fetches/<p>`, the
+ * indexers, `links/<q>`, the backlink stores, then the metric to convergence), starts the
+ * query API on 127.0.0.1 and asks `GET /v1/backlinks?url=<hub>&limit=<limit>`: one client,
+ * request after request, right after convergence (`uncompacted*`: `ranks` still holds its
+ * merge operands) and after a GC sweep compacted it (median, p90, p99); then
+ * `--concurrency` clients at once for `--duration-ms` (queries/s, their median and p99).
+ *
+ * Graph: synthetic by default, `--pages` pages over `--hosts` hosts, each page with 8
+ * outlinks to random pages, and a hub that `--backlinks` pages (on every host, so on every
+ * partition) link to; or `--graph DIR` (pages.txt[.xz], links.tsv[.xz], e.g.
+ * ../shared/datasets/cnr-2000), whose most linked page is the hub.
+ * Other args: `--partitions` (16), `--limit` (100), `--requests` (300), `--seed` (1).
+ */
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const arg = (name: string, def: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 && args[i + 1] ? args[i + 1]! : def;
+  };
+  const partitions = Number(arg('--partitions', '16'));
+  const limit = Number(arg('--limit', '100'));
+  const requests = Number(arg('--requests', '300'));
+  const concurrency = Number(arg('--concurrency', '16'));
+  const durationMs = Number(arg('--duration-ms', '5000'));
+  const graphDir = args.includes('--graph') ? resolve(arg('--graph', '')) : undefined;
+  const t0 = performance.now();
+  const { graph, hub } = graphDir
+    ? await fileGraph(graphDir)
+    : syntheticGraph(Number(arg('--pages', '20000')), Number(arg('--hosts', '200')), Number(arg('--backlinks', '2000')), Number(arg('--seed', '1')));
+  const { dir, cleanup } = tempDir('shardflow-bench-query-');
+  const broker = new MemoryBroker();
+  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: pino({ level: 'warn' }), crawlers: 0 });
+  try {
+    await load(index, broker, graph);
+    await index.quiescence({ pollMs: 10 });
+    const converged = (await index.converge({})).converged;
+    const loadSeconds = (performance.now() - t0) / 1000;
+    // Right after convergence, `ranks` holds every push and contribution as a merge operand
+    // in the memtable; the GC's sweep compacts it (as its hourly timer does). Both states
+    // are measured.
+    const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
+    const server = await startQueryServer({ service, port: 0 });
+    const pool = new Pool(server.url, { connections: concurrency, pipelining: 1 });
+    const path = `/v1/backlinks?url=${encodeURIComponent(hub)}&limit=${limit}`;
+    const ask = async (): Promise<number> => {
+      const s = performance.now();
+      const res = await pool.request({ path, method: 'GET' });
+      const body = (await res.body.json()) as { total: number };
+      if (res.statusCode !== 200) throw new Error(`backlinks answered ${res.statusCode}: ${JSON.stringify(body)}`);
+      return performance.now() - s;
+    };
+    try {
+      const first = (await (await pool.request({ path, method: 'GET' })).body.json()) as { total: number };
+      for (let i = 0; i < 20; i++) await ask(); // warm-up
+      const fresh: number[] = [];
+      for (let i = 0; i < Math.min(requests, 100); i++) fresh.push(await ask());
+      const ts = performance.now();
+      await index.gcSweep();
+      const compactSeconds = (performance.now() - ts) / 1000;
+      for (let i = 0; i < 20; i++) await ask();
+      const sequential: number[] = [];
+      for (let i = 0; i < requests; i++) sequential.push(await ask());
+      const concurrent: number[] = [];
+      const end = performance.now() + durationMs;
+      const tc = performance.now();
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (performance.now() < end) concurrent.push(await ask());
+      }));
+      const concurrentSeconds = (performance.now() - tc) / 1000;
+      return {
+        graph: graphDir ? graphDir.split('/').pop() : 'synthetic',
+        pages: graph.pages.length,
+        links: graph.linkCount,
+        partitions,
+        hub,
+        backlinks: first.total,
+        limit,
+        converged,
+        loadSeconds: round(loadSeconds),
+        uncompactedMedianMs: round(quantile(fresh, 0.5)),
+        uncompactedP99Ms: round(quantile(fresh, 0.99)),
+        compactSeconds: round(compactSeconds),
+        requests: sequential.length,
+        medianMs: round(quantile(sequential, 0.5)),
+        p90Ms: round(quantile(sequential, 0.9)),
+        p99Ms: round(quantile(sequential, 0.99)),
+        concurrency,
+        concurrentRequests: concurrent.length,
+        qps: Math.round(concurrent.length / concurrentSeconds),
+        concurrentMedianMs: round(quantile(concurrent, 0.5)),
+        concurrentP99Ms: round(quantile(concurrent, 0.99)),
+        rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+      };
+    } finally {
+      await pool.close();
+      await server.close();
+    }
+  } finally {
+    await index.stop();
+    await broker.close();
+    cleanup();
+  }
+}
+
+/** Publishes every page as a fetch result with its outlinks (no HTML), as `shardflow rank` loads a graph. */
+export async function load(index: Awaited<ReturnType<typeof startWebIndex>>, broker: MemoryBroker, graph: WebGraph): Promise<void> {
+  const byPartition = new Map<PartitionId, FetchResult[]>();
+  for (const url of graph.pages) {
+    const p = index.partitioner.forUrl(url);
+    let list = byPartition.get(p);
+    if (!list) byPartition.set(p, (list = []));
+    const host = safeHost(url);
+    const targets = [...new Set(graph.links.get(url) ?? [])];
+    list.push({
+      url, status: 200, fetchedAt: Date.now(),
+      outlinks: targets.map((target, i) => ({ target, features: { anchor: '', position: i / targets.length, rel: [], sameHost: safeHost(target) === host, region: 'body' as const } })),
+    });
+  }
+  const loader = producerId(`bench-query/${randomUUID()}`);
+  for (const [p, results] of byPartition) {
+    const producer = await broker.producer(topic(Namespaces.fetches, p), { producer: loader });
+    for (let i = 0; i < results.length; i += 64) {
+      index.counters.onSent(Namespaces.fetches);
+      await producer.send(fetchCodec.encode({ type: 'fetches', results: results.slice(i, i + 64) }));
+    }
+    await producer.close();
+  }
+}
+
+/** A seeded synthetic web: `pages` pages over `hosts` hosts, 8 random outlinks each, and a hub linked by `backlinks` pages. */
+export function syntheticGraph(pages: number, hosts: number, backlinks: number, seed: number): { graph: WebGraph; hub: string } {
+  let s = seed >>> 0 || 1;
+  const rand = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const urls = Array.from({ length: pages }, (_, i) => `http://host${i % hosts}.example/page${Math.floor(i / hosts)}.html`);
+  const hub = urls[0]!;
+  const links = new Map<string, string[]>();
+  let linkCount = 0;
+  urls.forEach((u, i) => {
+    const out = Array.from({ length: 8 }, () => urls[Math.floor(rand() * pages)]!);
+    if (i > 0 && i <= backlinks) out.push(hub);
+    links.set(u, out);
+    linkCount += out.length;
+  });
+  return { graph: { pages: urls, links, linkCount } as WebGraph, hub };
+}
+
+/** A graph file; the hub is its most linked page. */
+async function fileGraph(dir: string): Promise<{ graph: WebGraph; hub: string }> {
+  const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
+  const graph = await readGraph(file('pages.txt'), file('links.tsv'));
+  const indegree = new Map<string, number>();
+  for (const targets of graph.links.values()) for (const t of new Set(targets)) indegree.set(t, (indegree.get(t) ?? 0) + 1);
+  let hub = graph.pages[0]!;
+  for (const [u, n] of indegree) if (n > (indegree.get(hub) ?? 0)) hub = u;
+  return { graph, hub };
+}
+
+function safeHost(url: string): string {
+  try {
+    return hostOf(url);
+  } catch {
+    return '';
+  }
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

@@ -127,7 +127,8 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
         for (let attempt = 0; ; attempt++) {
           const barrier = (await askWithRetry(m, { type: 'await-applied', round, expected: expected[q]! }, options.clock)) as Barrier;
           try {
-            mass += (await barrier.ready).mass;
+            const applied = await barrier.ready; // read mass only after the await: `mass += await x` would add to a stale value
+            mass += applied.mass;
             return;
           } catch (err) {
             if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again

@@ -69,13 +69,15 @@ export interface LinkOpBatch {
 
 /**
  * `metrics/<q>`: rank contributions to pages of partition q, summed per target by the
- * sender (the combiner). `deltas[i]` is added to the residual of `urls[i]`.
+ * sender (the combiner). `deltas[i]` is added to the residual of the page whose key (its
+ * URL, UTF-8) is `keys[i]`: keys travel as msgpack binary so the receiver merges them into
+ * RocksDB without decoding and re-encoding strings.
  */
 export interface ContributionBatch {
   readonly type: 'metrics';
   /** Round of the metric computation that produced it. */
   readonly round: number;
-  readonly urls: readonly string[];
+  readonly keys: readonly Uint8Array[];
   readonly deltas: readonly number[];
 }
 
@@ -99,5 +101,5 @@ export const linkOpCodec: Codec<LinkOpBatch> = msgpackCodec('links', (v): v is L
 
 /** Codec of `metrics/<q>` batches. */
 export const contributionCodec: Codec<ContributionBatch> = msgpackCodec('metrics', (v): v is ContributionBatch =>
-  isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && isStrArray(v.urls) &&
-  Array.isArray(v.deltas) && v.deltas.length === v.urls.length && v.deltas.every((d) => typeof d === 'number'));
+  isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && Array.isArray(v.keys) && v.keys.every((k) => k instanceof Uint8Array) &&
+  Array.isArray(v.deltas) && v.deltas.length === v.keys.length && v.deltas.every((d) => typeof d === 'number'));

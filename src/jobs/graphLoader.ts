@@ -10,15 +10,15 @@ const PAGES_PER_MESSAGE = 64;
 
 /**
  * A page of a graph file as a fetch result: status 200 with its distinct outlinks (no HTML),
- * features neutral (no anchor text, body region, position in file order, same-host flag
- * from the hosts).
+ * features neutral: no anchor text, body region, position 0 (a graph file has no layout),
+ * same-host flag from the hosts.
  */
 export function graphPage(url: string, targets: readonly string[], fetchedAt = 0): FetchResult {
   const distinct = [...new Set(targets)];
   const host = safeHost(url);
-  const outlinks: Outlink[] = distinct.map((target, i) => ({
+  const outlinks: Outlink[] = distinct.map((target) => ({
     target,
-    features: { anchor: '', position: i / distinct.length, rel: [], sameHost: safeHost(target) === host, region: 'body' },
+    features: { anchor: '', position: 0, rel: [], sameHost: safeHost(target) === host, region: 'body' },
   }));
   return { url, status: 200, fetchedAt, outlinks };
 }

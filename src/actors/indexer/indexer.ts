@@ -69,7 +69,12 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
       await env.graphLock.runExclusive(() => applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.fetches }, d, fetchCodec, async (batch, value) => {
         const ops: LinkOp[] = [];
         const corrections = new Map<string, number>();
-        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections)));
+        // One multiGet for the records of the message's pages: most pages of a first crawl
+        // or a graph load are new, and then no other read is needed.
+        const fresh = [...new Set(value.results.map((r) => r.url))].filter((u) => !overlay.has(u));
+        const records = new Map<string, Buffer | undefined>();
+        (await store.multiGet(ColumnFamilies.pages, fresh)).forEach((v, i) => records.set(fresh[i]!, v));
+        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections, records)));
         await enqueueContributions(outbox, batch, env.partitioner, 0, corrections);
         const byPartition = new Map<number, LinkOp[]>();
         for (const op of ops) {
@@ -99,9 +104,10 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     result: FetchResult,
     overlay: Map<string, IndexedPage>,
     corrections: Map<string, number>,
+    records: ReadonlyMap<string, Buffer | undefined>,
   ): Promise<LinkOp[]> {
     const url = result.url;
-    const previous = overlay.get(url) ?? (await readPage(store, url));
+    const previous = overlay.get(url) ?? (await readPage(store, url, records));
     const live = previous !== undefined && !previous.record.deleted;
 
     let next: readonly Outlink[] | undefined;
@@ -221,8 +227,8 @@ interface IndexedPage {
   readonly outlinks: Map<string, StoredLink>;
 }
 
-async function readPage(store: Store, url: string): Promise<IndexedPage | undefined> {
-  const stored = await store.get(ColumnFamilies.pages, url);
+async function readPage(store: Store, url: string, records: ReadonlyMap<string, Buffer | undefined>): Promise<IndexedPage | undefined> {
+  const stored = records.has(url) ? records.get(url) : await store.get(ColumnFamilies.pages, url);
   if (!stored) return undefined;
   const outlinks = new Map<string, StoredLink>();
   for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix: linkPrefix(url) })) {

@@ -27,6 +27,7 @@ export class AdjacencyCache {
   readonly #pages = new Map<string, Adjacency>();
   readonly #ids = new Map<string, number>();
   readonly #urls: string[] = [];
+  readonly #keys: Buffer[] = [];
   #partitionOf = new Int32Array(1024);
   /** True once a full traversal has filled the cache. */
   complete = false;
@@ -72,6 +73,7 @@ export class AdjacencyCache {
       id = this.#urls.length;
       this.#ids.set(url, id);
       this.#urls.push(url);
+      this.#keys.push(Buffer.from(url, 'utf8'));
       if (id >= this.#partitionOf.length) {
         const grown = new Int32Array(this.#partitionOf.length * 2);
         grown.set(this.#partitionOf);
@@ -85,6 +87,11 @@ export class AdjacencyCache {
   /** URL of a target id. */
   url(id: number): string {
     return this.#urls[id]!;
+  }
+
+  /** Store key (URL as UTF-8) of a target id. */
+  key(id: number): Buffer {
+    return this.#keys[id]!;
   }
 
   /** Partition owning a target id. */

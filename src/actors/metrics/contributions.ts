@@ -8,10 +8,53 @@ import type { Outbox } from '../partition/outbox.js';
 /** Most (url, delta) entries per `metrics/<q>` message. */
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
 
+/** Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`. */
+export interface PartitionContributions {
+  readonly keys: Uint8Array[];
+  readonly deltas: number[];
+}
+
+/** Empty per-partition lists, one per partition. */
+export function emptyContributions(partitions: number): PartitionContributions[] {
+  return Array.from({ length: partitions }, () => ({ keys: [], deltas: [] }));
+}
+
 /**
- * Groups combined contributions (target URL -> delta, already summed per target) by the
- * partition that owns each target and enqueues them as `metrics/<q>` messages of `round`
- * in `batch`'s outbox. Round 0 carries the corrections of graph changes, outside rounds.
+ * Groups contributions (target URL -> delta, summed per target) by the partition that owns
+ * each target. For the few corrections of graph changes; metric rounds group by target id.
+ */
+export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap<string, number>): PartitionContributions[] {
+  const per = emptyContributions(partitioner.partitions);
+  for (const [url, delta] of combined) {
+    const part = per[partitioner.forUrl(url)]!;
+    part.keys.push(Buffer.from(url, 'utf8'));
+    part.deltas.push(delta);
+  }
+  return per;
+}
+
+/**
+ * Enqueues per-partition contributions as `metrics/<q>` messages of `round` (at most
+ * CONTRIBUTIONS_PER_MESSAGE entries each) in `batch`'s outbox. Round 0 carries the
+ * corrections of graph changes, outside rounds.
+ * @returns messages enqueued per partition
+ */
+export async function enqueuePartitionContributions(outbox: Outbox, batch: WriteBatch, round: number, per: readonly PartitionContributions[]): Promise<number[]> {
+  const sent = new Array<number>(per.length).fill(0);
+  for (let q = 0; q < per.length; q++) {
+    const { keys, deltas } = per[q]!;
+    for (let i = 0; i < keys.length; i += CONTRIBUTIONS_PER_MESSAGE) {
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys: keys.slice(i, i + CONTRIBUTIONS_PER_MESSAGE), deltas: deltas.slice(i, i + CONTRIBUTIONS_PER_MESSAGE) });
+      await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
+      sent[q]!++;
+    }
+  }
+  return sent;
+}
+
+/**
+ * `enqueuePartitionContributions` for contributions keyed by target URL (corrections of
+ * graph changes from the indexer and the garbage collector).
  * @returns messages enqueued per partition
  */
 export async function enqueueContributions(
@@ -21,21 +64,6 @@ export async function enqueueContributions(
   round: number,
   combined: ReadonlyMap<string, number>,
 ): Promise<number[]> {
-  const sent = new Array<number>(partitioner.partitions).fill(0);
-  if (combined.size === 0) return sent;
-  const per: Array<{ urls: string[]; deltas: number[] }> = Array.from({ length: partitioner.partitions }, () => ({ urls: [], deltas: [] }));
-  for (const [url, delta] of combined) {
-    const part = per[partitioner.forUrl(url)]!;
-    part.urls.push(url);
-    part.deltas.push(delta);
-  }
-  for (let q = 0; q < per.length; q++) {
-    const { urls, deltas } = per[q]!;
-    for (let i = 0; i < urls.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-      const payload = contributionCodec.encode({ type: 'metrics', round, urls: urls.slice(i, i + CONTRIBUTIONS_PER_MESSAGE), deltas: deltas.slice(i, i + CONTRIBUTIONS_PER_MESSAGE) });
-      await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
-      sent[q]!++;
-    }
-  }
-  return sent;
+  if (combined.size === 0) return new Array<number>(partitioner.partitions).fill(0);
+  return enqueuePartitionContributions(outbox, batch, round, groupByPartition(partitioner, combined));
 }

@@ -11,7 +11,7 @@ import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkPrefix, roundKey, type PageRecord } from '../partition/schema.js';
-import { enqueueContributions } from './contributions.js';
+import { emptyContributions, enqueuePartitionContributions, type PartitionContributions } from './contributions.js';
 import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
@@ -112,10 +112,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
             let mass = 0;
             const operand = Buffer.alloc(16); // [0, delta]; the batch copies it
-            for (let i = 0; i < value.urls.length; i++) {
+            for (let i = 0; i < value.keys.length; i++) {
               const delta = value.deltas[i]!;
               operand.writeDoubleLE(delta, 8);
-              batch.merge(ColumnFamilies.ranks, value.urls[i]!, operand);
+              batch.merge(ColumnFamilies.ranks, value.keys[i]!, operand);
               mass += Math.abs(delta);
             }
             batch.merge(ColumnFamilies.rounds, roundKey(value.round), encodeFloat64s(1, mass));
@@ -163,6 +163,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const links = fill ? new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 })) : undefined;
     const batch = store.batch();
     const combiner = new Combiner(cache);
+    const operand = Buffer.alloc(16); // [r, -r]; the batch copies it
     let pushed = 0;
     let remaining = 0;
     let sumX = 0;
@@ -172,7 +173,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     try {
       while (await ranks.ready()) {
         const key = ranks.key;
-        const [x = 0, r = 0] = decodeFloat64s(ranks.value);
+        const value = ranks.value;
+        const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
+        const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
         ranks.advance();
         let adj: Adjacency | undefined;
         if (links) {
@@ -198,7 +201,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         }
         pushed++;
         sumX += x + r;
-        batch.merge(ColumnFamilies.ranks, key, encodeFloat64s(r, -r));
+        operand.writeDoubleLE(r, 0);
+        operand.writeDoubleLE(-r, 8);
+        batch.merge(ColumnFamilies.ranks, key, operand);
         if (!adj) {
           const url = key.toString('utf8');
           adj = cache.get(url) ?? (await readAdjacency(store, url, snapshot, cache));
@@ -213,9 +218,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     }
     if (fill) cache.complete = true;
 
-    const combined = combiner.entries();
-    const sent = await enqueueContributions(outbox, batch, env.partitioner, round, combined);
-    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: combined.size };
+    const { per, count } = combiner.byPartition(env.partitioner.partitions);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per);
+    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
     await store.write(batch);
@@ -252,14 +257,19 @@ class Combiner {
     return targets.length;
   }
 
-  /** Target URL -> summed delta, zero weights left out. */
-  entries(): Map<string, number> {
-    const out = new Map<string, number>();
+  /** Summed deltas per target, grouped by the target's partition (zero sums left out). */
+  byPartition(partitions: number): { per: PartitionContributions[]; count: number } {
+    const per = emptyContributions(partitions);
+    let count = 0;
     for (const id of this.#touched) {
       const v = this.#acc[id]!;
-      if (v !== 0) out.set(this.cache.url(id), v);
+      if (v === 0) continue;
+      const part = per[this.cache.partitionOf(id)]!;
+      part.keys.push(this.cache.key(id));
+      part.deltas.push(v);
+      count++;
     }
-    return out;
+    return { per, count };
   }
 
   #grow(n: number): void {

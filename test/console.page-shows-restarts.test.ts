@@ -78,6 +78,13 @@ test(
       assert.match(await page.locator('#events li.type-failed').first().textContent() ?? '', /failed \/partitions\/p1 \[indexer\] SF_ERR_STORE_IO: disk on fire/);
       assert.equal(await page.locator('#summary').getAttribute('data-restarts'), '1');
 
+      // The filter keeps matching rows and their ancestors.
+      await page.locator('#filter').fill('p1');
+      await row('/partitions/p0').waitFor({ state: 'hidden', timeout: 5_000 });
+      for (const path of ['/', '/partitions', '/partitions/p1']) assert.equal(await row(path).isVisible(), true, path);
+      await page.locator('#filter').fill('');
+      await row('/partitions/p0').waitFor({ state: 'visible', timeout: 5_000 });
+
       // The page stays on the same endpoint: a second crash shows as 2.
       await system.lookup<Recording>('/partitions/p1')!.tell({ op: 'reject', error: new Error('again') });
       await restarts('/partitions/p1').filter({ hasText: /^2$/ }).waitFor({ timeout: 10_000 });

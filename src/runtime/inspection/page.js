@@ -78,6 +78,7 @@ function render(root) {
   const byStatus = new Map();
   let restarts = 0;
   const needle = filter.value.trim();
+  const visible = needle === '' ? null : matching(root, needle);
   for (const [node, depth] of nodes) {
     seen.add(node.path);
     byStatus.set(node.status, (byStatus.get(node.status) ?? 0) + 1);
@@ -88,7 +89,7 @@ function render(root) {
       rows.set(node.path, row);
     }
     updateRow(row, node);
-    row.classList.toggle('hidden', needle !== '' && !node.path.includes(needle));
+    row.classList.toggle('hidden', visible !== null && !visible.has(node.path));
     tbody.appendChild(row); // moves an existing row into tree order
   }
   for (const [path, row] of rows) {
@@ -100,6 +101,19 @@ function render(root) {
   const statuses = [...byStatus].map(([status, n]) => `${n} ${status}`).join(', ');
   summary.textContent = `${nodes.length} actors (${statuses}); ${restarts} restarts; updated ${new Date().toLocaleTimeString()}`;
   summary.dataset.restarts = String(restarts);
+}
+
+/** Paths of the nodes whose path contains `needle`, and of their ancestors (as `shardflow tree --filter`). */
+function matching(root, needle) {
+  const paths = new Set();
+  const mark = (node) => {
+    let any = node.path.includes(needle);
+    for (const child of node.children) any = mark(child) || any;
+    if (any) paths.add(node.path);
+    return any;
+  };
+  mark(root);
+  return paths;
 }
 
 function createRow(node, depth) {

@@ -57,7 +57,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
   try {
     options.onStarted?.(index);
     const t0 = performance.now();
-    await publishFetches(options.broker, index.partitioner, index.counters, options.graph.pages.map((url) => graphPage(url, options.graph.links.get(url) ?? [])));
+    await publishFetches(index.broker, index.partitioner, index.counters, options.graph.pages.map((url) => graphPage(url, options.graph.links.get(url) ?? [])));
     await index.quiescence({ pollMs: 10 });
     const loadSeconds = (performance.now() - t0) / 1000;
     options.onLoaded?.(index, loadSeconds);

@@ -93,8 +93,14 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
         options.counters.onSent(Namespaces.fetches);
         await producer.send(fetchCodec.encode({ type: 'fetches', results: list }));
       }
-      for (const m of d.messages) if (!dead.has(m)) await d.consumer.ack(m);
-      options.counters.onSettled(Namespaces.crawlRequests, d.messages.length);
+      // Dead letters are settled already; each ack settles its message (if one fails, the
+      // rest come back and are counted then).
+      options.counters.onSettled(Namespaces.crawlRequests, dead.size);
+      for (const m of d.messages) {
+        if (dead.has(m)) continue;
+        await d.consumer.ack(m);
+        options.counters.onSettled(Namespaces.crawlRequests);
+      }
     },
     async stop(state) {
       for (const f of state.feeds) f.unsubscribe();

@@ -84,9 +84,17 @@ export async function applyExactlyOnce<T>(
   }
   await store.write(batch);
   await outbox?.publish();
+  // Count each message as settled once the broker took its ack: if an ack fails midway,
+  // the acked ones are done and the rest come back (and are counted then).
   const settled = new Set(dead.map(([m]) => m));
-  for (const [m, reason] of dead) await deliveries.consumer.deadLetter(m, reason);
-  for (const m of deliveries.messages) if (!settled.has(m)) await deliveries.consumer.ack(m);
-  counters.onSettled(namespace, deliveries.messages.length);
+  for (const [m, reason] of dead) {
+    await deliveries.consumer.deadLetter(m, reason);
+    counters.onSettled(namespace);
+  }
+  for (const m of deliveries.messages) {
+    if (settled.has(m)) continue;
+    await deliveries.consumer.ack(m);
+    counters.onSettled(namespace);
+  }
   return applied;
 }

@@ -49,6 +49,8 @@ export interface NativeIterator {
 export interface NativeWriteBatch {
   put(cf: number, key: NativeKey, value: NativeKey): void;
   merge(cf: number, key: NativeKey, operand: NativeKey): void;
+  mergeMany(cf: number, keys: NativeKey[], operands: Uint8Array[] | Uint8Array): void;
+  mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
   delete(cf: number, key: NativeKey): void;
   deleteRange(cf: number, start: NativeKey, end: NativeKey): void;
   clear(): void;
@@ -57,7 +59,7 @@ export interface NativeWriteBatch {
 }
 
 export interface NativeResources {
-  usage(): { budgetBytes: number; blockCacheBytes: number; memtableBytes: number };
+  usage(): { budgetBytes: number; blockCacheBytes: number; fixedBytes: number; memtableBytes: number };
 }
 
 export interface NativeStats {

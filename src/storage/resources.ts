@@ -14,8 +14,14 @@ export interface SharedResourcesOptions {
 /** Current use of a {@link SharedResources}, in bytes. */
 export interface SharedResourcesUsage {
   budgetBytes: number;
-  /** Everything charged to the block cache: data/index/filter blocks and memtable reservations. */
+  /** Charged to the block cache apart from fixedBytes: data/index/filter blocks and memtable reservations. */
   blockCacheBytes: number;
+  /**
+   * Fixed costs of the open stores (RocksDB bookkeeping outside cache and memtables,
+   * about 768 KiB + 64 KiB per column family each), also charged to the cache, so the
+   * budget covers them: blockCacheBytes + fixedBytes stays near budgetBytes.
+   */
+  fixedBytes: number;
   /** Memtable memory of all stores. */
   memtableBytes: number;
 }

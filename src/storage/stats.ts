@@ -58,6 +58,14 @@ export interface StoreStats {
   /** Usage of the (possibly shared) resources this store charges. */
   sharedBlockCacheBytes: number;
   sharedMemtableBytes: number;
+  /** Fixed per-store costs of all stores on these resources, charged to the shared cache (included in sharedBlockCacheBytes). */
+  sharedFixedBytes: number;
+  /**
+   * This store's fixed cost charged to the budget at open: RocksDB bookkeeping outside the
+   * cache and memtables, measured at about 768 KiB + 64 KiB per column family (hidden ones
+   * included); see docs/api/Store.md.
+   */
+  fixedBytes: number;
   memoryBudgetBytes: number;
   columnFamilies: Record<string, ColumnFamilyStats>;
 }

@@ -52,6 +52,31 @@ export class WriteBatch {
     return this;
   }
 
+  /**
+   * Many merges in one native call: `keys[i]` gets `operands[i]`, or every key gets
+   * `operands` when it is one Uint8Array. Same result as calling {@link merge} for each
+   * key in order; all or nothing (nothing is recorded when an argument is bad).
+   * @throws InvalidArgumentError for an undeclared column family, lengths that differ, or
+   *   a key / operand that is not a string / Uint8Array.
+   */
+  mergeMany(cf: string, keys: readonly Key[], operands: readonly Uint8Array[] | Uint8Array): this {
+    this.#native.mergeMany(this.#cf(cf), keys as Key[], operands as Uint8Array[] | Uint8Array);
+    return this;
+  }
+
+  /**
+   * Many `float64Add` merges in one native call, without one Buffer per operand: key i gets
+   * the operand `values[i*stride .. (i+1)*stride)` encoded as `stride` LE float64 (the
+   * `encodeFloat64s` layout). Same result as `merge(cf, keys[i], encodeFloat64s(...))` for
+   * each key in order. The metric's contributions are `stride = 2`, values `[0, c0, 0, c1, ...]`.
+   * @throws InvalidArgumentError unless `values.length === keys.length * stride`
+   *   (stride 1..4096), or for an undeclared column family or a bad key.
+   */
+  mergeFloat64s(cf: string, keys: readonly Key[], values: Float64Array, stride = 1): this {
+    this.#native.mergeFloat64s(this.#cf(cf), keys as Key[], values, stride);
+    return this;
+  }
+
   delete(cf: string, key: Key): this {
     this.#native.delete(this.#cf(cf), key);
     return this;

@@ -35,7 +35,11 @@ Napi::Value ResourcesWrap::Usage(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   o.Set("budgetBytes", Napi::Number::New(env, static_cast<double>(resources_->budget())));
-  o.Set("blockCacheBytes", Napi::Number::New(env, static_cast<double>(resources_->CacheUsage())));
+  // blockCacheBytes: blocks + memtable reservations; the fixed per-store charges apart.
+  const uint64_t fixed = resources_->FixedUsage();
+  const uint64_t cache = resources_->CacheUsage();
+  o.Set("blockCacheBytes", Napi::Number::New(env, static_cast<double>(cache > fixed ? cache - fixed : 0)));
+  o.Set("fixedBytes", Napi::Number::New(env, static_cast<double>(fixed)));
   o.Set("memtableBytes", Napi::Number::New(env, static_cast<double>(resources_->MemtableUsage())));
   return o;
 }

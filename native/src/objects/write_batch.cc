@@ -5,6 +5,7 @@
 #include "shardflow/write_batch.h"
 #include "util/bytes.h"
 #include "util/errors.h"
+#include "util/little_endian.h"
 
 namespace shardflow::binding {
 
@@ -13,6 +14,8 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                      {
                          InstanceMethod<&WriteBatchWrap::Put>("put"),
                          InstanceMethod<&WriteBatchWrap::Merge>("merge"),
+                         InstanceMethod<&WriteBatchWrap::MergeMany>("mergeMany"),
+                         InstanceMethod<&WriteBatchWrap::MergeFloat64s>("mergeFloat64s"),
                          InstanceMethod<&WriteBatchWrap::Delete>("delete"),
                          InstanceMethod<&WriteBatchWrap::DeleteRange>("deleteRange"),
                          InstanceMethod<&WriteBatchWrap::Clear>("clear"),
@@ -67,11 +70,27 @@ bool ReadArgs(const Napi::CallbackInfo& info, size_t n, BytesArg* args) {
   return true;
 }
 
-Napi::Value Check(Napi::Env env, const rocksdb::Status& s) {
+}  // namespace
+
+void WriteBatchWrap::ReportMemory(Napi::Env env) {
+  const int64_t size = static_cast<int64_t>(batch_.GetDataSize());
+  const int64_t delta = size - reported_;
+  if (delta >= (64 << 10) || delta <= -(64 << 10)) {
+    Napi::MemoryManagement::AdjustExternalMemory(env, delta);
+    reported_ = size;
+  }
+}
+
+void WriteBatchWrap::Finalize(Napi::Env env) {
+  if (reported_ != 0) Napi::MemoryManagement::AdjustExternalMemory(env, -reported_);
+  reported_ = 0;
+}
+
+Napi::Value WriteBatchWrap::Check(Napi::Env env, const rocksdb::Status& s) {
   if (!s.ok()) return ThrowStatus(env, Status::FromRocks(s));
+  ReportMemory(env);
   return env.Undefined();
 }
-}  // namespace
 
 Napi::Value WriteBatchWrap::Put(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
@@ -85,6 +104,95 @@ Napi::Value WriteBatchWrap::Merge(const Napi::CallbackInfo& info) {
   BytesArg a[2];
   if (cf == nullptr || !ReadArgs(info, 2, a)) return info.Env().Undefined();
   return Check(info.Env(), batch_.Merge(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
+}
+
+namespace {
+// Keys of a batched call: an Array of strings / Uint8Arrays. False (thrown) otherwise.
+bool KeysArg(const Napi::CallbackInfo& info, size_t i, Napi::Array* out) {
+  if (info.Length() <= i || !info[i].IsArray()) {
+    ThrowStatus(info.Env(), Status::InvalidArgument("keys must be an array"));
+    return false;
+  }
+  *out = info[i].As<Napi::Array>();
+  return true;
+}
+
+// On failure the batch is rolled back to where the call started: all or nothing.
+Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatch* batch, Status s) {
+  batch->RollbackToSavePoint();
+  return ThrowStatus(env, std::move(s));
+}
+}  // namespace
+
+Napi::Value WriteBatchWrap::MergeMany(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  Napi::Array keys;
+  if (cf == nullptr || !KeysArg(info, 1, &keys)) return env.Undefined();
+  const uint32_t n = keys.Length();
+  // operands: an Array as long as keys, or one Uint8Array merged into every key.
+  bool shared = false;
+  Napi::Array operands;
+  BytesArg one;
+  if (info.Length() > 2 && info[2].IsArray()) {
+    operands = info[2].As<Napi::Array>();
+    if (operands.Length() != n) {
+      return ThrowStatus(env, Status::InvalidArgument("mergeMany: keys and operands differ in length"));
+    }
+  } else if (info.Length() > 2 && info[2].IsTypedArray() && one.Read(info[2])) {
+    shared = true;
+  } else {
+    return ThrowStatus(env, Status::InvalidArgument("mergeMany: operands must be an array or a Uint8Array"));
+  }
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  for (uint32_t i = 0; i < n; ++i) {
+    BytesArg k, v;
+    if (!k.Read(keys.Get(i))) {
+      return Rollback(env, &batch_, Status::InvalidArgument("keys must be strings or Uint8Arrays"));
+    }
+    if (!shared && !v.Read(operands.Get(i))) {
+      return Rollback(env, &batch_, Status::InvalidArgument("operands must be Uint8Arrays"));
+    }
+    rocksdb::Status s = batch_.Merge(ref, S(k.View()), S(shared ? one.View() : v.View()));
+    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
+}
+
+Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  Napi::Array keys;
+  if (cf == nullptr || !KeysArg(info, 1, &keys)) return env.Undefined();
+  const uint32_t n = keys.Length();
+  if (info.Length() <= 3 || !info[2].IsTypedArray() ||
+      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array || !info[3].IsNumber()) {
+    return ThrowStatus(env, Status::InvalidArgument("mergeFloat64s: values must be a Float64Array and stride a number"));
+  }
+  Napi::Float64Array values = info[2].As<Napi::Float64Array>();
+  const int64_t stride = info[3].As<Napi::Number>().Int64Value();
+  if (stride < 1 || stride > 4096 || static_cast<uint64_t>(stride) * n != values.ElementLength()) {
+    return ThrowStatus(env, Status::InvalidArgument("mergeFloat64s: values.length must be keys.length * stride (stride 1..4096)"));
+  }
+  const double* data = values.Data();
+  std::string operand(static_cast<size_t>(stride) * 8, '\0');
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  for (uint32_t i = 0; i < n; ++i) {
+    BytesArg k;
+    if (!k.Read(keys.Get(i))) {
+      return Rollback(env, &batch_, Status::InvalidArgument("keys must be strings or Uint8Arrays"));
+    }
+    for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
+    rocksdb::Status s = batch_.Merge(ref, S(k.View()), rocksdb::Slice(operand));
+    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
 }
 
 Napi::Value WriteBatchWrap::Delete(const Napi::CallbackInfo& info) {
@@ -102,7 +210,13 @@ Napi::Value WriteBatchWrap::DeleteRange(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value WriteBatchWrap::Clear(const Napi::CallbackInfo& info) {
-  batch_.Clear();
+  // Give the memory back (rocksdb::WriteBatch::Clear keeps its string's capacity).
+  if (batch_.GetDataSize() > (64u << 10)) {
+    batch_ = rocksdb::WriteBatch();
+  } else {
+    batch_.Clear();
+  }
+  ReportMemory(info.Env());
   return info.Env().Undefined();
 }
 

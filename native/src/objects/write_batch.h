@@ -30,12 +30,24 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
  private:
   Napi::Value Put(const Napi::CallbackInfo& info);
   Napi::Value Merge(const Napi::CallbackInfo& info);
+  // mergeMany(cf, keys[], operands[] | operand): many merges in one call.
+  Napi::Value MergeMany(const Napi::CallbackInfo& info);
+  // mergeFloat64s(cf, keys[], values: Float64Array, stride): key i gets the operand
+  // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).
+  Napi::Value MergeFloat64s(const Napi::CallbackInfo& info);
   Napi::Value Delete(const Napi::CallbackInfo& info);
   Napi::Value DeleteRange(const Napi::CallbackInfo& info);
   Napi::Value Clear(const Napi::CallbackInfo& info);
   Napi::Value Count(const Napi::CallbackInfo& info);
   Napi::Value ByteSize(const Napi::CallbackInfo& info);
   const ColumnFamilyRef* CfArg(const Napi::CallbackInfo& info);
+  Napi::Value Check(Napi::Env env, const rocksdb::Status& s);
+  // Tells V8 how much native memory this batch holds (in 64 KiB steps), so that dropped
+  // batches of many MiB get collected soon rather than piling up between GCs (they did in
+  // bench/storage.ts: 64 stores x 500 KiB batches per round).
+  void ReportMemory(Napi::Env env);
+  void Finalize(Napi::Env env) override;
+  int64_t reported_ = 0;
 
   std::shared_ptr<Store> store_;
   rocksdb::WriteBatch batch_;

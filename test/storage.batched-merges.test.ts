@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
+import { Store } from '../src/storage/index.js';
+
+// WriteBatch.mergeMany and mergeFloat64s record many merges in one native call; they must
+// give exactly what the same merges recorded one by one give, before and after flush and
+// full compaction, with operands coming from several concurrent batches.
+let dir: string;
+let n = 0;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'shardflow-batched-merges-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function openStore(): Promise<Store> {
+  return Store.open({
+    path: path.join(dir, `s${n++}`),
+    columnFamilies: {
+      ranksOne: { mergeOperator: float64Add() },
+      ranksMany: { mergeOperator: float64Add() },
+      countsOne: { mergeOperator: int64Add() },
+      countsMany: { mergeOperator: int64Add() },
+    },
+  });
+}
+
+const keyOf = (i: number) => `https://example.org/page/${i % 97}`;
+
+async function readAll(store: Store, cf: string): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  for await (const [k, v] of store.iterate(cf)) out.set(k.toString('utf8'), v);
+  return out;
+}
+
+async function assertSame(store: Store, one: string, many: string, decode: (b: Buffer) => unknown): Promise<void> {
+  const a = await readAll(store, one);
+  const b = await readAll(store, many);
+  assert.equal(a.size, 97);
+  assert.deepEqual([...b.keys()], [...a.keys()]);
+  for (const [k, v] of a) assert.deepEqual(decode(b.get(k)!), decode(v), k);
+}
+
+describe('batched merges', () => {
+  it('mergeFloat64s equals one-by-one float64 merges before and after flush and compaction', async () => {
+    const store = await openStore();
+    // 8 concurrent writers x 5 batches x 300 [0, delta] operands, keys repeating.
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let b = 0; b < 5; b++) {
+          const keys: string[] = [];
+          const values = new Float64Array(300 * 2);
+          const one = store.batch();
+          for (let i = 0; i < 300; i++) {
+            // Quarters: every partial sum is exact, so any merge order gives the same bits.
+            const delta = ((w * 7 + b * 13 + i) % 17) / 4 - 2;
+            keys.push(keyOf(w * 1000 + b * 300 + i));
+            values[2 * i + 1] = delta;
+            one.merge('ranksOne', keys[i]!, encodeFloat64s(0, delta));
+          }
+          const many = store.batch().mergeFloat64s('ranksMany', keys, values, 2);
+          assert.equal(many.length, 300);
+          // The same operands in one write each, so the two families see the same order.
+          await store.write(one);
+          await store.write(many);
+          if (b === 2 && w === 0) await store.flush();
+        }
+      }),
+    );
+    const decode = (v: Buffer) => decodeFloat64s(v);
+    await assertSame(store, 'ranksOne', 'ranksMany', decode);
+    await store.flush();
+    await assertSame(store, 'ranksOne', 'ranksMany', decode);
+    await store.compactRange('ranksOne');
+    await store.compactRange('ranksMany');
+    await assertSame(store, 'ranksOne', 'ranksMany', decode);
+    // stride 1 adds to the first element only; a longer stride grows the vector.
+    await store.write(store.batch().mergeFloat64s('ranksMany', [keyOf(0)], Float64Array.of(1), 1));
+    await store.write(store.batch().mergeFloat64s('ranksMany', [keyOf(1)], Float64Array.of(0, 0, 4), 3));
+    const [x0] = decodeFloat64s((await store.get('ranksMany', keyOf(0)))!);
+    const [xo] = decodeFloat64s((await store.get('ranksOne', keyOf(0)))!);
+    assert.equal(x0, xo! + 1);
+    assert.equal(decodeFloat64s((await store.get('ranksMany', keyOf(1)))!).length, 3);
+    await store.close();
+  });
+
+  it('mergeMany equals one-by-one merges, with per-key and shared operands', async () => {
+    const store = await openStore();
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, w) => {
+        for (let b = 0; b < 4; b++) {
+          const keys = Array.from({ length: 250 }, (_, i) => keyOf(w * 500 + b * 250 + i));
+          const operands = keys.map((_, i) => encodeInt64(BigInt(((w + b + i) % 11) - 5)));
+          const one = store.batch();
+          keys.forEach((k, i) => one.merge('countsOne', k, operands[i]!).merge('countsOne', Buffer.from(k), encodeInt64(1)));
+          await store.write(one);
+          await store.write(
+            store
+              .batch()
+              .mergeMany('countsMany', keys, operands)
+              .mergeMany('countsMany', keys.map((k) => Buffer.from(k)), encodeInt64(1)),
+          );
+        }
+      }),
+    );
+    const decode = (v: Buffer) => decodeInt64(v);
+    await assertSame(store, 'countsOne', 'countsMany', decode);
+    await store.flush();
+    await store.compactRange('countsOne');
+    await store.compactRange('countsMany');
+    await assertSame(store, 'countsOne', 'countsMany', decode);
+    await store.close();
+  });
+
+  it('rejects bad arguments and records nothing then', async () => {
+    const store = await openStore();
+    const batch = store.batch().merge('countsMany', 'a', encodeInt64(1));
+    assert.throws(() => batch.mergeMany('countsMany', ['a', 'b'], [encodeInt64(1)]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => batch.mergeMany('countsMany', ['a', 7 as unknown as string], encodeInt64(1)), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
+    assert.throws(() => batch.mergeMany('nope', ['a'], encodeInt64(1)), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', ['a', 'b'], new Float64Array(3), 2), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', ['a'], new Float64Array(1), 0), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(
+      () => batch.mergeFloat64s('ranksMany', ['a', 7 as unknown as string], new Float64Array(2), 1),
+      { code: 'SF_ERR_INVALID_ARGUMENT' },
+    );
+    assert.equal(batch.length, 1);
+    await store.write(batch);
+    assert.equal(decodeInt64((await store.get('countsMany', 'a'))!), 1n);
+    assert.equal(await store.get('countsMany', 'b'), undefined);
+    await store.close();
+  });
+});

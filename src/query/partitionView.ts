@@ -8,6 +8,7 @@ import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
 import { ChunkCursor } from '../actors/metrics/chunkCursor.js';
 import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
+import { TopK } from './topK.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -239,44 +240,4 @@ function raw(v: Buffer | undefined): number {
   if (!v) return 0;
   const f = decodeFloat64s(v);
   return (f[0] ?? 0) + (f[1] ?? 0);
-}
-
-/** Keeps the `k` largest items by `compare` (a min-heap of size k). */
-export class TopK<T> {
-  readonly #heap: T[] = [];
-  constructor(readonly k: number, readonly compare: (a: T, b: T) => number) {}
-
-  offer(item: T): void {
-    const h = this.#heap;
-    if (this.k <= 0) return;
-    if (h.length < this.k) {
-      h.push(item);
-      let i = h.length - 1;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (this.compare(h[i]!, h[p]!) >= 0) break;
-        [h[i], h[p]] = [h[p]!, h[i]!];
-        i = p;
-      }
-      return;
-    }
-    if (this.compare(item, h[0]!) <= 0) return;
-    h[0] = item;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && this.compare(h[l]!, h[m]!) < 0) m = l;
-      if (r < h.length && this.compare(h[r]!, h[m]!) < 0) m = r;
-      if (m === i) break;
-      [h[i], h[m]] = [h[m]!, h[i]!];
-      i = m;
-    }
-  }
-
-  /** The kept items, largest first. */
-  sorted(): T[] {
-    return [...this.#heap].sort((a, b) => this.compare(b, a));
-  }
 }

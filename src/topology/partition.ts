@@ -49,7 +49,11 @@ export function partitionActor(env: PartitionEnv, options: PartitionOptions): Be
       await env.store.acquire();
       const supervision = options.childStrategy ?? defaultChildStrategy;
       const mailbox = { capacity: 256 };
-      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision, mailbox: { capacity: 4096 } }) : undefined;
+      // Unbounded: the backlinks actor awaits its pokes, and a bounded mailbox full of pokes
+      // while the policy restarts would block it (and a partition stop behind it). Pokes are
+      // the only unbounded source (fetch results are bounded by the consumer's unacked
+      // limit), and the first one drains `pending`, so the rest are cheap no-ops.
+      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision }) : undefined;
       ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping }), { supervision, mailbox });
       ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
       ctx.spawn('metrics', metricActor(env), { supervision, mailbox });

@@ -148,8 +148,10 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
           robots: new Map(), robotsFetching: new Set(), dropped: new Set(),
           timer: undefined, held: 0, seq: 0, stopped: false,
         };
-        await load(state, ctx.clock.now());
-        await ctx.self.tell({ type: 'poke' });
+        await load(state);
+        // Dispatch what was queued before a restart. Not awaited: with a full mailbox the
+        // tell waits for room, and start() must return for the mailbox to drain.
+        ctx.self.tell({ type: 'poke' }).catch(() => undefined);
         return state;
       } catch (err) {
         await consumer?.close();
@@ -167,7 +169,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         case 'poke':
           break;
         case 'recrawl':
-          await recrawl(state, message.urls, now);
+          await recrawl(state, message.urls);
           break;
         case 'drop-host':
           dropHost(state, message.host);
@@ -202,7 +204,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
   };
 
   /** Rebuilds the in-memory index from `frontier` and the dropped hosts from `meta`. */
-  async function load(state: CrawlPolicyState, now: number): Promise<void> {
+  async function load(state: CrawlPolicyState): Promise<void> {
     for await (const [key] of state.store.iterate(ColumnFamilies.meta, { prefix: DROPPED_HOST_PREFIX, keysOnly: true })) {
       state.dropped.add(key.toString('utf8').slice(DROPPED_HOST_PREFIX.length));
     }
@@ -236,7 +238,6 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       }
     }
     if (requeue.length > 0) await state.store.write(requeue);
-    void now;
   }
 
   function hostState(state: CrawlPolicyState, host: string): HostState {
@@ -302,7 +303,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     }
   }
 
-  async function recrawl(state: CrawlPolicyState, urls: readonly string[], now: number): Promise<void> {
+  async function recrawl(state: CrawlPolicyState, urls: readonly string[]): Promise<void> {
     const keys = [...new Set(urls)];
     if (keys.length === 0) return;
     const [known, ranks] = await Promise.all([state.store.multiGet(ColumnFamilies.frontier, keys), state.store.multiGet(ColumnFamilies.ranks, keys)]);
@@ -319,7 +320,6 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       batch.put(ColumnFamilies.frontier, url, packr.pack({ ...entry, state: 'queued', priority, dueAt: undefined, reason: undefined } satisfies FrontierEntry));
     });
     if (batch.length > 0) await state.store.write(batch);
-    void now;
   }
 
   function dropHost(state: CrawlPolicyState, host: string): void {

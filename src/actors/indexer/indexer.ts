@@ -74,7 +74,11 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
         const fresh = [...new Set(value.results.map((r) => r.url))].filter((u) => !overlay.has(u));
         const records = new Map<string, Buffer | undefined>();
         (await store.multiGet(ColumnFamilies.pages, fresh)).forEach((v, i) => records.set(fresh[i]!, v));
-        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections, records)));
+        // Rank estimates x of the same pages, for the corrections (the graph lock keeps
+        // them unchanged until this batch commits).
+        const ranks = new Map<string, number>();
+        (await store.multiGet(ColumnFamilies.ranks, fresh)).forEach((v, i) => ranks.set(fresh[i]!, v && v.length >= 8 ? v.readDoubleLE(0) : 0));
+        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections, records, ranks)));
         await enqueueContributions(outbox, batch, env.partitioner, 0, corrections);
         const byPartition = new Map<number, LinkOp[]>();
         for (const op of ops) {
@@ -105,6 +109,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     overlay: Map<string, IndexedPage>,
     corrections: Map<string, number>,
     records: ReadonlyMap<string, Buffer | undefined>,
+    ranks: ReadonlyMap<string, number>,
   ): Promise<LinkOp[]> {
     const url = result.url;
     const previous = overlay.get(url) ?? (await readPage(store, url, records));
@@ -164,7 +169,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
       env.adjacency.invalidate(url);
       // Also for a page stored for the first time: in continuous mode it may already have
       // received contributions and pushed them into x as a dangling page.
-      await addCorrections(store, url, before, after, corrections);
+      await addCorrections(store, url, before, after, corrections, ranks.get(url));
     }
 
     const record: PageRecord = {
@@ -199,9 +204,12 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
    * every target q (DESIGN.md): so the graph changes without a global recomputation. Must
    * run under the partition's graph lock, so that no push of p interleaves.
    */
-  async function addCorrections(store: Store, url: string, before: Map<string, StoredLink>, after: Map<string, StoredLink>, out: Map<string, number>): Promise<void> {
-    const ranks = await store.get(ColumnFamilies.ranks, url);
-    const x = ranks ? decodeFloat64s(ranks)[0] ?? 0 : 0;
+  async function addCorrections(store: Store, url: string, before: Map<string, StoredLink>, after: Map<string, StoredLink>, out: Map<string, number>, prefetchedX: number | undefined): Promise<void> {
+    let x = prefetchedX;
+    if (x === undefined) {
+      const ranks = await store.get(ColumnFamilies.ranks, url);
+      x = ranks ? decodeFloat64s(ranks)[0] ?? 0 : 0;
+    }
     if (x === 0) return;
     const total = (m: Map<string, StoredLink>) => { let t = 0; for (const l of m.values()) t += l.weight; return t; };
     const w0 = total(before);

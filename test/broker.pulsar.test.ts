@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PulsarBroker } from '../src/runtime/brokers/pulsar/broker.js';
-import { brokerConformance } from './kit/brokers.js';
+import { brokerConformance, pulsarUnavailable } from './kit/brokers.js';
 
 const run = promisify(execFile);
 const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
@@ -12,15 +12,7 @@ const options = { webUrl, tenant: 'shardflow-test', connectTimeoutMs: 15_000 };
 
 brokerConformance({
   name: 'pulsar',
-  async unavailable() {
-    try {
-      const res = await fetch(`${webUrl}/admin/v2/clusters`, { signal: AbortSignal.timeout(3000) });
-      if (!res.ok) return `admin API answered ${res.status}`;
-      return undefined;
-    } catch (err) {
-      return `${webUrl} not reachable: ${(err as Error).message} (start it with scripts/pulsar/start.sh)`;
-    }
-  },
+  unavailable: () => pulsarUnavailable(webUrl),
   create: () => PulsarBroker.connect(options),
   async restart() {
     await run('bash', [`${scripts}stop.sh`], { timeout: 120_000 });

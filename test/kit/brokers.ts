@@ -36,6 +36,20 @@ export interface BrokerFactory {
   readonly cleanup?: () => Promise<void>;
 }
 
+/**
+ * Why a Pulsar admin API at `webUrl` cannot be used (the `unavailable` check of the Pulsar
+ * suite), or undefined when it answers.
+ */
+export async function pulsarUnavailable(webUrl: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(`${webUrl}/admin/v2/clusters`, { signal: AbortSignal.timeout(3000) });
+    if (!res.ok) return `admin API answered ${res.status}`;
+    return undefined;
+  } catch (err) {
+    return `${webUrl} not reachable: ${(err as Error).message} (start it with scripts/pulsar/start.sh)`;
+  }
+}
+
 /** Payload `"<label>:<i>"`. */
 export function text(label: string, i: number): Uint8Array {
   return new TextEncoder().encode(`${label}:${i}`);

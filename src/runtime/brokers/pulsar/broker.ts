@@ -7,6 +7,7 @@ import { parseFrame, PulsarConsumer } from './consumer.js';
 import { deadLetterTopic, Props, pulsarTopic, topicPath, type PulsarTopicName } from './names.js';
 import { closeSocket, PulsarProducer } from './producer.js';
 import { openSocket } from './socket.js';
+import type WebSocket from 'ws';
 
 /** Options of `PulsarBroker.connect`. Times in ms. */
 export interface PulsarBrokerOptions {
@@ -133,8 +134,9 @@ export class PulsarBroker implements Broker {
    * Reads the subscription's DLQ topic from the start with a WebSocket reader, up to the
    * number of entries the topic retains (admin `internalStats`).
    *
-   * A reader opened right after a dead letter was written sometimes gets nothing (observed
-   * on the 4.0.7 standalone); each attempt waits up to 3 s, three attempts.
+   * Each attempt waits up to 3 s, three attempts. (The "reader sometimes gets nothing" seen
+   * on the 4.0.7 standalone was the early-frame loss that `openSocket` now prevents; the
+   * retries stay as a safety net.)
    * @throws BrokerDisconnectedError when the retained entries cannot be read.
    */
   async deadLetters(topic: Topic, subscription: string): Promise<DeadLetter[]> {
@@ -149,38 +151,41 @@ export class PulsarBroker implements Broker {
 
   /** One reader pass: up to `n` dead letters or what arrived within `waitMs`. */
   async #readDeadLetters(topic: Topic, dlq: PulsarTopicName, n: number, waitMs: number): Promise<DeadLetter[]> {
-    const ws = await openSocket(`${this.#wsUrl}/ws/v2/reader/${topicPath(dlq)}?messageId=earliest&receiverQueueSize=1000`, this.#o.connectTimeoutMs);
     const out: DeadLetter[] = [];
-    try {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs);
-        ws.on('message', (data) => {
-          const f = parseFrame(topic, String(data));
-          if (!f) return;
-          ws.send(JSON.stringify({ messageId: f.message.id }));
-          const p = f.properties;
-          out.push({
-            message: {
-              ...f.message,
-              id: p[Props.origin] ?? f.message.id,
-              producer: producerId(p[Props.producer] ?? 'pulsar'),
-              sequence: sequence(Number(p[Props.sequence] ?? '0')),
-              redeliveryCount: Number(p[Props.redeliveryCount] ?? f.message.redeliveryCount),
-              publishTime: Number(p[Props.publishTime] ?? f.message.publishTime),
-            },
-            reason: p[Props.reason] ?? 'exceeded maxRedeliveries (Pulsar dead-letter policy)',
-          });
-          if (out.length >= n) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        ws.on('close', () => {
-          clearTimeout(timer);
-          resolve();
-        });
+    const early: string[] = [];
+    let ws: WebSocket | undefined;
+    let done: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    // Registered before the socket opens: the reader pushes right after the upgrade (see openSocket).
+    const onMessage = (data: WebSocket.RawData): void => {
+      const f = parseFrame(topic, String(data));
+      if (!f) return;
+      if (ws) ws.send(JSON.stringify({ messageId: f.message.id }));
+      else early.push(f.message.id);
+      const p = f.properties;
+      out.push({
+        message: {
+          ...f.message,
+          id: p[Props.origin] ?? f.message.id,
+          producer: producerId(p[Props.producer] ?? 'pulsar'),
+          sequence: sequence(Number(p[Props.sequence] ?? '0')),
+          redeliveryCount: Number(p[Props.redeliveryCount] ?? f.message.redeliveryCount),
+          publishTime: Number(p[Props.publishTime] ?? f.message.publishTime),
+        },
+        reason: p[Props.reason] ?? 'exceeded maxRedeliveries (Pulsar dead-letter policy)',
       });
+      if (out.length >= n) done();
+    };
+    ws = await openSocket(`${this.#wsUrl}/ws/v2/reader/${topicPath(dlq)}?messageId=earliest&receiverQueueSize=1000`, this.#o.connectTimeoutMs, onMessage);
+    for (const id of early) ws.send(JSON.stringify({ messageId: id }));
+    const timer = setTimeout(done, waitMs);
+    try {
+      if (out.length < n) {
+        ws.on('close', done);
+        await finished;
+      }
     } finally {
+      clearTimeout(timer);
       await closeSocket(ws);
     }
     return out;

@@ -90,7 +90,7 @@ export class PulsarConsumer implements Consumer {
   /** Subscribes. @throws InvalidArgumentError (exclusive taken, type mismatch), BrokerDisconnectedError. */
   static async open(config: PulsarConsumerConfig): Promise<PulsarConsumer> {
     const c = new PulsarConsumer(config);
-    c.#attach(await openSocket(c.#url(), config.connectTimeoutMs));
+    c.#attach(await openSocket(c.#url(), config.connectTimeoutMs, c.#listener));
     return c;
   }
 
@@ -158,6 +158,9 @@ export class PulsarConsumer implements Consumer {
     return this.#closing;
   }
 
+  /** Registered by `openSocket` before the socket opens (see there: early frames). */
+  readonly #listener = (data: WebSocket.RawData): void => this.#onMessage(String(data));
+
   #url(): string {
     const c = this.#c;
     const q = new URLSearchParams({
@@ -177,7 +180,6 @@ export class PulsarConsumer implements Consumer {
   #attach(ws: WebSocket): void {
     this.#ws = ws;
     for (const w of this.#waiters.splice(0)) w.resolve(ws);
-    ws.on('message', (data) => this.#onMessage(String(data)));
     ws.on('error', () => {}); // 'close' follows; reconnecting handles it
     ws.on('close', () => {
       if (this.#ws !== ws) return;
@@ -191,7 +193,7 @@ export class PulsarConsumer implements Consumer {
     let backoff = 100;
     while (!this.#closed) {
       try {
-        const ws = await openSocket(this.#url(), this.#c.connectTimeoutMs);
+        const ws = await openSocket(this.#url(), this.#c.connectTimeoutMs, this.#listener);
         if (this.#closed) {
           ws.terminate();
           return;

@@ -124,8 +124,9 @@ export class PulsarProducer implements Producer {
     if (this.#closed) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
     this.#connecting ??= (async () => {
       const q = new URLSearchParams({ batchingEnabled: 'false', sendTimeoutMillis: String(this.#c.sendTimeoutMs), maxPendingMessages: String(this.#c.maxPending) });
-      const ws = await openSocket(`${this.#c.wsUrl}/ws/v2/producer/${topicPath(this.#c.target)}?${q}`, this.#c.connectTimeoutMs);
-      ws.on('message', (data) => this.#onReceipt(String(data)));
+      const ws = await openSocket(`${this.#c.wsUrl}/ws/v2/producer/${topicPath(this.#c.target)}?${q}`, this.#c.connectTimeoutMs, (data) =>
+        this.#onReceipt(String(data)),
+      );
       ws.on('error', () => {}); // 'close' follows and carries the consequence
       ws.on('close', () => {
         if (this.#ws === ws) this.#ws = undefined;

@@ -6,5 +6,5 @@ export { WriteBatch } from './writeBatch.js';
 export { Snapshot } from './snapshot.js';
 export { SharedResources } from './resources.js';
 export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';
-export type { IterateOptions, Chunk } from './iteration.js';
+export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';

@@ -28,3 +28,16 @@ export interface Chunk {
   keys: Buffer[];
   values: Buffer[];
 }
+
+/**
+ * One `rawChunks()` item: entry i's key is `keys[keyOffsets[i] .. keyOffsets[i + 1])`, its
+ * value `values[valueOffsets[i] .. valueOffsets[i + 1])`; `count` entries. No per-entry
+ * objects: for scans that read most entries in place and keep few.
+ */
+export interface RawChunk {
+  readonly count: number;
+  readonly keys: Buffer;
+  readonly keyOffsets: ArrayLike<number>;
+  readonly values: Buffer;
+  readonly valueOffsets: ArrayLike<number>;
+}

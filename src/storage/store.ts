@@ -3,7 +3,7 @@ import { InvalidArgumentError, StoreClosedError, UnknownMergeOperatorError } fro
 import type { CompactionFilterSpec } from '../operators/compactionFilters.js';
 import type { MergeOperatorSpec } from '../operators/mergeOperators.js';
 import { iterationBounds } from './internal/iterationBounds.js';
-import type { Chunk, IterateOptions } from './iteration.js';
+import type { Chunk, IterateOptions, RawChunk } from './iteration.js';
 import { keyBytes, type Key } from './key.js';
 import { nativeAddon, type NativeColumnFamily, type NativeSnapshot, type NativeStore } from './native.js';
 import type { SharedResources } from './resources.js';
@@ -219,6 +219,40 @@ export class Store {
           }
           yield { keys, values };
         }
+        if (done) return;
+      }
+    } finally {
+      it.close();
+    }
+  }
+
+  /**
+   * Like {@link chunks}, without a Buffer per entry: each item is the native call's key and
+   * value buffers with their offsets ({@link RawChunk}). The buffers are valid until the
+   * next item is requested. Same options as {@link iterate} except `keysOnly`.
+   */
+  async *rawChunks(cf: string, opts: Omit<IterateOptions, 'keysOnly'> = {}): AsyncGenerator<RawChunk> {
+    const i = this.#cf(cf);
+    if (i < 0) await this.#unknownCf(cf);
+    const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
+    const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new InvalidArgumentError('chunkSize must be an integer >= 1');
+    if (!(chunkBytes >= 1)) throw new InvalidArgumentError('chunkBytes must be >= 1');
+    const { lower, upper, empty } = iterationBounds(opts);
+    if (empty) return;
+    const snapshot = snapshotOf(opts);
+    const it = this.#native.iterator(i, {
+      ...(lower ? { lower } : {}),
+      ...(upper ? { upper } : {}),
+      reverse: opts.reverse === true,
+      keysOnly: false,
+      ...(snapshot ? { snapshot } : {}),
+    });
+    try {
+      for (;;) {
+        const [kb, ko, vb, vo, done] = await it.next(chunkSize, chunkBytes);
+        const count = ko.length - 1;
+        if (count > 0 && vb !== undefined && vo !== undefined) yield { count, keys: kb, keyOffsets: ko, values: vb, valueOffsets: vo };
         if (done) return;
       }
     } finally {

@@ -157,10 +157,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const cache = env.adjacency;
     const fill = !cache.complete;
     const snapshot = store.snapshot();
-    const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
-    // The synchronized traversal: while the cache is not filled, walk `outlinks` in step
-    // with `ranks` (same key order) and cache every page's outlinks on the way.
-    const links = fill ? new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 })) : undefined;
     const batch = store.batch();
     const combiner = new Combiner(cache);
     const operand = Buffer.alloc(16); // [r, -r]; the batch copies it
@@ -168,52 +164,75 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     let remaining = 0;
     let sumX = 0;
     let contributions = 0;
-    const targets: string[] = [];
-    const weights: number[] = [];
+    /** Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its targets. */
+    const pushPage = (key: Buffer, x: number, r: number, adj: Adjacency) => {
+      pushed++;
+      sumX += x + r;
+      operand.writeDoubleLE(r, 0);
+      operand.writeDoubleLE(-r, 8);
+      batch.merge(ColumnFamilies.ranks, key, operand);
+      contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
+    };
     try {
-      while (await ranks.ready()) {
-        const key = ranks.key;
-        const value = ranks.value;
-        const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
-        const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
-        ranks.advance();
-        let adj: Adjacency | undefined;
-        if (links) {
-          // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
-          targets.length = 0;
-          weights.length = 0;
-          while (await links.ready()) {
-            const lk = links.key;
-            const cmp = compareSource(lk, key);
-            if (cmp > 0) break;
-            if (cmp === 0) {
-              targets.push(lk.toString('utf8', key.length + 1));
-              weights.push(linkWeight(links.value));
+      if (fill) {
+        // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
+        // and cache every page's outlinks on the way.
+        const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
+        const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
+        const targets: string[] = [];
+        const weights: number[] = [];
+        try {
+          while (await ranks.ready()) {
+            const key = ranks.key;
+            const value = ranks.value;
+            const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
+            const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
+            ranks.advance();
+            // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
+            targets.length = 0;
+            weights.length = 0;
+            while (await links.ready()) {
+              const lk = links.key;
+              const cmp = compareSource(lk, key);
+              if (cmp > 0) break;
+              if (cmp === 0) {
+                targets.push(lk.toString('utf8', key.length + 1));
+                weights.push(linkWeight(links.value));
+              }
+              links.advance();
             }
-            links.advance();
+            const adj = cache.set(key.toString('utf8'), targets, weights);
+            if (Math.abs(r) > threshold) pushPage(key, x, r, adj);
+            else {
+              remaining += Math.abs(r);
+              sumX += x;
+            }
           }
-          adj = cache.set(key.toString('utf8'), targets, weights);
+        } finally {
+          await ranks.close();
+          await links.close();
         }
-        if (!(Math.abs(r) > threshold)) {
-          remaining += Math.abs(r);
-          sumX += x;
-          continue;
+      } else {
+        // Outlinks come from the cache: scan `ranks` in place, without an object per entry.
+        for await (const c of store.rawChunks(ColumnFamilies.ranks, { snapshot, chunkSize: 8192 })) {
+          const { keys, keyOffsets, values, valueOffsets } = c;
+          for (let i = 0; i < c.count; i++) {
+            const vo = valueOffsets[i]!;
+            const vlen = valueOffsets[i + 1]! - vo;
+            const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
+            const r = vlen >= 16 ? values.readDoubleLE(vo + 8) : 0;
+            if (!(Math.abs(r) > threshold)) {
+              remaining += Math.abs(r);
+              sumX += x;
+              continue;
+            }
+            const key = keys.subarray(keyOffsets[i]!, keyOffsets[i + 1]!);
+            const url = key.toString('utf8');
+            pushPage(key, x, r, cache.get(url) ?? (await readAdjacency(store, url, snapshot, cache)));
+          }
         }
-        pushed++;
-        sumX += x + r;
-        operand.writeDoubleLE(r, 0);
-        operand.writeDoubleLE(-r, 8);
-        batch.merge(ColumnFamilies.ranks, key, operand);
-        if (!adj) {
-          const url = key.toString('utf8');
-          adj = cache.get(url) ?? (await readAdjacency(store, url, snapshot, cache));
-        }
-        // A dangling page keeps its mass in x.
-        contributions += combiner.add(adj, damping * r);
       }
     } finally {
-      await ranks.close();
-      await links?.close();
       snapshot.release();
     }
     if (fill) cache.complete = true;

@@ -65,7 +65,10 @@ Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& r
   // Many column families x many stores share one write-buffer manager: keep single
   // memtables small so that an idle family does not pin a large arena.
   o.write_buffer_size = std::clamp<uint64_t>(res.budget() / 16, 1ull << 20, 32ull << 20);
-  o.arena_block_size = std::min<size_t>(o.write_buffer_size / 8, 64u << 10);
+  // Arena blocks are what a touched memtable costs at least: with 64 stores x 12 families,
+  // 64 KiB blocks were 48 MiB of nearly empty memtables, enough to keep the write-buffer
+  // manager flushing tiny memtables with small budgets.
+  o.arena_block_size = std::min<size_t>(o.write_buffer_size / 8, 16u << 10);
   // One memtable being written, one being flushed; a third stops this store's writers
   // until its own flush ends (bounds memory per family; never waits on other stores).
   o.max_write_buffer_number = 2;
@@ -329,43 +332,30 @@ rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size())
 // Write admission under a shared budget. RocksDB's write-buffer manager flushes early but
 // does not slow writers (its stall mode deadlocks with many stores, see resources.cc), so
 // with many stores writing faster than the flush threads, immutable memtables piled up
-// to 2-6x the budget in bench/storage.ts. Two thresholds on the shared memtable usage:
-// - over half the budget, a writer asks RocksDB to flush its own store's large active
-//   memtables (wait = false: the flush threads do it) and proceeds; a family that still
-//   has a memtable being flushed is left alone, so this never creates a write stop;
-// - over 5/8 of the budget (flushes lag behind writers), the writer flushes its own store
-//   and waits for it, throttling it to flush speed; a store holding almost nothing waits
-//   briefly for others' flushes instead, bounded so that it never blocks for long.
-// The first step alone used to be a flush-and-wait, which held libuv pool threads in
-// flushes with many small partitions (64 partitions on 256 MiB: epa ranked in 40 s).
-// Runs on the pool thread of the write.
+// to 2-6x the budget in bench/storage.ts. Here a writer that finds memtables over half
+// the budget first flushes its own store and waits for it (throttling it to flush speed
+// and freeing memory); a store holding almost nothing waits briefly for others' flushes
+// instead, bounded so that it never blocks for long. Runs on the pool thread of the write.
 void Store::AdmitWrite() noexcept {
-  const uint64_t budget = resources_->budget();
-  const uint64_t soft = budget / 2;
-  const uint64_t hard = budget / 8 * 5;
-  uint64_t usage = resources_->MemtableUsage();
-  if (usage <= soft) return;
-  const bool over_hard = usage > hard;
+  const uint64_t limit = resources_->budget() / 2;
+  if (resources_->MemtableUsage() <= limit) return;
   uint64_t mine = 0;
   db_->GetAggregatedIntProperty("rocksdb.cur-size-active-mem-table", &mine);
   if (mine >= (256u << 10)) {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
     std::vector<rocksdb::ColumnFamilyHandle*> busy;
     for (rocksdb::ColumnFamilyHandle* h : handles_) {
-      uint64_t size = 0, immutable = 0;
-      if (!db_->GetIntProperty(h, "rocksdb.cur-size-active-mem-table", &size) || size < (64u << 10)) continue;
-      if (!over_hard && db_->GetIntProperty(h, "rocksdb.num-immutable-mem-table", &immutable) && immutable > 0) continue;
-      busy.push_back(h);
+      uint64_t size = 0;
+      if (db_->GetIntProperty(h, "rocksdb.cur-size-active-mem-table", &size) && size >= (64u << 10)) busy.push_back(h);
     }
     if (!busy.empty()) {
-      rocksdb::FlushOptions fo;
-      fo.wait = over_hard;
-      fo.allow_write_stall = true;
       db_->Flush(fo, busy);  // a failure here surfaces on the write itself
-      if (over_hard) return;
+      return;
     }
   }
-  if (!over_hard) return;
-  for (int i = 0; i < 50 && resources_->MemtableUsage() > hard; ++i) {
+  for (int i = 0; i < 50 && resources_->MemtableUsage() > limit; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }

@@ -182,9 +182,23 @@ async function singleStore(
     // `--rounds` times, and each reports its median rate, so both sides of a ratio saw
     // the same conditions.
     const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+    // Also the process CPU time (all threads: JS, libuv pool, RocksDB's flushes and
+    // compactions) per update, median over the rounds: unlike rates, it hardly moves when
+    // other processes load the machine.
+    const updatesPerRun = Math.max(1, Math.floor(o.ops / writers / batchSize)) * writers * batchSize;
+    const cpuNanosPerUpdate: Record<string, number> = {};
     const inTurns = async (ways: Record<string, () => Promise<number>>): Promise<Record<string, number>> => {
       const rates: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
-      for (let r = 0; r < o.rounds; r++) for (const [name, way] of Object.entries(ways)) rates[name]!.push(await way());
+      const cpus: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
+      for (let r = 0; r < o.rounds; r++) {
+        for (const [name, way] of Object.entries(ways)) {
+          const cpu0 = process.cpuUsage();
+          rates[name]!.push(await way());
+          const cpu = process.cpuUsage(cpu0);
+          cpus[name]!.push(((cpu.user + cpu.system) * 1000) / updatesPerRun);
+        }
+      }
+      for (const [k, v] of Object.entries(cpus)) cpuNanosPerUpdate[k] = Math.round(median(v));
       return Object.fromEntries(Object.entries(rates).map(([k, v]) => [k, median(v)]));
     };
     const checked = new Map([key(0), key(counters - 1)].map((k) => [k, 0n]));
@@ -274,6 +288,10 @@ async function singleStore(
       batchedMergeMany: { opsPerSec: batchedMergeMany },
       batchedRmw: { updatesPerSec: batchedRmw },
       mergeOverRmw: Number((batchedMergeMany / batchedRmw).toFixed(2)),
+      /** Process CPU ns per update of each batched way (median of the rounds), and RMW / mergeMany. */
+      cpuNanosPerUpdate,
+      cpuRmwOverMerge: Number((cpuNanosPerUpdate.batchedRmw! / cpuNanosPerUpdate.batchedMergeMany!).toFixed(2)),
+      cpuFloat64RmwOverMergeFloat64s: Number((cpuNanosPerUpdate.float64Rmw! / cpuNanosPerUpdate.float64MergeFloat64s!).toFixed(2)),
       batchedMergeOverRmw: Number((batchedMerges / batchedRmw).toFixed(2)),
       float64: {
         mergePerKey: { opsPerSec: float64MergePerKey },

@@ -106,8 +106,11 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     return a.reduce((t, x) => t + x.mass, 0);
   };
   let quietRounds = 0;
+  let lastPushed = 1;
   for (; quietRounds < maxRounds; round++) {
-    const threshold = Number.isFinite(residual) ? Math.max(floor, (factor * residual) / n) : floor;
+    // After a round that pushed nothing, the residual sits in many small pieces (often on
+    // link targets that are not pages, so not counted in N): drop to the floor.
+    const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
     const corrected = await correctionMass();
     const reports = (await Promise.all(
       metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
@@ -141,6 +144,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
         }
       }),
     );
+    lastPushed = pushed;
     pushes += pushed;
     messages += sent;
     contributions += contrib;

@@ -189,40 +189,16 @@ export class Store {
    * chunk buffer each (no per-entry copies). Same options as {@link iterate}.
    */
   async *chunks(cf: string, opts: IterateOptions = {}): AsyncGenerator<Chunk> {
-    const i = this.#cf(cf);
-    if (i < 0) await this.#unknownCf(cf);
-    const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
-    const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new InvalidArgumentError('chunkSize must be an integer >= 1');
-    if (!(chunkBytes >= 1)) throw new InvalidArgumentError('chunkBytes must be >= 1');
-    const { lower, upper, empty } = iterationBounds(opts);
-    if (empty) return;
-    const snapshot = snapshotOf(opts);
-    const it = this.#native.iterator(i, {
-      ...(lower ? { lower } : {}),
-      ...(upper ? { upper } : {}),
-      reverse: opts.reverse === true,
-      keysOnly: opts.keysOnly === true,
-      ...(snapshot ? { snapshot } : {}),
-    });
-    try {
-      for (;;) {
-        const [kb, ko, vb, vo, done] = await it.next(chunkSize, chunkBytes);
-        const n = ko.length - 1;
-        if (n > 0) {
-          const keys = new Array<Buffer>(n);
-          for (let k = 0; k < n; k++) keys[k] = kb.subarray(ko[k]!, ko[k + 1]!);
-          let values: Buffer[] = [];
-          if (vb !== undefined && vo !== undefined) {
-            values = new Array<Buffer>(n);
-            for (let k = 0; k < n; k++) values[k] = vb.subarray(vo[k]!, vo[k + 1]!);
-          }
-          yield { keys, values };
-        }
-        if (done) return;
+    for await (const [kb, ko, vb, vo] of this.#nativeChunks(cf, opts, opts.keysOnly === true)) {
+      const n = ko.length - 1;
+      const keys = new Array<Buffer>(n);
+      for (let k = 0; k < n; k++) keys[k] = kb.subarray(ko[k]!, ko[k + 1]!);
+      let values: Buffer[] = [];
+      if (vb !== undefined && vo !== undefined) {
+        values = new Array<Buffer>(n);
+        for (let k = 0; k < n; k++) values[k] = vb.subarray(vo[k]!, vo[k + 1]!);
       }
-    } finally {
-      it.close();
+      yield { keys, values };
     }
   }
 
@@ -232,6 +208,13 @@ export class Store {
    * next item is requested. Same options as {@link iterate} except `keysOnly`.
    */
   async *rawChunks(cf: string, opts: Omit<IterateOptions, 'keysOnly'> = {}): AsyncGenerator<RawChunk> {
+    for await (const [kb, ko, vb, vo] of this.#nativeChunks(cf, opts, false)) {
+      if (vb !== undefined && vo !== undefined) yield { count: ko.length - 1, keys: kb, keyOffsets: ko, values: vb, valueOffsets: vo };
+    }
+  }
+
+  /** The native iterator's non-empty chunks: key buffer and offsets, value buffer and offsets. */
+  async *#nativeChunks(cf: string, opts: IterateOptions, keysOnly: boolean) {
     const i = this.#cf(cf);
     if (i < 0) await this.#unknownCf(cf);
     const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
@@ -245,14 +228,13 @@ export class Store {
       ...(lower ? { lower } : {}),
       ...(upper ? { upper } : {}),
       reverse: opts.reverse === true,
-      keysOnly: false,
+      keysOnly,
       ...(snapshot ? { snapshot } : {}),
     });
     try {
       for (;;) {
         const [kb, ko, vb, vo, done] = await it.next(chunkSize, chunkBytes);
-        const count = ko.length - 1;
-        if (count > 0 && vb !== undefined && vo !== undefined) yield { count, keys: kb, keyOffsets: ko, values: vb, valueOffsets: vo };
+        if (ko.length > 1) yield [kb, ko, vb, vo] as const;
         if (done) return;
       }
     } finally {

@@ -110,14 +110,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           if (message.consumer !== state.consumer) return undefined;
           const applied: Array<[number, number]> = [];
           await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
+            // One native call for the message's merges: [0, delta] into each page's [x, r].
             let mass = 0;
-            const operand = Buffer.alloc(16); // [0, delta]; the batch copies it
+            const operands = new Float64Array(value.keys.length * 2);
             for (let i = 0; i < value.keys.length; i++) {
               const delta = value.deltas[i]!;
-              operand.writeDoubleLE(delta, 8);
-              batch.merge(ColumnFamilies.ranks, value.keys[i]!, operand);
+              operands[2 * i + 1] = delta;
               mass += Math.abs(delta);
             }
+            batch.mergeFloat64s(ColumnFamilies.ranks, value.keys, operands, 2);
             batch.merge(ColumnFamilies.rounds, roundKey(value.round), encodeFloat64s(1, mass));
             applied.push([value.round, mass]);
           });
@@ -159,7 +160,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    const operand = Buffer.alloc(16); // [r, -r]; the batch copies it
+    // Push merges [r, -r], added to the batch in one native call at the end.
+    const pushedKeys: Buffer[] = [];
+    const pushedOperands: number[] = [];
     let pushed = 0;
     let remaining = 0;
     let sumX = 0;
@@ -168,9 +171,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const pushPage = (key: Buffer, x: number, r: number, adj: Adjacency) => {
       pushed++;
       sumX += x + r;
-      operand.writeDoubleLE(r, 0);
-      operand.writeDoubleLE(-r, 8);
-      batch.merge(ColumnFamilies.ranks, key, operand);
+      pushedKeys.push(Buffer.from(key)); // a copy: a raw chunk's buffer is only valid until the next chunk
+      pushedOperands.push(r, -r);
       contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
     };
     try {
@@ -235,6 +237,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     } finally {
       snapshot.release();
     }
+    if (pushedKeys.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, pushedKeys, Float64Array.from(pushedOperands), 2);
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);

@@ -7,6 +7,7 @@ import { readGraph, readScores } from '../replay/graphFile.js';
 import { crawlGraph } from '../jobs/crawlGraph.js';
 import { l1Distance } from '../jobs/rankGraph.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import { hostOf } from '../runtime/partitioner.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
@@ -77,6 +78,12 @@ export function demoCommand(setExit: (code: number) => void): Command {
         for (const { url, reason } of result.rejectedSeeds) console.log(`refused seed ${url}: ${reason}`);
         console.log('\nper partition (pages / outlinks / backlinks):');
         console.log(result.counts.map((c, p) => `  p${p}: ${c.pages} / ${c.outlinks} / ${c.backlinks}`).join('\n'));
+        const hosts = new Set(graph.pages.map((u) => { try { return hostOf(u); } catch { return ''; } })).size;
+        const used = result.counts.filter((c) => c.pages > 0).length;
+        if (used < opts.partitions) {
+          console.log(`  (${used} of ${opts.partitions} partitions hold pages: all pages of a host live on one partition, and this graph has ${hosts} hosts;`);
+          console.log(`   a graph with many hosts spreads evenly, e.g. --pages test/data/polblogs/pages.txt --links test/data/polblogs/links.tsv)`);
+        }
         console.log('\ntop 10 pages by score:');
         for (const [url, score] of result.scores.slice(0, 10)) console.log(`  ${score.toFixed(6)}  ${url}`);
         const reference = opts.reference ?? join(dirname(opts.pages), 'pagerank.tsv');

@@ -15,7 +15,8 @@ export interface ReplayOverride {
  * Virtual hosts: the page is found from the request's Host header and path, so one
  * listening port serves every host of the graph through the crawler's host-to-address map.
  *
- * Page URLs are matched after WHATWG `URL` normalisation (the form a crawler requests);
+ * Page URLs are matched after WHATWG `URL` normalisation without the fragment (the form a
+ * crawler requests);
  * unknown URLs answer 404. `overrides` answer chosen URLs with any status and body (tests
  * use it for 404, 500, malformed and oversized pages).
  */
@@ -30,7 +31,9 @@ export class ReplayServer {
     for (const url of graph.pages) {
       let key = url;
       try {
-        key = new URL(url).href;
+        const u = new URL(url);
+        u.hash = ''; // a client never sends the fragment: `...?a=1&#38;b=2` is requested as `...?a=1&`
+        key = u.href;
       } catch {
         // not a URL a crawler can request: never served
       }

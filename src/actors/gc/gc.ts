@@ -1,17 +1,17 @@
 import { Packr } from 'msgpackr';
 import type { ActorContext, ActorRef, Behavior } from '../../runtime/actor/index.js';
 import type { Cancel } from '../../runtime/clock.js';
-import { partitionId, producerId } from '../../runtime/ids.js';
+import { producerId } from '../../runtime/ids.js';
 import { hostOf } from '../../runtime/partitioner.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
 import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import { InvalidArgumentError } from '../../errors.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
-import { linkOpCodec, type LinkOp } from '../messages.js';
+import type { LinkOp } from '../messages.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { DROPPED_HOST_PREFIX } from '../crawlPolicy/crawlPolicy.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
+import { enqueueLinkOps } from '../partition/linkOps.js';
 import { Outbox } from '../partition/outbox.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, Counters, linkPrefix, splitLinkKey, type GcRecord, type PageRecord } from '../partition/schema.js';
@@ -83,7 +83,6 @@ interface GcState {
 
 const packr = new Packr({ useRecords: false });
 const PAGES_PER_BATCH = 256;
-const LINK_OPS_PER_MESSAGE = 512;
 const DAY = 24 * 3600 * 1000;
 const DROPPING_PREFIX = 'dropping-host\u0000';
 
@@ -225,7 +224,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
           removed++;
           linkRemovals += n;
         }
-        await enqueueLinkOps(state.outbox, batch, ops);
+        await enqueueLinkOps(state.outbox, batch, env.partitioner, ops);
         await enqueueContributions(state.outbox, batch, env.partitioner, 0, corrections);
         if (batch.length > 0) await store.write(batch);
         await state.outbox.publish();
@@ -263,21 +262,6 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
       if (x !== 0 && total > 0) corrections.set(target, (corrections.get(target) ?? 0) - (d * x * weights[i]!) / total);
     });
     return targets.length;
-  }
-
-  async function enqueueLinkOps(outbox: Outbox, batch: WriteBatch, ops: readonly LinkOp[]): Promise<void> {
-    const byPartition = new Map<number, LinkOp[]>();
-    for (const op of ops) {
-      const q = env.partitioner.forUrl(op.target);
-      let list = byPartition.get(q);
-      if (!list) byPartition.set(q, (list = []));
-      list.push(op);
-    }
-    for (const [q, list] of byPartition) {
-      for (let i = 0; i < list.length; i += LINK_OPS_PER_MESSAGE) {
-        await outbox.enqueue(batch, topic(Namespaces.links, partitionId(q)), linkOpCodec.encode({ type: 'links', ops: list.slice(i, i + LINK_OPS_PER_MESSAGE) }));
-      }
-    }
   }
 
   async function dropHost(state: GcState, rawHost: string, now: number): Promise<DropHostReport> {
@@ -332,7 +316,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
           for (const t of [...corrections.keys()]) if (inHost(t)) corrections.delete(t);
           if (live > 0) batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-live));
           if (links > 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(-links));
-          await enqueueLinkOps(state.outbox, batch, ops);
+          await enqueueLinkOps(state.outbox, batch, env.partitioner, ops);
           await enqueueContributions(state.outbox, batch, env.partitioner, 0, corrections);
           await store.write(batch);
           await state.outbox.publish();

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
-import { partitionId } from '../../runtime/ids.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
+import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
-import { fetchCodec, linkOpCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
+import { fetchCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
 import { extractLinks } from '../crawler/extractLinks.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
@@ -16,6 +15,7 @@ import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
 import { encodeLinkValue, linkFeatures, linkWeight } from './linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
+import { enqueueLinkOps } from '../partition/linkOps.js';
 
 /** Options of the indexer beyond its partition. */
 export interface IndexerOptions {
@@ -35,7 +35,6 @@ export interface IndexerOptions {
 type IndexerState = SubscribedState & { readonly outbox: Outbox };
 
 const packr = new Packr({ useRecords: false });
-const LINK_OPS_PER_MESSAGE = 512;
 
 /**
  * The indexer of one partition: consumes `fetches/<p>`, stores each page record and its
@@ -80,18 +79,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
         (await store.multiGet(ColumnFamilies.ranks, fresh)).forEach((v, i) => ranks.set(fresh[i]!, v && v.length >= 8 ? v.readDoubleLE(0) : 0));
         for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections, records, ranks)));
         await enqueueContributions(outbox, batch, env.partitioner, 0, corrections);
-        const byPartition = new Map<number, LinkOp[]>();
-        for (const op of ops) {
-          const q = env.partitioner.forUrl(op.target);
-          let list = byPartition.get(q);
-          if (!list) byPartition.set(q, (list = []));
-          list.push(op);
-        }
-        for (const [q, list] of byPartition) {
-          for (let i = 0; i < list.length; i += LINK_OPS_PER_MESSAGE) {
-            await outbox.enqueue(batch, topic(Namespaces.links, partitionId(q)), linkOpCodec.encode({ type: 'links', ops: list.slice(i, i + LINK_OPS_PER_MESSAGE) }));
-          }
-        }
+        await enqueueLinkOps(outbox, batch, env.partitioner, ops);
       }));
     },
     stop: (state) => closeSubscribed(env, state),

@@ -47,6 +47,13 @@ export interface StoreStats {
   /** Merges RocksDB saw fail (shardflow operators never fail; stays 0). */
   mergeFailures: number;
   keysWritten: number;
+  /**
+   * Write calls that reached RocksDB (each batch, group of single writes or lone write is
+   * one), as RocksDB counts them: done by the calling thread, or by another thread's write
+   * group. Their sum against `keysWritten` shows how much writes were grouped.
+   */
+  writesDoneBySelf: number;
+  writesDoneByOther: number;
   keysRead: number;
   bytesWritten: number;
   walSyncs: number;

@@ -3,6 +3,7 @@ import { InvalidArgumentError, StoreClosedError, UnknownMergeOperatorError } fro
 import type { CompactionFilterSpec } from '../operators/compactionFilters.js';
 import type { MergeOperatorSpec } from '../operators/mergeOperators.js';
 import { iterationBounds } from './internal/iterationBounds.js';
+import { WriteGroup } from './internal/writeGroup.js';
 import type { Chunk, IterateOptions, RawChunk } from './iteration.js';
 import { keyBytes, type Key } from './key.js';
 import { nativeAddon, type NativeColumnFamily, type NativeSnapshot, type NativeStore } from './native.js';
@@ -69,11 +70,16 @@ export class Store {
   readonly #cfIndex: Map<string, number>;
   readonly path: string;
   #closed = false;
+  readonly #group: WriteGroup;
 
   private constructor(native: NativeStore, path: string, names: string[]) {
     this.#native = native;
     this.path = path;
     this.#cfIndex = new Map(names.map((n, i) => [n, i]));
+    this.#group = new WriteGroup(
+      () => new (nativeAddon().WriteBatch)(native),
+      (batch, sync) => native.write(batch, sync),
+    );
   }
 
   /**
@@ -138,23 +144,39 @@ export class Store {
     return out;
   }
 
+  /**
+   * Single writes (`put`, `merge`, `delete`) are group-committed: those issued while an
+   * earlier one is on the libuv pool go down together in one write batch when it ends
+   * (src/storage/internal/writeGroup.ts). Each resolves once applied; order is kept.
+   * @throws InvalidArgumentError (as a rejection) for an undeclared family or a value that
+   *   is not a Uint8Array; StoreClosedError after close().
+   */
   put(cf: string, key: Key, value: Uint8Array, opts?: WriteOptions): Promise<void> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
-    return this.#native.put(i, key, value, opts?.sync === true);
+    if (this.#closed) return Promise.reject(new StoreClosedError());
+    if (!(value instanceof Uint8Array)) return Promise.reject(new InvalidArgumentError('values must be Uint8Arrays'));
+    const sync = opts?.sync === true;
+    return this.#group.submit(() => this.#native.put(i, key, value, sync), (b) => b.put(i, key, value), sync);
   }
 
-  /** Folds `operand` into the value with the column family's merge operator (no read). */
+  /** Folds `operand` into the value with the column family's merge operator (no read); group-committed like {@link put}. */
   merge(cf: string, key: Key, operand: Uint8Array, opts?: WriteOptions): Promise<void> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
-    return this.#native.merge(i, key, operand, opts?.sync === true);
+    if (this.#closed) return Promise.reject(new StoreClosedError());
+    if (!(operand instanceof Uint8Array)) return Promise.reject(new InvalidArgumentError('operands must be Uint8Arrays'));
+    const sync = opts?.sync === true;
+    return this.#group.submit(() => this.#native.merge(i, key, operand, sync), (b) => b.merge(i, key, operand), sync);
   }
 
+  /** Group-committed like {@link put}. */
   delete(cf: string, key: Key, opts?: WriteOptions): Promise<void> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
-    return this.#native.delete(i, key, opts?.sync === true);
+    if (this.#closed) return Promise.reject(new StoreClosedError());
+    const sync = opts?.sync === true;
+    return this.#group.submit(() => this.#native.delete(i, key, sync), (b) => b.delete(i, key), sync);
   }
 
   /** An empty batch for this store. @throws StoreClosedError */
@@ -290,11 +312,13 @@ export class Store {
   }
 
   /**
-   * Stops new work (it rejects with StoreClosedError), waits for in-flight work, closes
+   * Stops new work (it rejects with StoreClosedError), waits for in-flight work (writes
+   * waiting for their group included), closes
    * iterators and snapshots, then the database. Safe to call twice (same promise result).
    */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.#closed = true;
+    await this.#group.drained();
     return this.#native.close();
   }
 

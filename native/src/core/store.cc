@@ -471,6 +471,8 @@ StoreStats Store::Stats() noexcept {
       {rocksdb::COMPACTION_KEY_DROP_USER, "compactionFilterDrops"},
       {rocksdb::NUMBER_MERGE_FAILURES, "mergeFailures"},
       {rocksdb::NUMBER_KEYS_WRITTEN, "keysWritten"},
+      {rocksdb::WRITE_DONE_BY_SELF, "writesDoneBySelf"},
+      {rocksdb::WRITE_DONE_BY_OTHER, "writesDoneByOther"},
       {rocksdb::NUMBER_KEYS_READ, "keysRead"},
       {rocksdb::BYTES_WRITTEN, "bytesWritten"},
       {rocksdb::WAL_FILE_SYNCED, "walSyncs"},

@@ -10,13 +10,18 @@ import { SharedResources, Store } from '../src/storage/index.js';
  *
  * One store (temp dir, 16-byte keys, 100-byte values, `--concurrency` operations in flight):
  * - puts, gets (random keys), multiGet (batches of `--multiget` keys): ops/s, p50/p99 µs
- * - counters, the same int64 counter updates over the same keys three ways, each side by
- *   side with JS read-modify-write (RMW) done with the same binding:
- *   - `merges` vs `rmw`: one native call per update (`store.merge` vs `store.get` + decode
- *     + add + `store.put`), `--concurrency` in flight, each RMW worker owning its keys so
+ * - counters, the same int64 counter updates over the same `--counters` keys (default
+ *   400000, each present and flushed to SST files first, so that reads are not all
+ *   memtable hits) three ways, each side by side with JS read-modify-write (RMW) done
+ *   with the same binding:
+ *   - `merges` vs `rmw`: one call per update (`store.merge` vs `store.get` + decode
+ *     + add + `store.put`; single writes are group-committed, src/storage/internal/writeGroup.ts), `--concurrency` in flight, each RMW worker owning its keys so
  *     no update is lost; `unbatchedMergeOverRmw` = merges/s / rmw/s;
  *   - batched, as the main job writes (`--batch` updates per write, `--writers` writers in
- *     flight, each owning its keys): `batchedMerges` (one `batch.merge` per update),
+ *     flight, each owning its keys; default 1, as a partition's metric actor is the one
+ *     writer of its contributions; with more writers than cores, RMW's reads run on cores
+ *     the merge path leaves idle, and the ratio measures idle cores, not cost: on 2 cores
+ *     with 4 writers it fell to 1.5-1.7 while CPU per update stayed 2.45x): `batchedMerges` (one `batch.merge` per update),
  *     `batchedMergeMany` (one `batch.mergeMany` per write) vs `batchedRmw` (one `multiGet`
  *     of the batch's keys, decode + add in JS, one `batch.put` per key, one write);
  *     `mergeOverRmw` = batchedMergeMany / batchedRmw, the like-for-like ratio (both sides
@@ -34,7 +39,7 @@ import { SharedResources, Store } from '../src/storage/index.js';
  * it (Resources::kStoreFixedBytes + kColumnFamilyFixedBytes per family) and the shared usage.
  *
  * Args: `--ops N` (default 100000), `--concurrency C` (64), `--batch B` (1000), `--multiget M` (100),
- * `--writers W` (4), `--rounds R` (3: batched ways run in turns R times, medians reported).
+ * `--writers W` (1), `--rounds R` (3: batched ways run in turns R times, medians reported).
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const arg = (name: string, fallback: number): number => {
@@ -47,18 +52,19 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const concurrency = arg('--concurrency', 64);
   const batchSize = arg('--batch', 1000);
   const multiGetSize = arg('--multiget', 100);
-  const writers = arg('--writers', 4);
+  const writers = arg('--writers', 1);
   const rounds = arg('--rounds', 3);
   const stores = arg('--stores', 64);
   const budgetMb = arg('--budget-mb', 256);
   const perStoreMb = arg('--per-store-mb', 4);
+  const counters = arg('--counters', 400_000);
 
   const dir = await mkdtemp(path.join(tmpdir(), 'shardflow-bench-storage-'));
   try {
-    const single = await singleStore(dir, { ops, concurrency, batchSize, multiGetSize, writers, rounds });
+    const single = await singleStore(dir, { ops, concurrency, batchSize, multiGetSize, writers, rounds, counters });
     const many = await manyStores(dir, { stores, budgetMb, perStoreMb });
     return {
-      params: { ops, concurrency, batchSize, multiGetSize, writers, rounds, valueBytes: VALUE_BYTES, stores, budgetMb, perStoreMb },
+      params: { ops, concurrency, batchSize, multiGetSize, writers, rounds, counters, valueBytes: VALUE_BYTES, stores, budgetMb, perStoreMb },
       ...single,
       manyStores: many,
     };
@@ -111,7 +117,7 @@ async function measure(total: number, concurrency: number, op: (i: number) => Pr
 
 async function singleStore(
   dir: string,
-  o: { ops: number; concurrency: number; batchSize: number; multiGetSize: number; writers: number; rounds: number },
+  o: { ops: number; concurrency: number; batchSize: number; multiGetSize: number; writers: number; rounds: number; counters: number },
 ): Promise<Record<string, unknown>> {
   const store = await Store.open({
     path: path.join(dir, 'single'),
@@ -134,10 +140,21 @@ async function singleStore(
       store.multiGet('data', Array.from({ length: o.multiGetSize }, () => key(Math.floor(r() * o.ops)))),
     );
 
-    // Counter updates over the same key space both ways.
-    // A multiple of the concurrency, so that each read-modify-write worker owns its keys.
-    const counters = Math.max(1, Math.floor(o.ops / 10 / o.concurrency)) * o.concurrency;
+    // Counter updates over the same key space both ways: `--counters` keys, a multiple of
+    // the concurrency so that each read-modify-write worker owns its keys. Every key
+    // exists before the runs and the store is flushed: like a partition's counters, most
+    // live in SST files (the key space is several memtables), not in the memtable where
+    // a read is cheapest.
+    const counters = Math.max(1, Math.floor(o.counters / o.concurrency)) * o.concurrency;
     const one = encodeInt64(1);
+    const zeros = encodeFloat64s(0, 0);
+    for (let base = 0; base < counters; base += 1000) {
+      const keys = Array.from({ length: Math.min(1000, counters - base) }, (_, i) => key(base + i));
+      const batch = store.batch().mergeMany('counts', keys, one).mergeMany('fcounts', keys, zeros);
+      for (const k of keys) batch.put('rmw', k, one).put('frmw', k, zeros);
+      await store.write(batch);
+    }
+    await store.flush();
     const merges = await measure(o.ops, o.concurrency, (i) => store.merge('counts', key(i % counters), one));
     // JS read-modify-write: worker w owns keys congruent to w, so updates never race.
     const rmwStarted = process.hrtime.bigint();
@@ -160,20 +177,26 @@ async function singleStore(
     }
 
     // Batched, as the main job writes: `writers` writers, writer w owns the keys congruent
-    // to w mod writers (so RMW never races), `batchSize` distinct keys per write.
+    // to w mod writers (so RMW never races), `batchSize` distinct keys per write, drawn at
+    // random from the writer's keys and sorted (the main job writes its contributions to
+    // random pages, in key order). Every way writes the same planned batches.
     const writers = Math.min(o.writers, counters);
     const perWriterKeys = Math.floor(counters / writers);
     const batchSize = Math.min(o.batchSize, perWriterKeys);
+    const perWriter = Math.max(1, Math.floor(o.ops / writers / batchSize));
+    const pick = rng(7);
+    const plan = Array.from({ length: writers }, (_, w) =>
+      Array.from({ length: perWriter }, () => {
+        const chosen = new Set<number>();
+        while (chosen.size < batchSize) chosen.add(Math.floor(pick() * perWriterKeys) * writers + w);
+        return [...chosen].sort((x, y) => x - y).map(key);
+      }),
+    );
     const batched = async (op: (keys: string[], w: number, b: number) => Promise<void>): Promise<number> => {
-      const perWriter = Math.max(1, Math.floor(o.ops / writers / batchSize));
       const started = process.hrtime.bigint();
       await Promise.all(
         Array.from({ length: writers }, async (_, w) => {
-          for (let b = 0; b < perWriter; b++) {
-            const keys = new Array<string>(batchSize);
-            for (let i = 0; i < batchSize; i++) keys[i] = key((((b * batchSize + i) % perWriterKeys) * writers + w) % counters);
-            await op(keys, w, b);
-          }
+          for (let b = 0; b < perWriter; b++) await op(plan[w]![b]!, w, b);
         }),
       );
       return Math.round((perWriter * writers * batchSize) / (Number(process.hrtime.bigint() - started) / 1e9));
@@ -333,8 +356,11 @@ async function manyStores(
     const value = Buffer.alloc(1000, 3);
     const rank = encodeFloat64s(0, 0.15);
     const perStore = Math.floor((o.perStoreMb * 2 ** 20) / value.length);
-    const chunk = 500;
-    // Write in rounds across all stores, so every memtable fills at once (worst case).
+    // Write in rounds across all stores, so every memtable fills at once (worst case);
+    // 128 entries (128 KiB) a write, as a partition's actors write: what the batches in
+    // flight hold (64 x 128 KiB, plus their native copies) is the application's memory,
+    // not RocksDB's, yet counts in the RSS measured here.
+    const chunk = 128;
     for (let base = 0; base < perStore; base += chunk) {
       await Promise.all(
         opened.map((store) => {

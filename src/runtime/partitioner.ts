@@ -28,8 +28,23 @@ const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 const encoder = new TextEncoder();
 
-/** 32-bit FNV-1a of the UTF-8 bytes of `text`, as an unsigned integer. */
+/**
+ * 32-bit FNV-1a of the UTF-8 bytes of `text`, as an unsigned integer. ASCII text (every
+ * host name in IDNA form) is hashed from its char codes, which are its UTF-8 bytes, without
+ * encoding it first; other text is encoded.
+ */
 export function fnv1a32(text: string): number {
+  let hash = FNV_OFFSET;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return fnv1a32Utf8(text);
+    hash ^= c;
+    hash = Math.imul(hash, FNV_PRIME) >>> 0;
+  }
+  return hash >>> 0;
+}
+
+function fnv1a32Utf8(text: string): number {
   const bytes = encoder.encode(text);
   let hash = FNV_OFFSET;
   for (let i = 0; i < bytes.length; i++) {

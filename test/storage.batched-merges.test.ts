@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
-import { Store } from '../src/storage/index.js';
+import { packKeys, Store } from '../src/storage/index.js';
 
 // WriteBatch.mergeMany and mergeFloat64s record many merges in one native call; they must
 // give exactly what the same merges recorded one by one give, before and after flush and
@@ -47,7 +47,7 @@ async function assertSame(store: Store, one: string, many: string, decode: (b: B
 }
 
 describe('batched merges', () => {
-  it('mergeFloat64s equals one-by-one float64 merges before and after flush and compaction', async () => {
+  it('mergeFloat64s equals one-by-one float64 merges, keys as an array or packed, before and after flush and compaction', async () => {
     const store = await openStore();
     // 8 concurrent writers x 5 batches x 300 [0, delta] operands, keys repeating.
     await Promise.all(
@@ -63,7 +63,8 @@ describe('batched merges', () => {
             values[2 * i + 1] = delta;
             one.merge('ranksOne', keys[i]!, encodeFloat64s(0, delta));
           }
-          const many = store.batch().mergeFloat64s('ranksMany', keys, values, 2);
+          // Odd batches pass the keys packed (PackedKeys): the same merges.
+          const many = store.batch().mergeFloat64s('ranksMany', b % 2 ? packKeys(keys.map((k) => Buffer.from(k))) : keys, values, 2);
           assert.equal(many.length, 300);
           // The same operands in one write each, so the two families see the same order.
           await store.write(one);
@@ -133,6 +134,14 @@ describe('batched merges', () => {
       () => batch.mergeFloat64s('ranksMany', ['a', 7 as unknown as string], new Float64Array(2), 1),
       { code: 'SF_ERR_INVALID_ARGUMENT' },
     );
+    const packed = packKeys([Buffer.from('a'), Buffer.from('bc')]);
+    assert.throws(() => batch.mergeFloat64s('ranksMany', packed, new Float64Array(3), 1), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', { bytes: packed.bytes, ends: Uint32Array.of(2, 1) }, new Float64Array(2), 1), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', { bytes: packed.bytes, ends: Uint32Array.of(1, 4) }, new Float64Array(2), 1), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
     assert.equal(batch.length, 1);
     await store.write(batch);
     assert.equal(decodeInt64((await store.get('countsMany', 'a'))!), 1n);

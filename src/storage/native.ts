@@ -51,6 +51,7 @@ export interface NativeWriteBatch {
   merge(cf: number, key: NativeKey, operand: NativeKey): void;
   mergeMany(cf: number, keys: NativeKey[], operands: Uint8Array[] | Uint8Array): void;
   mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
+  mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number): void;
   delete(cf: number, key: NativeKey): void;
   deleteRange(cf: number, start: NativeKey, end: NativeKey): void;
   clear(): void;

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import type { Key } from './key.js';
+import type { Key, PackedKeys } from './key.js';
 import type { NativeWriteBatch } from './native.js';
 
 /**
@@ -69,11 +69,17 @@ export class WriteBatch {
    * the operand `values[i*stride .. (i+1)*stride)` encoded as `stride` LE float64 (the
    * `encodeFloat64s` layout). Same result as `merge(cf, keys[i], encodeFloat64s(...))` for
    * each key in order. The metric's contributions are `stride = 2`, values `[0, c0, 0, c1, ...]`.
+   * `keys` may be packed (`PackedKeys`, src/storage/key.ts): no JS object per key.
    * @throws InvalidArgumentError unless `values.length === keys.length * stride`
-   *   (stride 1..4096), or for an undeclared column family or a bad key.
+   *   (stride 1..4096), or for an undeclared column family, a bad key, or packed `ends`
+   *   that decrease or pass the end of `bytes`.
    */
-  mergeFloat64s(cf: string, keys: readonly Key[], values: Float64Array, stride = 1): this {
-    this.#native.mergeFloat64s(this.#cf(cf), keys as Key[], values, stride);
+  mergeFloat64s(cf: string, keys: readonly Key[] | PackedKeys, values: Float64Array, stride = 1): this {
+    if (Array.isArray(keys)) this.#native.mergeFloat64s(this.#cf(cf), keys as Key[], values, stride);
+    else {
+      const packed = keys as PackedKeys;
+      this.#native.mergeFloat64sPacked(this.#cf(cf), packed.bytes, packed.ends, values, stride);
+    }
     return this;
   }
 

@@ -16,6 +16,7 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                          InstanceMethod<&WriteBatchWrap::Merge>("merge"),
                          InstanceMethod<&WriteBatchWrap::MergeMany>("mergeMany"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64s>("mergeFloat64s"),
+                         InstanceMethod<&WriteBatchWrap::MergeFloat64sPacked>("mergeFloat64sPacked"),
                          InstanceMethod<&WriteBatchWrap::Delete>("delete"),
                          InstanceMethod<&WriteBatchWrap::DeleteRange>("deleteRange"),
                          InstanceMethod<&WriteBatchWrap::Clear>("clear"),
@@ -189,6 +190,53 @@ Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
     rocksdb::Status s = batch_.Merge(ref, S(k.View()), rocksdb::Slice(operand));
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
+}
+
+// mergeFloat64sPacked(cf, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array,
+// stride): as mergeFloat64s, with key i = keyBytes[keyEnds[i-1] .. keyEnds[i]) (keyEnds[-1]
+// = 0), so that many keys cost no JS object each (the metric's contributions on the wire).
+Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  if (cf == nullptr) return env.Undefined();
+  if (info.Length() <= 4 || !info[1].IsTypedArray() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array || !info[2].IsTypedArray() ||
+      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array || !info[3].IsTypedArray() ||
+      info[3].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array || !info[4].IsNumber()) {
+    return ThrowStatus(env, Status::InvalidArgument(
+        "mergeFloat64sPacked: expects keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number"));
+  }
+  Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+  Napi::Uint32Array ends = info[2].As<Napi::Uint32Array>();
+  Napi::Float64Array values = info[3].As<Napi::Float64Array>();
+  const int64_t stride = info[4].As<Napi::Number>().Int64Value();
+  const size_t n = ends.ElementLength();
+  if (stride < 1 || stride > 4096 || static_cast<uint64_t>(stride) * n != values.ElementLength()) {
+    return ThrowStatus(env, Status::InvalidArgument("mergeFloat64sPacked: values.length must be keyEnds.length * stride (stride 1..4096)"));
+  }
+  const char* base = reinterpret_cast<const char*>(bytes.Data());
+  const uint32_t* end = ends.Data();
+  uint32_t previous = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (end[i] < previous || end[i] > bytes.ByteLength()) {
+      return ThrowStatus(env, Status::InvalidArgument("mergeFloat64sPacked: keyEnds must be non-decreasing and within keyBytes"));
+    }
+    previous = end[i];
+  }
+  const double* data = values.Data();
+  std::string operand(static_cast<size_t>(stride) * 8, '\0');
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  previous = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
+    rocksdb::Status s = batch_.Merge(ref, rocksdb::Slice(base + previous, end[i] - previous), rocksdb::Slice(operand));
+    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+    previous = end[i];
   }
   batch_.PopSavePoint();
   ReportMemory(env);

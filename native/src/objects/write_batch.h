@@ -35,6 +35,7 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   // mergeFloat64s(cf, keys[], values: Float64Array, stride): key i gets the operand
   // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).
   Napi::Value MergeFloat64s(const Napi::CallbackInfo& info);
+  Napi::Value MergeFloat64sPacked(const Napi::CallbackInfo& info);
   Napi::Value Delete(const Napi::CallbackInfo& info);
   Napi::Value DeleteRange(const Napi::CallbackInfo& info);
   Napi::Value Clear(const Napi::CallbackInfo& info);

@@ -1,4 +1,6 @@
+import { UndecodableMessageError } from '../errors.js';
 import { msgpackCodec, type Codec } from '../runtime/codec.js';
+import type { PackedKeys } from '../storage/index.js';
 
 /**
  * The message types of the four namespaces, one codec each. Each broker message is a batch:
@@ -70,15 +72,17 @@ export interface LinkOpBatch {
 /**
  * `metrics/<q>`: rank contributions to pages of partition q, summed per target by the
  * sender (the combiner). `deltas[i]` is added to the residual of the page whose key (its
- * URL, UTF-8) is `keys[i]`: keys travel as msgpack binary so the receiver merges them into
- * RocksDB without decoding and re-encoding strings.
+ * URL, UTF-8) is key i of `keys`. Keys travel packed (one byte string and the end offset
+ * of each key) and deltas as one float64 array, so that a message of 4096 contributions is
+ * three byte strings on the wire, and the receiver merges them into RocksDB in one native
+ * call without one JS object per key.
  */
 export interface ContributionBatch {
   readonly type: 'metrics';
   /** Round of the metric computation that produced it. */
   readonly round: number;
-  readonly keys: readonly Uint8Array[];
-  readonly deltas: readonly number[];
+  readonly keys: PackedKeys;
+  readonly deltas: Float64Array;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -99,7 +103,64 @@ export const linkOpCodec: Codec<LinkOpBatch> = msgpackCodec('links', (v): v is L
   v.ops.every((o) => isObj(o) && (o.op === 'add' || o.op === 'update' || o.op === 'remove') &&
     typeof o.source === 'string' && typeof o.target === 'string' && (o.op === 'remove' || isObj(o.features))));
 
-/** Codec of `metrics/<q>` batches. */
-export const contributionCodec: Codec<ContributionBatch> = msgpackCodec('metrics', (v): v is ContributionBatch =>
-  isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && Array.isArray(v.keys) && v.keys.every((k) => k instanceof Uint8Array) &&
-  Array.isArray(v.deltas) && v.deltas.length === v.keys.length && v.deltas.every((d) => typeof d === 'number'));
+/**
+ * `metrics/<q>` on the wire: msgpack `{ type, round, keyBytes, keyEnds, deltas }`, the last
+ * two as binary holding little-endian uint32 / float64 arrays.
+ */
+interface ContributionWire {
+  readonly type: 'metrics';
+  readonly round: number;
+  readonly keyBytes: Uint8Array;
+  readonly keyEnds: Uint8Array;
+  readonly deltas: Uint8Array;
+}
+
+const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
+  isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && v.keyBytes instanceof Uint8Array &&
+  v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array);
+
+const littleEndian = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
+
+/** Bytes of a typed array, little-endian (the wire order). */
+function wireBytes(a: Uint32Array | Float64Array): Uint8Array {
+  if (!littleEndian) throw new Error('metrics/<q> messages need a little-endian host');
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** A typed array copied out of (possibly unaligned) wire bytes. */
+function fromWire<A extends Uint32Array | Float64Array>(make: (n: number) => A, bytes: Uint8Array, what: string): A {
+  const size = make(0).BYTES_PER_ELEMENT;
+  if (bytes.byteLength % size !== 0) throw new UndecodableMessageError(`metrics: ${what} is not a whole number of ${size}-byte values`);
+  const out = make(bytes.byteLength / size);
+  new Uint8Array(out.buffer).set(bytes);
+  return out;
+}
+
+/**
+ * Codec of `metrics/<q>` batches.
+ * @throws UndecodableMessageError (decode) when keyEnds and deltas differ in length, or
+ *   keyEnds decrease or pass the end of keyBytes.
+ */
+export const contributionCodec: Codec<ContributionBatch> = {
+  encode: (value) =>
+    contributionWire.encode({
+      type: 'metrics',
+      round: value.round,
+      keyBytes: value.keys.bytes,
+      keyEnds: wireBytes(value.keys.ends),
+      deltas: wireBytes(value.deltas),
+    }),
+  decode: (bytes) => {
+    const wire = contributionWire.decode(bytes);
+    if (!littleEndian) throw new UndecodableMessageError('metrics/<q> messages need a little-endian host');
+    const ends = fromWire((n) => new Uint32Array(n), wire.keyEnds, 'keyEnds');
+    const deltas = fromWire((n) => new Float64Array(n), wire.deltas, 'deltas');
+    if (ends.length !== deltas.length) throw new UndecodableMessageError('metrics: keyEnds and deltas differ in length');
+    let previous = 0;
+    for (const end of ends) {
+      if (end < previous || end > wire.keyBytes.byteLength) throw new UndecodableMessageError('metrics: keyEnds must be non-decreasing and within keyBytes');
+      previous = end;
+    }
+    return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas };
+  },
+};

@@ -1,7 +1,7 @@
 import type { Partitioner } from '../../runtime/partitioner.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
-import type { WriteBatch } from '../../storage/index.js';
+import { packKeys, type WriteBatch } from '../../storage/index.js';
 import { contributionCodec } from '../messages.js';
 import type { Outbox } from '../partition/outbox.js';
 
@@ -44,7 +44,8 @@ export async function enqueuePartitionContributions(outbox: Outbox, batch: Write
   for (let q = 0; q < per.length; q++) {
     const { keys, deltas } = per[q]!;
     for (let i = 0; i < keys.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-      const payload = contributionCodec.encode({ type: 'metrics', round, keys: keys.slice(i, i + CONTRIBUTIONS_PER_MESSAGE), deltas: deltas.slice(i, i + CONTRIBUTIONS_PER_MESSAGE) });
+      const end = Math.min(keys.length, i + CONTRIBUTIONS_PER_MESSAGE);
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys: packKeys(keys.slice(i, end)), deltas: Float64Array.from(deltas.slice(i, end)) });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
     }

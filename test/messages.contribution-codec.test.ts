@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Packr } from 'msgpackr';
+import { UndecodableMessageError } from '../src/errors.js';
+import { contributionCodec } from '../src/actors/messages.js';
+import { packedKey, packKeys } from '../src/storage/index.js';
+
+// `metrics/<q>` messages carry packed keys and a float64 array; bad ones must be refused
+// with UndecodableMessageError (their consumer dead-letters them with the reason).
+const packr = new Packr({ useRecords: false });
+
+describe('metrics/<q> contribution codec', () => {
+  it('round-trips keys and deltas exactly, unaligned on the wire', () => {
+    const urls = ['http://a.example/', 'http://b.example/x?y', 'http://ü.example/ß', ''];
+    const deltas = Float64Array.of(0.1, -2.5e-300, 1 / 3, 0);
+    const bytes = contributionCodec.encode({ type: 'metrics', round: 7, keys: packKeys(urls.map((u) => Buffer.from(u))), deltas });
+    // Decode from an odd offset, as a broker frame may hand it over.
+    const shifted = new Uint8Array(bytes.length + 1);
+    shifted.set(bytes, 1);
+    const back = contributionCodec.decode(shifted.subarray(1));
+    assert.equal(back.round, 7);
+    assert.deepEqual([...back.deltas], [...deltas]);
+    assert.deepEqual(urls.map((_, i) => Buffer.from(packedKey(back.keys, i)).toString()), urls);
+  });
+
+  it('refuses bytes that are not msgpack, a wrong shape, lengths that differ and offsets out of range', () => {
+    const wire = (over: Record<string, unknown>) =>
+      packr.pack({ type: 'metrics', round: 1, keyBytes: Buffer.from('ab'), keyEnds: Buffer.from(Uint32Array.of(1, 2).buffer), deltas: Buffer.from(Float64Array.of(1, 2).buffer), ...over });
+    assert.doesNotThrow(() => contributionCodec.decode(wire({})));
+    for (const [what, bytes] of [
+      ['garbage', Buffer.from([0xc1, 0xff, 0x00])],
+      ['keys as an array', wire({ keyBytes: ['a', 'b'] })],
+      ['deltas not whole float64s', wire({ deltas: Buffer.alloc(12) })],
+      ['lengths differ', wire({ deltas: Buffer.from(Float64Array.of(1).buffer) })],
+      ['decreasing ends', wire({ keyEnds: Buffer.from(Uint32Array.of(2, 1).buffer) })],
+      ['ends past the bytes', wire({ keyEnds: Buffer.from(Uint32Array.of(1, 3).buffer) })],
+    ] as const) {
+      assert.throws(() => contributionCodec.decode(bytes), UndecodableMessageError, what);
+    }
+  });
+});

@@ -20,15 +20,24 @@ const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: ne
  * environment, so it survives actor restarts, and it is never ahead of the store: an
  * invalidated page is read back from what was committed.
  *
- * Target ids are dense integers, each with its URL and owning partition, so contributions
- * are summed in a typed array (the combiner) instead of a map of strings.
+ * Pages live in slots (dense integers, one per page ever cached, with the page's key
+ * bytes); `order` lists the slots in `ranks` key order as the last push saw it, so that a
+ * push finds a page's outlinks by position, comparing key bytes, without decoding the URL
+ * or hashing it (`slotAt`). Target ids are dense integers too, each with its URL and
+ * owning partition, so contributions are summed in a typed array (the combiner) instead of
+ * a map of strings.
  */
 export class AdjacencyCache {
-  readonly #pages = new Map<string, Adjacency>();
+  readonly #slotOf = new Map<string, number>();
+  /** Per slot: the page's outlinks, or undefined when invalidated (or never read). */
+  readonly #slots: Array<Adjacency | undefined> = [];
+  readonly #slotKeys: Buffer[] = [];
   readonly #ids = new Map<string, number>();
   readonly #urls: string[] = [];
   readonly #keys: Buffer[] = [];
   #partitionOf = new Int32Array(1024);
+  /** Slots in `ranks` key order, as the last push saw them (see `slotAt`). */
+  order: Int32Array = new Int32Array(0);
   /** True once a full traversal has filled the cache. */
   complete = false;
 
@@ -36,7 +45,8 @@ export class AdjacencyCache {
 
   /** Cached outlinks of `url`, or undefined (not cached: read the store). */
   get(url: string): Adjacency | undefined {
-    return this.#pages.get(url);
+    const slot = this.#slotOf.get(url);
+    return slot === undefined ? undefined : this.#slots[slot];
   }
 
   /**
@@ -44,26 +54,56 @@ export class AdjacencyCache {
    * @returns the normalised adjacency
    */
   set(url: string, targets: readonly string[], rawWeights: readonly number[]): Adjacency {
-    if (targets.length === 0) {
-      this.#pages.set(url, EMPTY);
-      return EMPTY;
+    let adj = EMPTY;
+    if (targets.length > 0) {
+      let total = 0;
+      for (const w of rawWeights) total += w;
+      const ids = new Int32Array(targets.length);
+      const weights = new Float64Array(targets.length);
+      for (let i = 0; i < targets.length; i++) {
+        ids[i] = this.idOf(targets[i]!);
+        weights[i] = total > 0 ? rawWeights[i]! / total : 0;
+      }
+      adj = { targets: ids, weights };
     }
-    let total = 0;
-    for (const w of rawWeights) total += w;
-    const ids = new Int32Array(targets.length);
-    const weights = new Float64Array(targets.length);
-    for (let i = 0; i < targets.length; i++) {
-      ids[i] = this.idOf(targets[i]!);
-      weights[i] = total > 0 ? rawWeights[i]! / total : 0;
-    }
-    const adj = { targets: ids, weights };
-    this.#pages.set(url, adj);
+    this.#slots[this.slotOf(url)] = adj;
     return adj;
   }
 
   /** Forgets `url`'s outlinks; call whenever they change. */
   invalidate(url: string): void {
-    this.#pages.delete(url);
+    const slot = this.#slotOf.get(url);
+    if (slot !== undefined) this.#slots[slot] = undefined;
+  }
+
+  /** The slot of page `url` (assigned on first sight, with no outlinks cached yet). */
+  slotOf(url: string): number {
+    let slot = this.#slotOf.get(url);
+    if (slot === undefined) {
+      slot = this.#slotKeys.length;
+      this.#slotOf.set(url, slot);
+      this.#slotKeys.push(Buffer.from(url, 'utf8'));
+      this.#slots.push(undefined);
+    }
+    return slot;
+  }
+
+  /** Outlinks cached in `slot`, or undefined (invalidated: read the store). */
+  slotAdjacency(slot: number): Adjacency | undefined {
+    return this.#slots[slot];
+  }
+
+  /** Key bytes (URL, UTF-8) of the page in `slot`; stable, never reused. */
+  slotKey(slot: number): Buffer {
+    return this.#slotKeys[slot]!;
+  }
+
+  /**
+   * Compares the key of the page in `slot` with `bytes[start, end)`, without copying:
+   * negative, 0 or positive as the slot's key sorts before, equals or after it.
+   */
+  compareSlotKey(slot: number, bytes: Buffer, start: number, end: number): number {
+    return this.#slotKeys[slot]!.compare(bytes, start, end);
   }
 
   /** Dense id of a target URL (assigned on first sight). */

@@ -112,8 +112,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
             // One native call for the message's merges: [0, delta] into each page's [x, r].
             let mass = 0;
-            const operands = new Float64Array(value.keys.length * 2);
-            for (let i = 0; i < value.keys.length; i++) {
+            const operands = new Float64Array(value.deltas.length * 2);
+            for (let i = 0; i < value.deltas.length; i++) {
               const delta = value.deltas[i]!;
               operands[2 * i + 1] = delta;
               mass += Math.abs(delta);
@@ -160,29 +160,31 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    // Push merges [r, -r], added to the batch in one native call at the end.
-    const pushedKeys: Buffer[] = [];
+    // Push merges [r, -r], added to the batch in one native call at the end; pages by slot
+    // (the cache keeps each page's key bytes, so nothing is copied per push).
+    const pushedSlots: number[] = [];
     const pushedOperands: number[] = [];
     let pushed = 0;
     let remaining = 0;
     let sumX = 0;
     let contributions = 0;
     /** Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its targets. */
-    const pushPage = (key: Buffer, x: number, r: number, adj: Adjacency) => {
+    const pushPage = (slot: number, x: number, r: number, adj: Adjacency) => {
       pushed++;
       sumX += x + r;
-      pushedKeys.push(Buffer.from(key)); // a copy: a raw chunk's buffer is only valid until the next chunk
+      pushedSlots.push(slot);
       pushedOperands.push(r, -r);
       contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
     };
     try {
       if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
-        // and cache every page's outlinks on the way.
+        // and cache every page's outlinks on the way, and the order of the pages.
         const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
         const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
         const targets: string[] = [];
         const weights: number[] = [];
+        const order: number[] = [];
         try {
           while (await ranks.ready()) {
             const key = ranks.key;
@@ -203,8 +205,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
               }
               links.advance();
             }
-            const adj = cache.set(key.toString('utf8'), targets, weights);
-            if (Math.abs(r) > threshold) pushPage(key, x, r, adj);
+            const url = key.toString('utf8');
+            const slot = cache.slotOf(url);
+            order.push(slot);
+            const adj = cache.set(url, targets, weights);
+            if (Math.abs(r) > threshold) pushPage(slot, x, r, adj);
             else {
               remaining += Math.abs(r);
               sumX += x;
@@ -214,11 +219,32 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           await ranks.close();
           await links.close();
         }
+        cache.order = Int32Array.from(order);
       } else {
-        // Outlinks come from the cache: scan `ranks` in place, without an object per entry.
+        // Outlinks come from the cache: scan `ranks` in place, without an object per entry,
+        // and find each page's slot by position in the cache's order (comparing key bytes;
+        // the URL is decoded only for a page the order does not hold yet).
+        const order = cache.order;
+        const seen: number[] = [];
+        let reordered = false;
+        let j = 0;
         for await (const c of store.rawChunks(ColumnFamilies.ranks, { snapshot, chunkSize: 8192 })) {
           const { keys, keyOffsets, values, valueOffsets } = c;
           for (let i = 0; i < c.count; i++) {
+            const ko = keyOffsets[i]!;
+            const kend = keyOffsets[i + 1]!;
+            let slot = -1;
+            if (j < order.length) {
+              let cmp = cache.compareSlotKey(order[j]!, keys, ko, kend);
+              // Pages of the order before this key are gone from `ranks`.
+              while (cmp < 0 && ++j < order.length) cmp = cache.compareSlotKey(order[j]!, keys, ko, kend);
+              if (j < order.length && cmp === 0) slot = order[j++]!;
+            }
+            if (slot < 0) {
+              reordered = true;
+              slot = cache.slotOf(keys.toString('utf8', ko, kend));
+            }
+            seen.push(slot);
             const vo = valueOffsets[i]!;
             const vlen = valueOffsets[i + 1]! - vo;
             const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
@@ -228,16 +254,18 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
               sumX += x;
               continue;
             }
-            const key = keys.subarray(keyOffsets[i]!, keyOffsets[i + 1]!);
-            const url = key.toString('utf8');
-            pushPage(key, x, r, cache.get(url) ?? (await readAdjacency(store, url, snapshot, cache)));
+            const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), snapshot, cache));
+            pushPage(slot, x, r, adj);
           }
         }
+        if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
     } finally {
       snapshot.release();
     }
-    if (pushedKeys.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, pushedKeys, Float64Array.from(pushedOperands), 2);
+    if (pushedSlots.length > 0) {
+      batch.mergeFloat64s(ColumnFamilies.ranks, pushedSlots.map((slot) => cache.slotKey(slot)), Float64Array.from(pushedOperands), 2);
+    }
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);

@@ -209,6 +209,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
             if (!(record.fetchedAt < eraseBefore)) continue; // fetched again meanwhile
             batch.delete(ColumnFamilies.pages, url);
             batch.delete(ColumnFamilies.ranks, url);
+            env.adjacency.ranksChanged();
             erased++;
             continue;
           }
@@ -217,6 +218,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
           batch.put(ColumnFamilies.pages, url, packr.pack({ ...record, outlinkCount: 0, deleted: true } satisfies PageRecord));
           batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
           batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -(1 - d)));
+          env.adjacency.ranksChanged();
           if (n > 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(-n));
           const log: GcRecord = { url, removedAt: now, reason: 'not-seen', lastFetchedAt: record.fetchedAt, outlinks: n };
           batch.put(ColumnFamilies.gcLog, gcLogKey(now, url), packr.pack(log));
@@ -306,6 +308,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
             links += n;
             batch.delete(ColumnFamilies.pages, url);
             batch.delete(ColumnFamilies.ranks, url);
+            env.adjacency.ranksChanged();
             env.adjacency.invalidate(url);
             if (!record.deleted) {
               live++;
@@ -335,7 +338,10 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
         rest.deleteRange(cf, prefix, end);
       }
       rest.delete(ColumnFamilies.robots, prefix.slice(0, -1));
-      await env.graphLock.runExclusive(() => store.write(rest));
+      await env.graphLock.runExclusive(() => {
+        env.adjacency.ranksChanged(); // the ranks of the host's URLs go
+        return store.write(rest);
+      });
     }
     await store.delete(ColumnFamilies.meta, `${DROPPING_PREFIX}${host}`);
     const report: DropHostReport = { host, pages, outlinks, backlinks, frontier };

@@ -176,10 +176,12 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
       // A new page (or one that comes back) enters the graph with its teleport residual.
       batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(1));
       batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, options.teleport));
+      env.adjacency.ranksChanged();
     } else if (deleted) {
       // Leaving the graph: its teleport goes (t_p: 1 - d -> 0 means r_p -= 1 - d).
       batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
       batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -options.teleport));
+      env.adjacency.ranksChanged();
     }
     if (delta !== 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(delta));
     overlay.set(url, { record, outlinks: after });

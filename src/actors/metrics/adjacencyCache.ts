@@ -36,8 +36,16 @@ export class AdjacencyCache {
   readonly #urls: string[] = [];
   readonly #keys: Buffer[] = [];
   #partitionOf = new Int32Array(1024);
-  /** Slots in `ranks` key order, as the last push saw them (see `slotAt`). */
+  /** Slots in `ranks` key order, as the last push saw them (see `compareSlotKey`). */
   order: Int32Array = new Int32Array(0);
+  /**
+   * Bumped by every writer of `ranks` other than the metric actor (the indexer's teleport
+   * and removals, the garbage collector), under the graph lock: a metric actor's in-memory
+   * copy of the ranks (RankMirror) is only used while this has not moved.
+   */
+  ranksEpoch = 0;
+  /** Open-addressing table from FNV-1a of a page key's bytes to its slot (-1: empty). */
+  #table = new Int32Array(1024).fill(-1);
   /** True once a full traversal has filled the cache. */
   complete = false;
 
@@ -82,10 +90,44 @@ export class AdjacencyCache {
     if (slot === undefined) {
       slot = this.#slotKeys.length;
       this.#slotOf.set(url, slot);
-      this.#slotKeys.push(Buffer.from(url, 'utf8'));
+      const key = Buffer.from(url, 'utf8');
+      this.#slotKeys.push(key);
       this.#slots.push(undefined);
+      if (this.#slotKeys.length * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
+      else this.#insert(slot, key);
     }
     return slot;
+  }
+
+  /**
+   * The slot of the page whose key is `bytes[start, end)`, found by hashing the bytes (no
+   * string made), or -1 when no page with that key has a slot yet.
+   */
+  slotOfBytes(bytes: Uint8Array, start: number, end: number): number {
+    const mask = this.#table.length - 1;
+    for (let i = hashBytes(bytes, start, end) & mask; ; i = (i + 1) & mask) {
+      const slot = this.#table[i]!;
+      if (slot < 0) return -1;
+      const key = this.#slotKeys[slot]!;
+      if (key.length === end - start && equalBytes(key, bytes, start)) return slot;
+    }
+  }
+
+  /** Marks `ranks` as written by someone other than the metric actor (see `ranksEpoch`). */
+  ranksChanged(): void {
+    this.ranksEpoch++;
+  }
+
+  #insert(slot: number, key: Uint8Array): void {
+    const mask = this.#table.length - 1;
+    let i = hashBytes(key, 0, key.length) & mask;
+    while (this.#table[i]! >= 0) i = (i + 1) & mask;
+    this.#table[i] = slot;
+  }
+
+  #rehash(size: number): void {
+    this.#table = new Int32Array(size).fill(-1);
+    for (let slot = 0; slot < this.#slotKeys.length; slot++) this.#insert(slot, this.#slotKeys[slot]!);
   }
 
   /** Outlinks cached in `slot`, or undefined (invalidated: read the store). */
@@ -143,4 +185,17 @@ export class AdjacencyCache {
   get targetCount(): number {
     return this.#urls.length;
   }
+}
+
+/** 32-bit FNV-1a of `bytes[start, end)` (http://www.isthe.com/chongo/tech/comp/fnv/). */
+function hashBytes(bytes: Uint8Array, start: number, end: number): number {
+  let h = 0x811c9dc5;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+/** True when `bytes[start, start + key.length)` equals `key` (compared from the end: URLs of a host share their start). */
+function equalBytes(key: Uint8Array, bytes: Uint8Array, start: number): boolean {
+  for (let i = key.length - 1; i >= 0; i--) if (key[i] !== bytes[start + i]) return false;
+  return true;
 }

@@ -3,7 +3,7 @@ import type { Behavior } from '../../runtime/actor/index.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
-import type { Snapshot, Store } from '../../storage/index.js';
+import { packKeys, type Snapshot, type Store } from '../../storage/index.js';
 import { ActorStoppedError } from '../../errors.js';
 import { contributionCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
@@ -15,6 +15,7 @@ import { emptyContributions, enqueuePartitionContributions, type PartitionContri
 import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
+import { RankMirror } from './rankMirror.js';
 
 /** Messages of the metric actor (contributions arrive as `Deliveries` from `metrics/<p>`). */
 export type MetricMessage =
@@ -76,7 +77,12 @@ export interface PartitionCounts {
   readonly backlinks: number;
 }
 
-type MetricState = SubscribedState & { readonly outbox: Outbox; readonly rounds: RoundBook };
+type MetricState = SubscribedState & {
+  readonly outbox: Outbox;
+  readonly rounds: RoundBook;
+  /** The in-memory copy of `ranks`, when valid (see RankMirror). */
+  readonly mirror: { current: RankMirror | undefined };
+};
 
 const packr = new Packr({ useRecords: false });
 const SEP = 0;
@@ -102,14 +108,18 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      return { ...opened, rounds: new RoundBook(opened.store) } as MetricState;
+      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined } } as MetricState;
     },
     async receive(state, message) {
       switch (message.type) {
-        case 'deliveries':
+        case 'deliveries': {
           if (message.consumer !== state.consumer) return undefined;
           const applied: Array<[number, number]> = [];
-          await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
+          // The mirror is dropped while the write is in flight and comes back with the
+          // committed contributions added; if anything throws, the next push rebuilds it.
+          const mirror = state.mirror.current;
+          state.mirror.current = undefined;
+          const values = await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
             // One native call for the message's merges: [0, delta] into each page's [x, r].
             let mass = 0;
             const operands = new Float64Array(value.deltas.length * 2);
@@ -123,7 +133,21 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             applied.push([value.round, mass]);
           });
           for (const [round, mass] of applied) state.rounds.applied(round, mass);
+          if (mirror) {
+            const cache = env.adjacency;
+            for (const { keys, deltas } of values) {
+              for (let i = 0; i < deltas.length; i++) {
+                const start = i === 0 ? 0 : keys.ends[i - 1]!;
+                const end = keys.ends[i]!;
+                let slot = cache.slotOfBytes(keys.bytes, start, end);
+                if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
+                mirror.add(slot, 0, deltas[i]!);
+              }
+            }
+            state.mirror.current = mirror;
+          }
           return undefined;
+        }
         case 'push':
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
         case 'applied':
@@ -157,7 +181,13 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 
     const cache = env.adjacency;
     const fill = !cache.complete;
-    const snapshot = store.snapshot();
+    // Use the mirror when nothing else wrote `ranks` since it was built; otherwise scan
+    // (and build a new one). Dropped while this push's write is in flight.
+    const held = state.mirror.current;
+    state.mirror.current = undefined;
+    const mirror = held && !fill && held.epoch === cache.ranksEpoch ? held : undefined;
+    const next = mirror ?? new RankMirror(cache.ranksEpoch);
+    const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
     // Push merges [r, -r], added to the batch in one native call at the end; pages by slot
@@ -177,7 +207,19 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
     };
     try {
-      if (fill) {
+      if (mirror) {
+        // Ranks from the mirror: no scan.
+        for (const slot of mirror.slots) {
+          const x = mirror.x(slot);
+          const r = mirror.r(slot);
+          if (!(Math.abs(r) > threshold)) {
+            remaining += Math.abs(r);
+            sumX += x;
+            continue;
+          }
+          pushPage(slot, x, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), undefined, cache)));
+        }
+      } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
         // and cache every page's outlinks on the way, and the order of the pages.
         const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
@@ -208,6 +250,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             const url = key.toString('utf8');
             const slot = cache.slotOf(url);
             order.push(slot);
+            next.set(slot, x, r);
             const adj = cache.set(url, targets, weights);
             if (Math.abs(r) > threshold) pushPage(slot, x, r, adj);
             else {
@@ -249,6 +292,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             const vlen = valueOffsets[i + 1]! - vo;
             const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
             const r = vlen >= 16 ? values.readDoubleLE(vo + 8) : 0;
+            next.set(slot, x, r);
             if (!(Math.abs(r) > threshold)) {
               remaining += Math.abs(r);
               sumX += x;
@@ -261,10 +305,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
     } finally {
-      snapshot.release();
+      snapshot?.release();
     }
     if (pushedSlots.length > 0) {
-      batch.mergeFloat64s(ColumnFamilies.ranks, pushedSlots.map((slot) => cache.slotKey(slot)), Float64Array.from(pushedOperands), 2);
+      batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(pushedSlots.map((slot) => cache.slotKey(slot))), Float64Array.from(pushedOperands), 2);
     }
     if (fill) cache.complete = true;
 
@@ -274,6 +318,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
     await store.write(batch);
+    for (let i = 0; i < pushedSlots.length; i++) next.add(pushedSlots[i]!, pushedOperands[2 * i]!, pushedOperands[2 * i + 1]!);
+    state.mirror.current = next;
     await outbox.publish();
     return report;
   }
@@ -335,11 +381,11 @@ class Combiner {
 }
 
 /** Reads one page's outlinks from the store (a page changed since the cache was filled). */
-async function readAdjacency(store: Store, url: string, snapshot: Snapshot, cache: AdjacencyCache): Promise<Adjacency> {
+async function readAdjacency(store: Store, url: string, snapshot: Snapshot | undefined, cache: AdjacencyCache): Promise<Adjacency> {
   const targets: string[] = [];
   const weights: number[] = [];
   const prefix = linkPrefix(url);
-  for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix, snapshot })) {
+  for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, snapshot ? { prefix, snapshot } : { prefix })) {
     targets.push(key.toString('utf8', prefix.length));
     weights.push(linkWeight(value));
   }

@@ -1,0 +1,68 @@
+/**
+ * A metric actor's in-memory copy of its partition's `ranks` column family: [x, r] per page
+ * slot (AdjacencyCache slots), and the slots that have an entry. RocksDB stays the record
+ * (every change is still a merge there, and scores are read from it); the mirror only
+ * spares each push round a full scan of `ranks`. It follows the same float64 additions as
+ * the `float64Add` merge operator, in the same order (a contribution adds [0, delta], a push
+ * adds [r, -r]).
+ *
+ * Valid only while nothing else wrote `ranks`: it records `AdjacencyCache.ranksEpoch` at
+ * build time and the push rebuilds it (by a full scan) when the epoch moved. It lives in the
+ * actor's state, so a restart rebuilds it, and the actor drops it while a write is in
+ * flight, so a write that fails (and restarts the actor) never leaves it ahead of or
+ * behind the store.
+ */
+export class RankMirror {
+  #x = new Float64Array(1024);
+  #r = new Float64Array(1024);
+  #present = new Uint8Array(1024);
+  /** Slots with an entry in `ranks`, in the order they were first seen. */
+  readonly slots: number[] = [];
+
+  /** @param epoch `AdjacencyCache.ranksEpoch` when the scan that fills it began */
+  constructor(readonly epoch: number) {}
+
+  x(slot: number): number {
+    return this.#x[slot]!;
+  }
+
+  r(slot: number): number {
+    return this.#r[slot]!;
+  }
+
+  /** Records a slot's stored [x, r] (from a scan). */
+  set(slot: number, x: number, r: number): void {
+    this.#touch(slot);
+    this.#x[slot] = x;
+    this.#r[slot] = r;
+  }
+
+  /** Adds [dx, dr], as a merge of that operand does. */
+  add(slot: number, dx: number, dr: number): void {
+    this.#touch(slot);
+    this.#x[slot]! += dx;
+    this.#r[slot]! += dr;
+  }
+
+  #touch(slot: number): void {
+    if (slot >= this.#present.length) this.#grow(slot + 1);
+    if (this.#present[slot] === 0) {
+      this.#present[slot] = 1;
+      this.slots.push(slot);
+    }
+  }
+
+  #grow(n: number): void {
+    let size = this.#present.length;
+    while (size < n) size *= 2;
+    const x = new Float64Array(size);
+    x.set(this.#x);
+    const r = new Float64Array(size);
+    r.set(this.#r);
+    const present = new Uint8Array(size);
+    present.set(this.#present);
+    this.#x = x;
+    this.#r = r;
+    this.#present = present;
+  }
+}

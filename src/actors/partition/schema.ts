@@ -187,11 +187,13 @@ export function roundKey(round: number): Buffer {
 
 /** Key of an outbox entry: topic name, 0x00, sequence as 8-byte big-endian (so keys sort by sequence). */
 export function outboxKey(topic: string, seq: number): Buffer {
-  const t = utf8.encode(topic);
-  const key = Buffer.allocUnsafe(t.length + 9);
-  key.set(t, 0);
-  key[t.length] = SEP;
-  key.writeBigUInt64BE(BigInt(seq), t.length + 1);
+  const n = Buffer.byteLength(topic, 'utf8');
+  const key = Buffer.allocUnsafe(n + 9);
+  key.write(topic, 0, 'utf8');
+  key[n] = SEP;
+  // seq < 2^53: high and low 32-bit halves, big-endian (no BigInt per key).
+  key.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), n + 1);
+  key.writeUInt32BE(seq >>> 0, n + 5);
   return key;
 }
 

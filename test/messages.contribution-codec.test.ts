@@ -21,6 +21,11 @@ describe('metrics/<q> contribution codec', () => {
     assert.equal(back.round, 7);
     assert.deepEqual([...back.deltas], [...deltas]);
     assert.deepEqual(urls.map((_, i) => Buffer.from(packedKey(back.keys, i)).toString()), urls);
+    assert.equal(back.source, undefined);
+    const withSource = contributionCodec.decode(
+      contributionCodec.encode({ type: 'metrics', round: 8, keys: back.keys, deltas, source: { dictionary: 'd-1', indexes: Uint32Array.of(4, 0, 7, 2 ** 32 - 1) } }),
+    );
+    assert.deepEqual(withSource.source, { dictionary: 'd-1', indexes: Uint32Array.of(4, 0, 7, 2 ** 32 - 1) });
   });
 
   it('refuses bytes that are not msgpack, a wrong shape, lengths that differ and offsets out of range', () => {
@@ -34,6 +39,8 @@ describe('metrics/<q> contribution codec', () => {
       ['lengths differ', wire({ deltas: Buffer.from(Float64Array.of(1).buffer) })],
       ['decreasing ends', wire({ keyEnds: Buffer.from(Uint32Array.of(2, 1).buffer) })],
       ['ends past the bytes', wire({ keyEnds: Buffer.from(Uint32Array.of(1, 3).buffer) })],
+      ['indexes without a dictionary', wire({ indexes: Buffer.from(Uint32Array.of(0, 1).buffer) })],
+      ['indexes of another length', wire({ dictionary: 'd', indexes: Buffer.from(Uint32Array.of(0).buffer) })],
     ] as const) {
       assert.throws(() => contributionCodec.decode(bytes), UndecodableMessageError, what);
     }

@@ -83,6 +83,12 @@ export interface ContributionBatch {
   readonly round: number;
   readonly keys: PackedKeys;
   readonly deltas: Float64Array;
+  /**
+   * Metric rounds: the sender's target dictionary (AdjacencyCache.dictionary) and the index
+   * it gives each key, which always names the same key; lets the receiver find its slot for
+   * a page without hashing the key again. Absent on corrections of graph changes.
+   */
+  readonly source?: { readonly dictionary: string; readonly indexes: Uint32Array };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -113,16 +119,21 @@ interface ContributionWire {
   readonly keyBytes: Uint8Array;
   readonly keyEnds: Uint8Array;
   readonly deltas: Uint8Array;
+  readonly dictionary?: string;
+  /** Little-endian uint32 array. */
+  readonly indexes?: Uint8Array;
 }
 
 const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
   isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && v.keyBytes instanceof Uint8Array &&
-  v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array);
+  v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array &&
+  (v.dictionary === undefined ? v.indexes === undefined : typeof v.dictionary === 'string' && v.indexes instanceof Uint8Array));
 
 const littleEndian = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
 
 /** Bytes of a typed array, little-endian (the wire order). */
 function wireBytes(a: Uint32Array | Float64Array): Uint8Array {
+  // (on a big-endian host the arrays would need swapping; none is supported)
   if (!littleEndian) throw new Error('metrics/<q> messages need a little-endian host');
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
@@ -138,8 +149,8 @@ function fromWire<A extends Uint32Array | Float64Array>(make: (n: number) => A, 
 
 /**
  * Codec of `metrics/<q>` batches.
- * @throws UndecodableMessageError (decode) when keyEnds and deltas differ in length, or
- *   keyEnds decrease or pass the end of keyBytes.
+ * @throws UndecodableMessageError (decode) when keyEnds, deltas (and indexes) differ in
+ *   length, or keyEnds decrease or pass the end of keyBytes.
  */
 export const contributionCodec: Codec<ContributionBatch> = {
   encode: (value) =>
@@ -149,6 +160,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
       keyBytes: value.keys.bytes,
       keyEnds: wireBytes(value.keys.ends),
       deltas: wireBytes(value.deltas),
+      ...(value.source ? { dictionary: value.source.dictionary, indexes: wireBytes(value.source.indexes) } : {}),
     }),
   decode: (bytes) => {
     const wire = contributionWire.decode(bytes);
@@ -161,6 +173,12 @@ export const contributionCodec: Codec<ContributionBatch> = {
       if (end < previous || end > wire.keyBytes.byteLength) throw new UndecodableMessageError('metrics: keyEnds must be non-decreasing and within keyBytes');
       previous = end;
     }
-    return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas };
+    let source: ContributionBatch['source'];
+    if (wire.dictionary !== undefined && wire.indexes !== undefined) {
+      const indexes = fromWire((n) => new Uint32Array(n), wire.indexes, 'indexes');
+      if (indexes.length !== ends.length) throw new UndecodableMessageError('metrics: indexes and keyEnds differ in length');
+      source = { dictionary: wire.dictionary, indexes };
+    }
+    return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas, ...(source ? { source } : {}) };
   },
 };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Partitioner } from '../../runtime/partitioner.js';
 
 /** The outlinks of one page, normalised: `weights` sum to 1 (or the page is dangling). */
@@ -36,6 +37,17 @@ export class AdjacencyCache {
   readonly #urls: string[] = [];
   readonly #keys: Buffer[] = [];
   #partitionOf = new Int32Array(1024);
+  /** Per target id: its index among the targets of its partition (dense per partition). */
+  #indexInPartition = new Int32Array(1024);
+  readonly #targetsPerPartition: number[] = [];
+  /**
+   * Names this cache's target-index space in the contributions it sends: (dictionary,
+   * index) always means the same target URL, so a receiver may remember the slot it found
+   * for it (`remoteSlots`). New for every cache, so a restarted partition starts a new space.
+   */
+  readonly dictionary: string = randomUUID();
+  /** Receiver side: per sender dictionary, index -> own slot + 1 (0: not looked up yet). */
+  readonly #remote = new Map<string, Int32Array>();
   /** Slots in `ranks` key order, as the last push saw them (see `compareSlotKey`). */
   order: Int32Array = new Int32Array(0);
   /**
@@ -157,13 +169,42 @@ export class AdjacencyCache {
       this.#urls.push(url);
       this.#keys.push(Buffer.from(url, 'utf8'));
       if (id >= this.#partitionOf.length) {
-        const grown = new Int32Array(this.#partitionOf.length * 2);
-        grown.set(this.#partitionOf);
-        this.#partitionOf = grown;
+        this.#partitionOf = grow(this.#partitionOf, id + 1);
+        this.#indexInPartition = grow(this.#indexInPartition, id + 1);
       }
-      this.#partitionOf[id] = this.partitioner.forUrl(url);
+      const q = this.partitioner.forUrl(url);
+      this.#partitionOf[id] = q;
+      this.#indexInPartition[id] = this.#targetsPerPartition[q] ?? 0;
+      this.#targetsPerPartition[q] = this.#indexInPartition[id]! + 1;
     }
     return id;
+  }
+
+  /** Index of target `id` among the targets of its partition (see `dictionary`). */
+  indexInPartition(id: number): number {
+    return this.#indexInPartition[id]!;
+  }
+
+  /**
+   * The slot of the page with key `bytes[start, end)` that sender `dictionary` calls
+   * `index`: remembered after the first lookup by bytes, so that later contributions to the
+   * same page cost two array reads. Keeps the maps of the `4 x partitions` most recent
+   * sender dictionaries (older ones belong to senders that restarted).
+   */
+  remoteSlot(dictionary: string, index: number, bytes: Uint8Array, start: number, end: number): number {
+    let map = this.#remote.get(dictionary);
+    if (map === undefined || index >= map.length) {
+      map = grow(map ?? new Int32Array(0), Math.max(1024, index + 1));
+      this.#remote.delete(dictionary);
+      this.#remote.set(dictionary, map);
+      if (this.#remote.size > 4 * this.partitioner.partitions) this.#remote.delete(this.#remote.keys().next().value!);
+    }
+    const known = map[index]!;
+    if (known > 0) return known - 1;
+    let slot = this.slotOfBytes(bytes, start, end);
+    if (slot < 0) slot = this.slotOf(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+    map[index] = slot + 1;
+    return slot;
   }
 
   /** URL of a target id. */
@@ -198,4 +239,13 @@ function hashBytes(bytes: Uint8Array, start: number, end: number): number {
 function equalBytes(key: Uint8Array, bytes: Uint8Array, start: number): boolean {
   for (let i = key.length - 1; i >= 0; i--) if (key[i] !== bytes[start + i]) return false;
   return true;
+}
+
+/** A copy of `a` at least `n` long (doubling). */
+function grow(a: Int32Array, n: number): Int32Array<ArrayBuffer> {
+  let size = Math.max(1, a.length);
+  while (size < n) size *= 2;
+  const out = new Int32Array(size);
+  out.set(a);
+  return out;
 }

@@ -8,15 +8,20 @@ import type { Outbox } from '../partition/outbox.js';
 /** Most (url, delta) entries per `metrics/<q>` message. */
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
 
-/** Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`. */
+/**
+ * Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`,
+ * which the sender's target dictionary calls `indexes[i]` (metric rounds; absent for the
+ * corrections of graph changes).
+ */
 export interface PartitionContributions {
   readonly keys: Uint8Array[];
   readonly deltas: number[];
+  readonly indexes?: number[];
 }
 
 /** Empty per-partition lists, one per partition. */
-export function emptyContributions(partitions: number): PartitionContributions[] {
-  return Array.from({ length: partitions }, () => ({ keys: [], deltas: [] }));
+export function emptyContributions(partitions: number, withIndexes = false): PartitionContributions[] {
+  return Array.from({ length: partitions }, () => (withIndexes ? { keys: [], deltas: [], indexes: [] } : { keys: [], deltas: [] }));
 }
 
 /**
@@ -36,16 +41,24 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
 /**
  * Enqueues per-partition contributions as `metrics/<q>` messages of `round` (at most
  * CONTRIBUTIONS_PER_MESSAGE entries each) in `batch`'s outbox. Round 0 carries the
- * corrections of graph changes, outside rounds.
+ * corrections of graph changes, outside rounds. With `dictionary` (the sender's
+ * AdjacencyCache.dictionary), each message also names its targets by their index in it.
  * @returns messages enqueued per partition
  */
-export async function enqueuePartitionContributions(outbox: Outbox, batch: WriteBatch, round: number, per: readonly PartitionContributions[]): Promise<number[]> {
+export async function enqueuePartitionContributions(
+  outbox: Outbox,
+  batch: WriteBatch,
+  round: number,
+  per: readonly PartitionContributions[],
+  dictionary?: string,
+): Promise<number[]> {
   const sent = new Array<number>(per.length).fill(0);
   for (let q = 0; q < per.length; q++) {
-    const { keys, deltas } = per[q]!;
+    const { keys, deltas, indexes } = per[q]!;
     for (let i = 0; i < keys.length; i += CONTRIBUTIONS_PER_MESSAGE) {
       const end = Math.min(keys.length, i + CONTRIBUTIONS_PER_MESSAGE);
-      const payload = contributionCodec.encode({ type: 'metrics', round, keys: packKeys(keys.slice(i, end)), deltas: Float64Array.from(deltas.slice(i, end)) });
+      const source = dictionary !== undefined && indexes ? { source: { dictionary, indexes: Uint32Array.from(indexes.slice(i, end)) } } : {};
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys: packKeys(keys.slice(i, end)), deltas: Float64Array.from(deltas.slice(i, end)), ...source });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
     }

@@ -135,12 +135,16 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           for (const [round, mass] of applied) state.rounds.applied(round, mass);
           if (mirror) {
             const cache = env.adjacency;
-            for (const { keys, deltas } of values) {
+            for (const { keys, deltas, source } of values) {
               for (let i = 0; i < deltas.length; i++) {
                 const start = i === 0 ? 0 : keys.ends[i - 1]!;
                 const end = keys.ends[i]!;
-                let slot = cache.slotOfBytes(keys.bytes, start, end);
-                if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
+                let slot: number;
+                if (source) slot = cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end);
+                else {
+                  slot = cache.slotOfBytes(keys.bytes, start, end);
+                  if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
+                }
                 mirror.add(slot, 0, deltas[i]!);
               }
             }
@@ -313,7 +317,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache.dictionary);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
@@ -355,7 +359,7 @@ class Combiner {
 
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */
   byPartition(partitions: number): { per: PartitionContributions[]; count: number } {
-    const per = emptyContributions(partitions);
+    const per = emptyContributions(partitions, true);
     let count = 0;
     for (const id of this.#touched) {
       const v = this.#acc[id]!;
@@ -363,6 +367,7 @@ class Combiner {
       const part = per[this.cache.partitionOf(id)]!;
       part.keys.push(this.cache.key(id));
       part.deltas.push(v);
+      part.indexes!.push(this.cache.indexInPartition(id));
       count++;
     }
     return { per, count };

@@ -20,7 +20,8 @@ const here = dirname(fileURLToPath(import.meta.url));
  * graph (build and PageRank seconds) and the ratio of the two times (target: <= 3).
  * Args: `--graph DIR` (pages.txt[.xz], links.tsv[.xz], pagerank.tsv[.xz]),
  * `--partitions N` (default 16), `--tolerance T` (default 1e-7: the L1 target on cnr-2000
- * is 1e-5, and the bound behind the tolerance is conservative).
+ * is 1e-5, and the bound behind the tolerance is conservative), `--threshold-factor F`
+ * (the coordinator's, default its own).
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const arg = (name: string, def: string) => {
@@ -30,6 +31,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const dir = resolve(arg('--graph', join(here, '../../shared/datasets/cnr-2000')));
   const partitions = Number(arg('--partitions', '16'));
   const tolerance = Number(arg('--tolerance', '1e-7'));
+  const thresholdFactor = args.includes('--threshold-factor') ? Number(arg('--threshold-factor', '1')) : undefined;
   const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
@@ -39,7 +41,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const { dir: data, cleanup } = tempDir('shardflow-bench-');
   const broker = new MemoryBroker();
   try {
-    const result = await rankGraph({ graph, partitions, dataDir: data, broker, weigh: uniformWeights, tolerance, log: pino({ level: 'warn' }) });
+    const result = await rankGraph({ graph, partitions, dataDir: data, broker, weigh: uniformWeights, tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}), log: pino({ level: 'warn' }) });
     clearInterval(sampler);
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
     const reference = existsSync(file('pagerank.tsv')) ? await readScores(file('pagerank.tsv')) : undefined;
@@ -59,6 +61,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       graph: dir.split('/').pop(),
       partitions,
       tolerance,
+      thresholdFactor: thresholdFactor ?? null,
       pages: result.pages,
       links: result.outlinks,
       readSeconds: round(readSeconds),

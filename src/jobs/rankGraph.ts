@@ -15,6 +15,8 @@ export interface RankGraphOptions {
   readonly broker: Broker;
   readonly weigh: WeightFunction;
   readonly tolerance?: number;
+  /** See `ConvergeOptions.thresholdFactor` (default there). */
+  readonly thresholdFactor?: number;
   readonly log: Logger;
   /** Fault injection before each `receive()` (`--chaos`). */
   readonly chaos?: ChaosPolicy;
@@ -62,7 +64,11 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     const loadSeconds = (performance.now() - t0) / 1000;
     options.onLoaded?.(index, loadSeconds);
     const t1 = performance.now();
-    const result = await index.converge({ ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}), ...(options.onRound ? { onRound: options.onRound } : {}) });
+    const result = await index.converge({
+      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+      ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
+      ...(options.onRound ? { onRound: options.onRound } : {}),
+    });
     const convergeSeconds = (performance.now() - t1) / 1000;
     const scores = await index.scores();
     const counts = await index.counts();

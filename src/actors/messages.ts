@@ -169,8 +169,10 @@ export const contributionCodec: Codec<ContributionBatch> = {
     const deltas = fromWire((n) => new Float64Array(n), wire.deltas, 'deltas');
     if (ends.length !== deltas.length) throw new UndecodableMessageError('metrics: keyEnds and deltas differ in length');
     let previous = 0;
-    for (const end of ends) {
-      if (end < previous || end > wire.keyBytes.byteLength) throw new UndecodableMessageError('metrics: keyEnds must be non-decreasing and within keyBytes');
+    const limit = wire.keyBytes.byteLength;
+    for (let i = 0; i < ends.length; i++) {
+      const end = ends[i]!;
+      if (end < previous || end > limit) throw new UndecodableMessageError('metrics: keyEnds must be non-decreasing and within keyBytes');
       previous = end;
     }
     let source: ContributionBatch['source'];

@@ -189,7 +189,7 @@ export class Store {
     });
   }
 
-  /** Applies the batch atomically across column families. */
+  /** Applies the batch atomically across column families; takes its operations (no copy): the batch is empty afterwards, reusable at once. */
   write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
     return this.#native.write(batch.native, opts?.sync === true);
   }

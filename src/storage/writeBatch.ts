@@ -6,7 +6,8 @@ import type { NativeWriteBatch } from './native.js';
  * Puts, merges and deletes on any column families of one store, applied atomically by
  * `store.write(batch)`: all or nothing, and readers never see part of it. Made by
  * `store.batch()`. Methods are synchronous (they only append to a native buffer) and
- * chainable. `write` copies the batch, so it can be cleared and reused at once.
+ * chainable. `write` takes the batch's operations (no copy), leaving it empty and
+ * reusable at once.
  *
  * @example
  * const batch = store.batch()

@@ -276,15 +276,15 @@ class WriteOneWorker final : public StoreWorker {
 
 class WriteBatchWorker final : public StoreWorker {
  public:
-  WriteBatchWorker(Napi::Env env, StoreWrap* owner, const rocksdb::WriteBatch& batch, bool sync)
-      : StoreWorker(env, owner), store_(owner->store()), batch_(batch), sync_(sync) {}
+  WriteBatchWorker(Napi::Env env, StoreWrap* owner, rocksdb::WriteBatch batch, bool sync)
+      : StoreWorker(env, owner), store_(owner->store()), batch_(std::move(batch)), sync_(sync) {}
 
  protected:
   void Run() noexcept override { status_ = store_->Write(&batch_, sync_); }
 
  private:
   std::shared_ptr<Store> store_;
-  rocksdb::WriteBatch batch_;  // a private copy: the JS batch may be reused at once
+  rocksdb::WriteBatch batch_;  // taken from the JS batch, which is empty and reusable at once
   bool sync_;
 };
 
@@ -512,7 +512,8 @@ Napi::Value StoreWrap::Write(const Napi::CallbackInfo& info) {
   if (batch->store() != store_.get()) {
     return RejectedPromise(env, Status::InvalidArgument("the batch was made by another store"));
   }
-  auto* worker = new WriteBatchWorker(env, this, batch->batch(), SyncArg(info, 1));
+  const bool sync = SyncArg(info, 1);
+  auto* worker = new WriteBatchWorker(env, this, batch->Take(env), sync);
   return worker->Start();
 }
 

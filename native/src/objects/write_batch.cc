@@ -82,6 +82,13 @@ void WriteBatchWrap::ReportMemory(Napi::Env env) {
   }
 }
 
+rocksdb::WriteBatch WriteBatchWrap::Take(Napi::Env env) {
+  rocksdb::WriteBatch taken(std::move(batch_));
+  batch_ = rocksdb::WriteBatch();
+  ReportMemory(env);
+  return taken;
+}
+
 void WriteBatchWrap::Finalize(Napi::Env env) {
   if (reported_ != 0) Napi::MemoryManagement::AdjustExternalMemory(env, -reported_);
   reported_ = 0;

@@ -25,6 +25,8 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   // Null when `value` is not a WriteBatchWrap.
   static WriteBatchWrap* FromValue(Napi::Value value);
   const rocksdb::WriteBatch& batch() const { return batch_; }
+  // Moves the recorded operations out (for a write) and leaves this batch empty.
+  rocksdb::WriteBatch Take(Napi::Env env);
   const Store* store() const { return store_.get(); }
 
  private:

@@ -46,3 +46,12 @@ describe('metrics/<q> contribution codec', () => {
     }
   });
 });
+
+describe('msgpack codecs', () => {
+  it('read plain msgpack maps from other producers as well as their own records', async () => {
+    const { linkOpCodec } = await import('../src/actors/messages.js');
+    const value = { type: 'links' as const, ops: [{ op: 'remove' as const, source: 'http://a/', target: 'http://b/' }] };
+    assert.deepEqual(linkOpCodec.decode(packr.pack(value)), value);
+    assert.deepEqual(linkOpCodec.decode(linkOpCodec.encode(value)), value);
+  });
+});

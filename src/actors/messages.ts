@@ -138,13 +138,20 @@ function wireBytes(a: Uint32Array | Float64Array): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
-/** A typed array copied out of (possibly unaligned) wire bytes. */
-function fromWire<A extends Uint32Array | Float64Array>(make: (n: number) => A, bytes: Uint8Array, what: string): A {
-  const size = make(0).BYTES_PER_ELEMENT;
+/**
+ * A typed array copied out of (possibly unaligned) wire bytes, into memory that is not
+ * zero-filled first (`Buffer.allocUnsafeSlow`: its own ArrayBuffer, so aligned).
+ */
+function fromWire<A extends Uint32Array | Float64Array>(
+  View: { new (buffer: ArrayBuffer, byteOffset: number, length: number): A; readonly BYTES_PER_ELEMENT: number },
+  bytes: Uint8Array,
+  what: string,
+): A {
+  const size = View.BYTES_PER_ELEMENT;
   if (bytes.byteLength % size !== 0) throw new UndecodableMessageError(`metrics: ${what} is not a whole number of ${size}-byte values`);
-  const out = make(bytes.byteLength / size);
-  new Uint8Array(out.buffer).set(bytes);
-  return out;
+  const raw = Buffer.allocUnsafeSlow(bytes.byteLength);
+  raw.set(bytes);
+  return new View(raw.buffer as ArrayBuffer, raw.byteOffset, bytes.byteLength / size);
 }
 
 /**
@@ -165,8 +172,8 @@ export const contributionCodec: Codec<ContributionBatch> = {
   decode: (bytes) => {
     const wire = contributionWire.decode(bytes);
     if (!littleEndian) throw new UndecodableMessageError('metrics/<q> messages need a little-endian host');
-    const ends = fromWire((n) => new Uint32Array(n), wire.keyEnds, 'keyEnds');
-    const deltas = fromWire((n) => new Float64Array(n), wire.deltas, 'deltas');
+    const ends = fromWire(Uint32Array, wire.keyEnds, 'keyEnds');
+    const deltas = fromWire(Float64Array, wire.deltas, 'deltas');
     if (ends.length !== deltas.length) throw new UndecodableMessageError('metrics: keyEnds and deltas differ in length');
     let previous = 0;
     const limit = wire.keyBytes.byteLength;
@@ -177,7 +184,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
     }
     let source: ContributionBatch['source'];
     if (wire.dictionary !== undefined && wire.indexes !== undefined) {
-      const indexes = fromWire((n) => new Uint32Array(n), wire.indexes, 'indexes');
+      const indexes = fromWire(Uint32Array, wire.indexes, 'indexes');
       if (indexes.length !== ends.length) throw new UndecodableMessageError('metrics: indexes and keyEnds differ in length');
       source = { dictionary: wire.dictionary, indexes };
     }

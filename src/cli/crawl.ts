@@ -10,7 +10,7 @@ import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
-import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber } from './options.js';
+import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber, parseWeights } from './options.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions {
@@ -197,7 +197,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
     .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
     .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
-    .option('--weights <name>', 'link weights: reasonable or uniform', 'reasonable')
+    .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')
     .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count)
     .option('--token <token>', 'bearer token the query API requires (with --serve)')

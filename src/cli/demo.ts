@@ -10,7 +10,7 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { chaosKinds, cliLogger, dataDir, openBroker, parseWeights, positiveInt, positiveNumber, probability } from './options.js';
 import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -26,7 +26,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
     .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
     .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
     .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
-    .option('--weights <name>', 'link weights: uniform (PageRank) or reasonable', 'uniform')
+    .option('--weights <name>', 'link weights: uniform (PageRank), reasonable, or a weight table .json', parseWeights, 'uniform')
     .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
     .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
     .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)

@@ -2,12 +2,26 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
+import { weightFunction } from '../actors/metrics/weights.js';
 import { pino, type Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { MemoryBroker } from '../runtime/brokers/memory.js';
 import { RedisStreamsBroker } from '../runtime/brokers/redis-streams.js';
 import { PulsarBroker } from '../runtime/brokers/pulsar/broker.js';
 import { randomUUID } from 'node:crypto';
+
+/**
+ * Checks a `--weights` value (`uniform`, `reasonable` or a weight table .json) by building
+ * its weight function once. @returns the value @throws commander's InvalidArgumentError
+ */
+export function parseWeights(value: string): string {
+  try {
+    weightFunction(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+}
 
 /** Parses a positive integer option. @throws commander's InvalidArgumentError */
 export function positiveInt(value: string): number {

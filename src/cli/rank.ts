@@ -5,7 +5,7 @@ import { readGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, dataDir, openBroker, positiveInt, positiveNumber, probability } from './options.js';
+import { chaosKinds, cliLogger, dataDir, openBroker, parseWeights, positiveInt, positiveNumber, probability } from './options.js';
 import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
@@ -17,7 +17,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
     .requiredOption('--out <file>', 'output: url<TAB>score lines, scores summing to 1')
     .option('--partitions <n>', 'number of partitions', positiveInt, 16)
     .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
-    .option('--weights <name>', 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly) or reasonable', 'uniform')
+    .option('--weights <name>', 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json', parseWeights, 'uniform')
     .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
     .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
     .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)

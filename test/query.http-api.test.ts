@@ -105,6 +105,11 @@ test('query API: documented shapes, paging, backlinks by source score, 400/401/4
     const hosts = await get(q('/v1/top/hosts'), T);
     assert.deepEqual(hosts.body.top.map((h: any) => h.host), ['a.test', 'b.test']);
     assert.ok(Math.abs(hosts.body.top[0].authority + hosts.body.top[1].authority - 1) < 1e-9, 'authorities sum to 1');
+    // From the hosts index kept since the metric converged: the same as the host's own walk.
+    assert.equal(hosts.body.source, 'index');
+    assert.ok(Math.abs(hosts.body.top[0].authority - host.body.authority) < 1e-12);
+    assert.equal(hosts.body.top[0].best, host.body.top[0].url);
+    assert.ok(Math.abs(hosts.body.top[0].max - host.body.top[0].score) < 1e-12);
 
     // Errors with reasons.
     for (const [path, error, reason] of [

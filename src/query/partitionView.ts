@@ -6,9 +6,10 @@ import { decodeFloat64s } from '../operators/mergeOperators.js';
 import type { Store } from '../storage/index.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
-import { ChunkCursor } from '../actors/metrics/chunkCursor.js';
 import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
 import { TopK } from './topK.js';
+import { walkLivePages } from '../actors/partition/livePages.js';
+import { readHostIndex } from '../actors/metrics/hostIndex.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -147,6 +148,12 @@ export class PartitionView {
     return { pages, raw: sum, top: top.sorted() };
   }
 
+  /** The partition's hosts index (src/actors/metrics/hostIndex.ts), as of its last refresh. */
+  hostIndex(): ReturnType<typeof readHostIndex> {
+    this.#check();
+    return readHostIndex(this.store);
+  }
+
   /** Totals and the best `limit` pages and hosts of the partition: one walk of `pages` and `ranks` in step. */
   async summary(limit: number): Promise<PartitionSummary> {
     this.#check();
@@ -188,31 +195,9 @@ export class PartitionView {
     return out;
   }
 
-  /** Calls `visit` for each live page (optionally under `prefix`) with its x + r: a synchronized walk of `pages` and `ranks`. */
-  async #walkPages(prefix: string | undefined, visit: (url: string, raw: number) => void): Promise<void> {
-    const snapshot = this.store.snapshot();
-    const opts = { snapshot, chunkSize: 4096, ...(prefix ? { prefix } : {}) };
-    const pages = new ChunkCursor(this.store.chunks(ColumnFamilies.pages, opts));
-    const ranks = new ChunkCursor(this.store.chunks(ColumnFamilies.ranks, opts));
-    try {
-      while (await pages.ready()) {
-        const key = pages.key;
-        const record = packr.unpack(pages.value) as PageRecord;
-        pages.advance();
-        let score = 0;
-        while (await ranks.ready()) {
-          const c = Buffer.compare(ranks.key, key);
-          if (c > 0) break;
-          if (c === 0) score = raw(ranks.value);
-          ranks.advance();
-        }
-        if (!record.deleted) visit(key.toString('utf8'), score);
-      }
-    } finally {
-      await pages.close();
-      await ranks.close();
-      snapshot.release();
-    }
+  /** Calls `visit` for each live page (optionally under `prefix`) with its x + r (src/actors/partition/livePages.ts). */
+  #walkPages(prefix: string | undefined, visit: (url: string, raw: number) => void): Promise<void> {
+    return walkLivePages(this.store, visit, prefix ? { prefix } : {});
   }
 
   async #links(cf: string, url: string): Promise<RawLink[]> {

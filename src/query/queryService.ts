@@ -97,7 +97,18 @@ export interface TopPagesBody {
 /** `GET /v1/top/hosts`. */
 export interface TopHostsBody {
   readonly hosts: number;
-  readonly top: Array<{ readonly host: string; readonly pages: number; readonly authority: number }>;
+  /**
+   * Per host: live pages, authority (sum of their normalised scores) and, from the hosts
+   * index, the best page and its score (`best`, `max`).
+   */
+  readonly top: Array<{ readonly host: string; readonly pages: number; readonly authority: number; readonly max?: number; readonly best?: string }>;
+  /**
+   * `index`: read from the hosts index every partition keeps (refreshed when the metric
+   * converges; `indexedAt` is the oldest partition's refresh, wall-clock ms); `walk`: no
+   * index yet, computed by walking every page.
+   */
+  readonly source: 'index' | 'walk';
+  readonly indexedAt?: number;
 }
 
 /** Most items a list query returns, and the depth of the per-partition rankings. */
@@ -234,10 +245,22 @@ export class QueryService {
   /** The best hosts of the whole index by authority. @throws InvalidArgumentError */
   async topHosts(paging: Pick<Paging, 'limit'> = {}): Promise<TopHostsBody> {
     const { limit } = checkPaging({ ...paging, offset: 0 });
+    const indexes = await Promise.all(Array.from({ length: this.#o.partitioner.partitions }, (_, p) => this.#read(p, (v) => v.hostIndex())));
+    if (indexes.every((i) => i.totals !== undefined)) {
+      const total = indexes.reduce((t, i) => t + i.totals!.total, 0);
+      const all = indexes.flatMap((i) => i.hosts);
+      all.sort((a, b) => b[1].sum - a[1].sum || (a[0] < b[0] ? -1 : 1));
+      return {
+        hosts: all.length,
+        top: all.slice(0, limit).map(([host, h]) => ({ host, pages: h.pages, authority: normalise(h.sum, total), max: normalise(h.max, total), best: h.best })),
+        source: 'index',
+        indexedAt: Math.min(...indexes.map((i) => i.totals!.at)),
+      };
+    }
     const s = await this.#summaryValue();
     const all = s.parts.flatMap((part) => part.topHosts);
     all.sort((a, b) => b.raw - a.raw || (a.host < b.host ? -1 : 1));
-    return { hosts: all.length, top: all.slice(0, limit).map((h) => ({ host: h.host, pages: h.pages, authority: normalise(h.raw, s.total) })) };
+    return { hosts: all.length, top: all.slice(0, limit).map((h) => ({ host: h.host, pages: h.pages, authority: normalise(h.raw, s.total) })), source: 'walk' };
   }
 
   /** Forgets the cached summary (after a crawl or a GC pass, to read fresh totals at once). */

@@ -28,6 +28,7 @@ import type { WeightFunction } from '../actors/metrics/weights.js';
 import { partitionActor } from './partition.js';
 import { Mutex } from 'async-mutex';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
+import type { HostIndexTotal } from '../actors/partition/schema.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -81,6 +82,12 @@ export interface WebIndex {
    * continuous mode: it keeps converging while the graph changes and returns once both are done.
    */
   converge(options: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'>): Promise<ConvergeResult>;
+  /**
+   * Rewrites every partition's `hosts` index (per host: pages, sum and max score) from its
+   * current scores; `converge` does it once the metric has converged.
+   * @returns each partition's totals
+   */
+  indexHosts(): Promise<HostIndexTotal[]>;
   /** Every page with its normalised score, highest first. */
   scores(): Promise<Array<[string, number]>>;
   /** Store counters per partition. */
@@ -186,6 +193,11 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   const counts = async (): Promise<PartitionCounts[]> =>
     (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'counts' }, clock)))) as PartitionCounts[];
 
+  /** See WebIndex.indexHosts. */
+  const indexHosts = async (): Promise<HostIndexTotal[]> => {
+    const now = Date.now();
+    return (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'index-hosts', now }, clock)))) as HostIndexTotal[];
+  };
   return {
     system,
     partitioner,
@@ -221,8 +233,11 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       const pages = (await counts()).reduce((a, c) => a + c.pages, 0);
       const last = (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
       const countPages = async () => (await counts()).reduce((a, c) => a + c.pages, 0);
-      return converge(metricRefs, { quiet: () => counters.balanced(), countPages, ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
+      const result = await converge(metricRefs, { quiet: () => counters.balanced(), countPages, ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
+      if (result.converged) await indexHosts();
+      return result;
     },
+    indexHosts,
     scores: () => collectScores(metricRefs, clock),
     counts,
     async stop() {

@@ -10,12 +10,14 @@ import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
-import { ColumnFamilies, Counters, linkPrefix, roundKey, type PageRecord } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkPrefix, roundKey } from '../partition/schema.js';
 import { emptyContributions, enqueuePartitionContributions, type PartitionContributions } from './contributions.js';
 import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
+import { refreshHostIndex } from './hostIndex.js';
+import { walkLivePages } from '../partition/livePages.js';
 
 /** Messages of the metric actor (contributions arrive as `Deliveries` from `metrics/<p>`). */
 export type MetricMessage =
@@ -35,7 +37,9 @@ export type MetricMessage =
   /** Replies `PartitionCounts`. */
   | { readonly type: 'counts' }
   /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
-  | { readonly type: 'last-round' };
+  | { readonly type: 'last-round' }
+  /** Rewrites the partition's `hosts` index (hostIndex.ts) at wall-clock `now`; replies `HostIndexTotal`. */
+  | { readonly type: 'index-hosts'; readonly now: number };
 
 /** What a partition did in one push round. */
 export interface PushReport {
@@ -165,6 +169,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return scores(state.store);
         case 'counts':
           return counts(state.store);
+        case 'index-hosts':
+          return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
         case 'last-round': {
           const v = await state.store.get(ColumnFamilies.meta, LAST_ROUND);
           return v ? Number(decodeInt64(v)) : 0;
@@ -467,33 +473,12 @@ function compareSource(key: Buffer, url: Buffer): number {
 }
 
 async function scores(store: Store): Promise<PartitionScores> {
-  const pages = new ChunkCursor(store.chunks(ColumnFamilies.pages, { chunkSize: 4096 }));
-  const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { chunkSize: 4096 }));
   const urls: string[] = [];
   const values: number[] = [];
-  try {
-    while (await pages.ready()) {
-      const url = pages.key;
-      const deleted = (packr.unpack(pages.value) as PageRecord).deleted === true;
-      pages.advance();
-      if (deleted) continue;
-      let score = 0;
-      while (await ranks.ready()) {
-        const c = Buffer.compare(ranks.key, url);
-        if (c > 0) break;
-        if (c === 0) {
-          const [x = 0, r = 0] = decodeFloat64s(ranks.value);
-          score = x + r;
-        }
-        ranks.advance();
-      }
-      urls.push(url.toString('utf8'));
-      values.push(score);
-    }
-  } finally {
-    await pages.close();
-    await ranks.close();
-  }
+  await walkLivePages(store, (url, score) => {
+    urls.push(url);
+    values.push(score);
+  });
   return { urls, scores: values };
 }
 

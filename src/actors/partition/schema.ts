@@ -22,6 +22,7 @@ import type { ColumnFamilyOptions } from '../../storage/index.js';
  * | counters  | name                 | int64 LE                                       | int64 add   |
  * | rounds    | round (uint32 BE)    | float64 LE [messages applied, mass applied]    | float64 add |
  * | outbox    | topic 0x00 seq (BE)  | payload bytes to publish                       | (put)       |
+ * | hosts     | host                 | msgpack HostRecord: pages, sum and max score   | (put)       |
  * | meta      | name                 | applied marks, next sequences, partitioner     | (put)       |
  */
 export const ColumnFamilies = Object.freeze({
@@ -37,6 +38,7 @@ export const ColumnFamilies = Object.freeze({
   meta: 'meta',
   robots: 'robots',
   gcLog: 'gcLog',
+  hosts: 'hosts',
 } as const);
 
 /**
@@ -64,7 +66,35 @@ export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
     [ColumnFamilies.meta]: {},
     [ColumnFamilies.robots]: { compactionFilter: ttl({ field: 'fetchedAt', ttlMs: ROBOTS_RETENTION_MS }) },
     [ColumnFamilies.gcLog]: { compactionFilter: ttl({ field: 'removedAt', ttlMs: GC_LOG_RETENTION_MS }) },
+    [ColumnFamilies.hosts]: {},
   };
+}
+
+/**
+ * One host in the `hosts` index (src/actors/metrics/hostIndex.ts): its live pages and their
+ * unnormalised scores x + r, as of the index's last refresh. Normalised scores divide by
+ * the index's total (`HostIndexTotal`, summed over partitions).
+ */
+export interface HostRecord {
+  readonly pages: number;
+  /** Sum of the pages' scores: the host's authority. */
+  readonly sum: number;
+  /** Highest page score, and that page. */
+  readonly max: number;
+  readonly best: string;
+}
+
+/** `meta` key of the hosts index's partition totals (msgpack HostIndexTotal). */
+export const HOST_INDEX_TOTAL = 'hosts-total';
+
+/** Totals of one partition's hosts index. */
+export interface HostIndexTotal {
+  /** Sum of the scores of every live page of the partition. */
+  readonly total: number;
+  readonly pages: number;
+  readonly hosts: number;
+  /** Wall-clock ms of the refresh. */
+  readonly at: number;
 }
 
 /** Names in the `counters` family. */
@@ -157,12 +187,11 @@ const utf8d = new TextDecoder();
 
 /** `a 0x00 b` as bytes: the key of a link in `outlinks` (a = source) or `backlinks` (a = target). */
 export function linkKey(a: string, b: string): Buffer {
-  const ab = Buffer.from(a, 'utf8');
-  const bb = Buffer.from(b, 'utf8');
-  const key = Buffer.allocUnsafe(ab.length + 1 + bb.length);
-  ab.copy(key, 0);
-  key[ab.length] = SEP;
-  bb.copy(key, ab.length + 1);
+  const na = Buffer.byteLength(a, 'utf8');
+  const key = Buffer.allocUnsafe(na + 1 + Buffer.byteLength(b, 'utf8'));
+  key.write(a, 0, 'utf8');
+  key[na] = SEP;
+  key.write(b, na + 1, 'utf8');
   return key;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bench -- <name> [--json] [args]`: runs bench/<name>.ts, whose `run(args)` returns
+// `npm run -s bench -- <name> [--json] [args]`: runs bench/<name>.ts, whose `run(args)` returns
 // one result object (or an array of them), and prints each as one JSON line.
 import { register } from 'tsx/esm/api';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +11,7 @@ register();
 const here = dirname(fileURLToPath(import.meta.url));
 const [name, ...rest] = process.argv.slice(2);
 if (!name || !existsSync(join(here, `${name}.ts`))) {
-  console.error(`usage: npm run bench -- <name> [--json] [args]; names: rank, storage, runtime, broker, query`);
+  console.error(`usage: npm run -s bench -- <name> [--json] [args]; names: rank, storage, runtime, broker, query`);
   process.exit(2);
 }
 const args = rest.filter((a) => a !== '--json');

@@ -10,7 +10,7 @@ import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
-import { cliLogger, dataDir, openBroker, positiveInt, positiveNumber, parseWeights } from './options.js';
+import { cliLogger, dataDir, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions {
@@ -184,12 +184,12 @@ function collect(value: string, previous: string[] = []): string[] {
 export function crawlCommand(setExit: (code: number) => void): Command {
   return new Command('crawl')
     .description('crawl real sites from seed URLs (politeness per host, robots.txt, recrawl), store pages, links and backlinks in the partitions, then compute the link metric')
-    .requiredOption('--seed <url...>', 'start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
+    .requiredOption('--seed <url...>', '(required) start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
     .option('--map <host=address:port>', 'reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
     .option('--max-pages <n>', 'most page requests; the rest stays queued in the frontier', count)
     .option('--allow-host <host>', 'also crawl this host (repeatable); other hosts\' URLs are recorded in the frontier, not fetched', collect, [])
     .option('--any-host', 'crawl every host reached (no allow-list)', false)
-    .option('--partitions <n>', 'number of partitions', positiveInt, 16)
+    .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
     .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
     .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
     .option('--per-host <n>', 'requests in flight per host', positiveInt, 1)

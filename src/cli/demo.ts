@@ -10,7 +10,7 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, dataDir, openBroker, parseWeights, positiveInt, positiveNumber, probability } from './options.js';
+import { chaosKinds, cliLogger, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveInt, positiveNumber, probability, runDataDir } from './options.js';
 import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,8 +20,8 @@ const defaultGraph = resolve(here, '../../examples/data/hollins');
 export function demoCommand(setExit: (code: number) => void): Command {
   return new Command('demo')
     .description('crawl a real web graph replayed over HTTP through partition actors, RocksDB and the broker, then compute the link metric')
-    .option('--partitions <n>', 'number of partitions', positiveInt, 16)
-    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
+    .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
+    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores, kept (default: a temp folder, removed at the end)')
     .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
     .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
     .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
@@ -35,9 +35,10 @@ export function demoCommand(setExit: (code: number) => void): Command {
     .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1')
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
-      const dir = dataDir(opts.dataDir);
-      console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}`);
       const graph = await readGraph(opts.pages, opts.links);
+      const data = runDataDir(opts.dataDir);
+      const dir = data.dir;
+      console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${data.kept ? '' : ' (removed at the end; --data-dir keeps it)'}`);
       console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
       const inspection = await openInspection(opts, command);
       const broker = await openBroker(opts.broker);
@@ -102,6 +103,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
         if (timer) clearInterval(timer);
         bar.stop();
         await broker.close();
+        data.remove();
       }
     });
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { demoCommand } from './demo.js';
 import { rankCommand } from './rank.js';
@@ -16,6 +17,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = new Command()
     .name('shardflow')
     .description('Partitioned, continuously updated web index: actors, RocksDB, a broker and link metrics')
+    .version(packageVersion(), '-V, --version')
     .showHelpAfterError();
   program.addCommand(demoCommand((c) => (code = c)));
   program.addCommand(rankCommand((c) => (code = c)));
@@ -23,6 +25,35 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(serveCommand((c) => (code = c)));
   program.addCommand(queryCommand((c) => (code = c)));
   program.addCommand(treeCommand((c) => (code = c)));
-  await program.parseAsync([...argv]);
+  try {
+    await program.parseAsync([...argv]);
+  } catch (err) {
+    return reportError(err);
+  }
   return code;
+}
+
+/**
+ * Prints an error that ended a command as one line on stderr (`shardflow: ...`) and returns
+ * the exit code: 2 for bad input (a file that cannot be read or written, a malformed graph
+ * file, an invalid option value), 1 otherwise. The stack is printed too for errors that are
+ * not shardflow's typed errors nor bad input (a bug), or always with SHARDFLOW_DEBUG=1.
+ */
+export function reportError(err: unknown): number {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const code = (e as { code?: unknown }).code;
+  const c = typeof code === 'string' ? code : '';
+  // Bad input: a file that cannot be read or written (errno codes), an option value, a
+  // malformed graph file or URL.
+  const input = /^E[A-Z]+$/.test(c) || c.startsWith('commander.') || c === 'SF_ERR_INVALID_ARGUMENT' || c === 'SF_ERR_INVALID_URL' || e instanceof RangeError;
+  // shardflow's typed errors say what happened; anything else is a bug: show where.
+  const known = input || c.startsWith('SF_ERR_');
+  process.stderr.write(`shardflow: ${e.message}\n`);
+  if (!known || process.env.SHARDFLOW_DEBUG === '1') process.stderr.write(`${e.stack ?? ''}\n`);
+  return input ? 2 : 1;
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
 }

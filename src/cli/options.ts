@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
@@ -47,6 +47,26 @@ export function probability(value: string): number {
 /** `--data-dir` or a fresh folder under the OS temp dir. */
 export function dataDir(given: string | undefined): string {
   return given ?? mkdtempSync(join(tmpdir(), 'shardflow-'));
+}
+
+/**
+ * The data folder of a run whose stores are not kept (`demo`, `rank`): `--data-dir` when
+ * given (kept), else a fresh temp folder that `remove()` deletes at the end.
+ */
+export function runDataDir(given: string | undefined): { readonly dir: string; readonly kept: boolean; remove(): void } {
+  if (given !== undefined) return { dir: given, kept: true, remove: () => {} };
+  const dir = mkdtempSync(join(tmpdir(), 'shardflow-'));
+  return { dir, kept: false, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Most partitions a command accepts: each is a RocksDB store with its actors. */
+export const MAX_PARTITIONS = 1024;
+
+/** Parses `--partitions`: an integer in 1..MAX_PARTITIONS. @throws commander's InvalidArgumentError */
+export function partitionCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PARTITIONS) throw new InvalidArgumentError(`expected an integer from 1 to ${MAX_PARTITIONS}, got ${value}`);
+  return n;
 }
 
 /** The pino logger of the CLI: JSON lines on stderr. */

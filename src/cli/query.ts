@@ -5,7 +5,7 @@ import { weightFunction } from '../actors/metrics/weights.js';
 import { startWebIndex } from '../topology/webIndex.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
-import { cliLogger, openBroker, positiveInt } from './options.js';
+import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
 
 /** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (400/401), 3 server unreachable or failing. */
 export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
@@ -83,8 +83,8 @@ export function queryCommand(setExit: (code: number) => void): Command {
 export function serveCommand(setExit: (code: number) => void): Command {
   return new Command('serve')
     .description('open the partitions of a data folder (left by `shardflow crawl --data-dir`) and serve the query API until interrupted')
-    .requiredOption('--data-dir <dir>', 'folder holding p0 .. p<N-1>')
-    .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', positiveInt)
+    .requiredOption('--data-dir <dir>', '(required) folder holding p0 .. p<N-1>')
+    .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', partitionCount)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port (0: any free port)', (v) => {
       const n = Number(v);

@@ -5,18 +5,18 @@ import { readGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, dataDir, openBroker, parseWeights, positiveInt, positiveNumber, probability } from './options.js';
+import { chaosKinds, cliLogger, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveNumber, probability, runDataDir } from './options.js';
 import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
 export function rankCommand(setExit: (code: number) => void): Command {
   return new Command('rank')
     .description('load a graph through the pipeline (link operations, backlinks, metric messages) and write its scores, highest first')
-    .requiredOption('--pages <file>', 'pages.txt (one URL per line; .xz accepted)')
-    .requiredOption('--links <file>', 'links.tsv (source<TAB>target; .xz accepted)')
-    .requiredOption('--out <file>', 'output: url<TAB>score lines, scores summing to 1')
-    .option('--partitions <n>', 'number of partitions', positiveInt, 16)
-    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
+    .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
+    .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
+    .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
+    .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
+    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores, kept (default: a temp folder, removed at the end)')
     .option('--weights <name>', 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json', parseWeights, 'uniform')
     .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
     .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
@@ -27,14 +27,18 @@ export function rankCommand(setExit: (code: number) => void): Command {
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);
+      // Open --out first: a folder that does not exist fails now, not after the ranking.
+      const out = createWriteStream(opts.out);
+      await once(out, 'open');
       const inspection = await openInspection(opts, command);
       const broker = await openBroker(opts.broker);
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
+      const data = runDataDir(opts.dataDir);
       try {
         const result = await rankGraph({
           graph,
           partitions: opts.partitions,
-          dataDir: dataDir(opts.dataDir),
+          dataDir: data.dir,
           broker,
           weigh: weightFunction(opts.weights),
           tolerance: opts.tolerance,
@@ -42,7 +46,6 @@ export function rankCommand(setExit: (code: number) => void): Command {
           ...(chaos ? { chaos } : {}),
           ...(inspection ? { onStarted: (index) => inspection.attach(index) } : {}),
         });
-        const out = createWriteStream(opts.out);
         for (const [url, score] of result.scores) {
           if (!out.write(`${url}\t${score}\n`)) await once(out, 'drain');
         }
@@ -51,8 +54,10 @@ export function rankCommand(setExit: (code: number) => void): Command {
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
+        out.destroy();
         await inspection?.close();
         await broker.close();
+        data.remove();
       }
     });
 }

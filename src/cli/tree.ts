@@ -263,7 +263,7 @@ function endpointUrl(value: string): string {
 export function treeCommand(setExit: (code: number) => void): Command {
   return new Command('tree')
     .description('show the supervision tree of a job started with --inspect-port, coloured by state, with restarts and mailbox depths')
-    .requiredOption('--url <url>', 'the inspection endpoint, e.g. http://127.0.0.1:9464', endpointUrl)
+    .requiredOption('--url <url>', '(required) the inspection endpoint, e.g. http://127.0.0.1:9464', endpointUrl)
     .option('--watch', 'redraw on every lifecycle event until the job ends (Ctrl-C to stop)', false)
     .option('--interval <ms>', 'with --watch, also redraw every <ms> milliseconds', positiveInt, 1000)
     .option('--filter <text>', 'only actors whose path contains <text> (e.g. p3/ or indexer), with their ancestors')

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors.js';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
@@ -38,7 +39,7 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
     n++;
     if (line.length === 0) continue;
     const tab = line.indexOf('\t');
-    if (tab < 0) throw new Error(`${linksFile}:${n}: expected source<TAB>target`);
+    if (tab < 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target`);
     const source = line.slice(0, tab);
     const target = line.slice(tab + 1).trimEnd();
     for (const u of [source, target]) if (!known.has(u)) { known.add(u); pages.push(u); }

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+// The CLI as a user meets it: bad input gives one clear line on stderr and exit code 2 (1
+// for option values commander refuses), never a stack trace; `rank` leaves no temp folder.
+const bin = path.resolve('bin/shardflow.mjs');
+const H = 'examples/data/hollins';
+const run = (args: string[], env: Record<string, string> = {}) =>
+  spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
+
+describe('shardflow CLI on bad input', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'shardflow-cli-'));
+  const out = path.join(dir, 'scores.tsv');
+
+  it('names the missing file, the bad graph line, the bad broker, without a stack', () => {
+    writeFileSync(path.join(dir, 'pages.txt'), 'http://a.test/\nhttp://b.test/\n');
+    writeFileSync(path.join(dir, 'links.tsv'), 'http://a.test/ http://b.test/\n');
+    for (const [args, expected] of [
+      [['rank', '--pages', path.join(dir, 'nope.txt'), '--links', `${H}/links.tsv`, '--out', out], /shardflow: ENOENT: no such file or directory, open '.*nope\.txt'/],
+      [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', path.join(dir, 'no/such/dir.tsv')], /ENOENT.*dir\.tsv/],
+      [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'links.tsv'), '--out', out], /links\.tsv:1: expected source<TAB>target/],
+      [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--broker', 'foo://x'], /unsupported broker "foo:\/\/x"/],
+    ] as const) {
+      const r = run([...args]);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, expected);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
+
+  it('refuses out-of-range option values before doing anything', () => {
+    for (const bad of [['--partitions', '99999'], ['--partitions', '0'], ['--weights', 'fancy']]) {
+      const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, ...bad]);
+      assert.equal(r.status, 1);
+      assert.match(r.stderr, /is invalid/);
+    }
+  });
+
+  it('rank removes its temp data folder and prints --version', () => {
+    const before = new Set(readdirSync(dir));
+    const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--partitions', '2'], { TMPDIR: dir });
+    assert.equal(r.status, 0, r.stderr);
+    const left = readdirSync(dir).filter((f) => !before.has(f) && f.startsWith('shardflow-'));
+    assert.deepEqual(left, [], 'no shardflow-* temp folder left');
+    assert.match(run(['--version']).stdout, /^\d+\.\d+\.\d+/);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

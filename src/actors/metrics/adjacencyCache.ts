@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Partitioner } from '../../runtime/partitioner.js';
+import { grown } from './grown.js';
 
 /** The outlinks of one page, normalised: `weights` sum to 1 (or the page is dangling). */
 export interface Adjacency {
@@ -47,7 +48,7 @@ export class AdjacencyCache {
    */
   readonly dictionary: string = randomUUID();
   /** Receiver side: per sender dictionary, index -> own slot + 1 (0: not looked up yet). */
-  readonly #remote = new Map<string, Int32Array>();
+  readonly #remote = new Map<string, Int32Array<ArrayBuffer>>();
   /** Slots in `ranks` key order, as the last push saw them (see `compareSlotKey`). */
   order: Int32Array = new Int32Array(0);
   /**
@@ -169,8 +170,8 @@ export class AdjacencyCache {
       this.#urls.push(url);
       this.#keys.push(Buffer.from(url, 'utf8'));
       if (id >= this.#partitionOf.length) {
-        this.#partitionOf = grow(this.#partitionOf, id + 1);
-        this.#indexInPartition = grow(this.#indexInPartition, id + 1);
+        this.#partitionOf = grown(this.#partitionOf, id + 1);
+        this.#indexInPartition = grown(this.#indexInPartition, id + 1);
       }
       const q = this.partitioner.forUrl(url);
       this.#partitionOf[id] = q;
@@ -194,7 +195,7 @@ export class AdjacencyCache {
   remoteSlot(dictionary: string, index: number, bytes: Uint8Array, start: number, end: number): number {
     let map = this.#remote.get(dictionary);
     if (map === undefined || index >= map.length) {
-      map = grow(map ?? new Int32Array(0), Math.max(1024, index + 1));
+      map = grown<Int32Array<ArrayBuffer>>(map ?? new Int32Array(0), Math.max(1024, index + 1));
       this.#remote.delete(dictionary);
       this.#remote.set(dictionary, map);
       if (this.#remote.size > 4 * this.partitioner.partitions) this.#remote.delete(this.#remote.keys().next().value!);
@@ -239,13 +240,4 @@ function hashBytes(bytes: Uint8Array, start: number, end: number): number {
 function equalBytes(key: Uint8Array, bytes: Uint8Array, start: number): boolean {
   for (let i = key.length - 1; i >= 0; i--) if (key[i] !== bytes[start + i]) return false;
   return true;
-}
-
-/** A copy of `a` at least `n` long (doubling). */
-function grow(a: Int32Array, n: number): Int32Array<ArrayBuffer> {
-  let size = Math.max(1, a.length);
-  while (size < n) size *= 2;
-  const out = new Int32Array(size);
-  out.set(a);
-  return out;
 }

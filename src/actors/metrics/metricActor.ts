@@ -16,6 +16,7 @@ import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
+import { grown } from './grown.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
 
@@ -340,8 +341,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
  * target gets one entry per round however many pages link to it.
  */
 class Combiner {
-  #acc: Float64Array;
-  #seen: Uint8Array;
+  #acc: Float64Array<ArrayBuffer>;
+  #seen: Uint8Array<ArrayBuffer>;
   readonly #touched: number[] = [];
   constructor(readonly cache: AdjacencyCache) {
     this.#acc = new Float64Array(Math.max(1024, cache.targetCount));
@@ -380,14 +381,8 @@ class Combiner {
   }
 
   #grow(n: number): void {
-    let size = this.#acc.length;
-    while (size < n) size *= 2;
-    const acc = new Float64Array(size);
-    acc.set(this.#acc);
-    const seen = new Uint8Array(size);
-    seen.set(this.#seen);
-    this.#acc = acc;
-    this.#seen = seen;
+    this.#acc = grown(this.#acc, n);
+    this.#seen = grown(this.#seen, n);
   }
 }
 

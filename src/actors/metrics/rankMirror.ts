@@ -1,3 +1,5 @@
+import { grown } from './grown.js';
+
 /**
  * A metric actor's in-memory copy of its partition's `ranks` column family: [x, r] per page
  * slot (AdjacencyCache slots), and the slots that have an entry. RocksDB stays the record
@@ -53,16 +55,8 @@ export class RankMirror {
   }
 
   #grow(n: number): void {
-    let size = this.#present.length;
-    while (size < n) size *= 2;
-    const x = new Float64Array(size);
-    x.set(this.#x);
-    const r = new Float64Array(size);
-    r.set(this.#r);
-    const present = new Uint8Array(size);
-    present.set(this.#present);
-    this.#x = x;
-    this.#r = r;
-    this.#present = present;
+    this.#x = grown(this.#x, n);
+    this.#r = grown(this.#r, n);
+    this.#present = grown(this.#present, n);
   }
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Broker } from '../runtime/brokers/broker.js';
-import { producerId, type PartitionId } from '../runtime/ids.js';
+import { producerId, sequence, type PartitionId } from '../runtime/ids.js';
 import { hostOf, type Partitioner } from '../runtime/partitioner.js';
-import { Namespaces, topic } from '../runtime/topics.js';
+import { Namespaces, topic, topicName } from '../runtime/topics.js';
 import { fetchCodec, type FetchResult, type Outlink } from '../actors/messages.js';
 import type { FlowCounters } from '../actors/progress.js';
 
@@ -38,10 +38,17 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
   }
   const name = producerId(`loader/${randomUUID()}`);
   for (const [p, list] of byPartition) {
-    const producer = await broker.producer(topic(Namespaces.fetches, p), { producer: name });
-    for (let i = 0; i < list.length; i += PAGES_PER_MESSAGE) {
-      counters.onSent(Namespaces.fetches);
-      await producer.send(fetchCodec.encode({ type: 'fetches', results: list.slice(i, i + PAGES_PER_MESSAGE) }));
+    const t = topic(Namespaces.fetches, p);
+    const producer = await broker.producer(t, { producer: name });
+    for (let i = 0, seq = 0; i < list.length; i += PAGES_PER_MESSAGE, seq++) {
+      const key = { producer: name, topic: topicName(t), sequence: seq };
+      counters.onSent(Namespaces.fetches, key);
+      try {
+        await producer.send(fetchCodec.encode({ type: 'fetches', results: list.slice(i, i + PAGES_PER_MESSAGE) }), { sequence: sequence(seq) });
+      } catch (err) {
+        counters.onSendFailed(Namespaces.fetches, key);
+        throw err;
+      }
     }
     await producer.close();
   }

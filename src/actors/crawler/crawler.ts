@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { Behavior } from '../../runtime/actor/index.js';
 import type { Broker, Consumer, Producer } from '../../runtime/brokers/broker.js';
-import { producerId, partitionId } from '../../runtime/ids.js';
+import { producerId, partitionId, sequence } from '../../runtime/ids.js';
 import type { Partitioner } from '../../runtime/partitioner.js';
 import { Namespaces, topic, topicName } from '../../runtime/topics.js';
 import type { Logger } from 'pino';
 import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
-import type { FlowCounters } from '../progress.js';
+import { messageKey, type FlowCounters } from '../progress.js';
 import { feedMailbox, type Deliveries } from '../partition/inbox.js';
 import type { HttpFetcher } from './httpFetch.js';
 
@@ -28,6 +28,8 @@ interface CrawlerState {
   readonly feeds: Subscription[];
   readonly producers: Map<number, Producer>;
   readonly producerName: ReturnType<typeof producerId>;
+  /** Next sequence per target partition of `producerName`. */
+  readonly sequences: Map<number, number>;
 }
 
 /**
@@ -53,7 +55,7 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
         consumers.push(c);
         feeds.push(feedMailbox(c, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 16, maxDelayMs: 2 }));
       }
-      return { consumers, feeds, producers: new Map(), producerName: producerId(`${options.name}/${randomUUID()}`) };
+      return { consumers, feeds, producers: new Map(), producerName: producerId(`${options.name}/${randomUUID()}`), sequences: new Map() };
     },
     async receive(state, d, ctx) {
       if (!state.consumers.includes(d.consumer)) return; // from a previous incarnation: redelivered to this one
@@ -90,16 +92,23 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
           producer = await options.broker.producer(topic(Namespaces.fetches, partitionId(p)), { producer: state.producerName });
           state.producers.set(p, producer);
         }
-        options.counters.onSent(Namespaces.fetches);
-        await producer.send(fetchCodec.encode({ type: 'fetches', results: list }));
+        // Sequences of this actor's producer name, so that the counters know each message.
+        const seq = state.sequences.get(p) ?? 0;
+        state.sequences.set(p, seq + 1);
+        const key = { producer: state.producerName, topic: topicName(topic(Namespaces.fetches, partitionId(p))), sequence: seq };
+        options.counters.onSent(Namespaces.fetches, key);
+        try {
+          await producer.send(fetchCodec.encode({ type: 'fetches', results: list }), { sequence: sequence(seq) });
+        } catch (err) {
+          options.counters.onSendFailed(Namespaces.fetches, key);
+          throw err;
+        }
       }
       // Dead letters are settled already; each ack settles its message (if one fails, the
-      // rest come back and are counted then).
-      options.counters.onSettled(Namespaces.crawlRequests, dead.size);
+      // rest come back and are counted then), in the order delivered.
       for (const m of d.messages) {
-        if (dead.has(m)) continue;
-        await d.consumer.ack(m);
-        options.counters.onSettled(Namespaces.crawlRequests);
+        if (!dead.has(m)) await d.consumer.ack(m);
+        options.counters.onSettled(Namespaces.crawlRequests, messageKey(m));
       }
     },
     async stop(state) {

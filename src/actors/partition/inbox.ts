@@ -5,7 +5,7 @@ import type { Namespace } from '../../runtime/topics.js';
 import { batchMessages } from '../../operators/batchMessages.js';
 import { isShardflowError } from '../../errors.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
-import type { FlowCounters } from '../progress.js';
+import { messageKey, type FlowCounters } from '../progress.js';
 import type { AppliedMarks } from './appliedMarks.js';
 import type { Outbox } from './outbox.js';
 
@@ -85,16 +85,14 @@ export async function applyExactlyOnce<T>(
   await store.write(batch);
   await outbox?.publish();
   // Count each message as settled once the broker took its ack: if an ack fails midway,
-  // the acked ones are done and the rest come back (and are counted then).
-  const settled = new Set(dead.map(([m]) => m));
-  for (const [m, reason] of dead) {
-    await deliveries.consumer.deadLetter(m, reason);
-    counters.onSettled(namespace);
-  }
+  // the acked ones are done and the rest come back (and are counted then). Counted by key,
+  // so a copy redelivered after an ack the broker lost settles nothing twice.
+  const reasons = new Map(dead);
   for (const m of deliveries.messages) {
-    if (settled.has(m)) continue;
-    await deliveries.consumer.ack(m);
-    counters.onSettled(namespace);
+    const reason = reasons.get(m);
+    if (reason !== undefined) await deliveries.consumer.deadLetter(m, reason);
+    else await deliveries.consumer.ack(m);
+    counters.onSettled(namespace, messageKey(m));
   }
   return applied;
 }

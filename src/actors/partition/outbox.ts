@@ -82,8 +82,14 @@ export class Outbox {
     const done = store.batch();
     for (const m of pending) {
       const name = topicName(m.topic);
-      counters.onSent(m.topic.namespace);
-      await (await this.#producer(m.topic)).send(m.payload, { sequence: sequence(m.seq) });
+      const key = { producer: this.options.producer, topic: name, sequence: m.seq };
+      const counted = counters.onSent(m.topic.namespace, key);
+      try {
+        await (await this.#producer(m.topic)).send(m.payload, { sequence: sequence(m.seq) });
+      } catch (err) {
+        if (counted) counters.onSendFailed(m.topic.namespace, key);
+        throw err;
+      }
       done.delete(ColumnFamilies.outbox, outboxKey(`${owner}|${name}`, m.seq));
     }
     await store.write(done);

@@ -17,9 +17,10 @@ import { Outbox } from '../partition/outbox.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, type FrontierEntry, type RobotsRecord } from '../partition/schema.js';
 import { resolveCrawlPolicyOptions, type CrawlPolicyOptions, type ResolvedCrawlPolicyOptions } from './crawlPolicyOptions.js';
-import { DueHeap } from './dueHeap.js';
+import { dueHeap, type DueUrl } from './dueHeap.js';
 import { robotsRules, type RobotsRules } from './robotsRules.js';
-import { UrlHeap } from './urlHeap.js';
+import { urlHeap, type QueuedUrl } from './urlHeap.js';
+import type { Heap } from 'heap-js';
 
 /** Messages of the crawl policy. */
 export type CrawlPolicyMessage =
@@ -56,7 +57,7 @@ export const DROPPED_HOST_PREFIX = 'dropped-host\u0000';
 
 interface HostState {
   readonly host: string;
-  readonly queue: UrlHeap;
+  readonly queue: Heap<QueuedUrl>;
   inFlight: number;
   /** Earliest start of the next request to this host (ms). */
   nextAt: number;
@@ -80,7 +81,7 @@ interface CrawlPolicyState {
   readonly ready: Set<HostState>;
   /** URL -> when its crawl request was sent. */
   readonly requested: Map<string, number>;
-  readonly due: DueHeap;
+  readonly due: Heap<DueUrl>;
   readonly robots: Map<string, CachedRobots>;
   readonly robotsFetching: Set<string>;
   readonly dropped: Set<string>;
@@ -144,7 +145,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         const feed = feedMailbox(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
         const state: CrawlPolicyState = {
           store, outbox, consumer: c, feed, marks: new AppliedMarks(store, owner),
-          hosts: new Map(), ready: new Set(), requested: new Map(), due: new DueHeap(),
+          hosts: new Map(), ready: new Set(), requested: new Map(), due: dueHeap(),
           robots: new Map(), robotsFetching: new Set(), dropped: new Set(),
           timer: undefined, held: 0, seq: 0, stopped: false,
         };
@@ -242,7 +243,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
 
   function hostState(state: CrawlPolicyState, host: string): HostState {
     let h = state.hosts.get(host);
-    if (!h) state.hosts.set(host, (h = { host, queue: new UrlHeap(), inFlight: 0, nextAt: 0, crawlDelayMs: 0 }));
+    if (!h) state.hosts.set(host, (h = { host, queue: urlHeap(), inFlight: 0, nextAt: 0, crawlDelayMs: 0 }));
     return h;
   }
 
@@ -400,7 +401,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       env.log.warn({ urls: overdue.length, timeoutMs: o.requestTimeoutMs }, 'crawl requests without result: retried later');
     }
     const dueUrls: string[] = [];
-    while (state.due.size > 0 && state.due.peek()!.at <= now) dueUrls.push(state.due.pop()!.url);
+    while (state.due.length > 0 && state.due.peek()!.at <= now) dueUrls.push(state.due.pop()!.url);
     if (dueUrls.length === 0) return;
     const keys = [...new Set(dueUrls)];
     const [known, ranks] = await Promise.all([state.store.multiGet(ColumnFamilies.frontier, keys), state.store.multiGet(ColumnFamilies.ranks, keys)]);
@@ -473,7 +474,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     const batch = state.store.batch();
     const urls: string[] = [];
     for (const h of [...state.ready]) {
-      while (h.queue.size > 0 && h.inFlight < o.maxInFlightPerHost && h.nextAt <= now) {
+      while (h.queue.length > 0 && h.inFlight < o.maxInFlightPerHost && h.nextAt <= now) {
         if (o.budget && !o.budget.available) break;
         const next = h.queue.pop()!;
         const origin = originOf(next.url);
@@ -503,7 +504,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         if (o.maxInFlightPerHost > 1) h.nextAt = now + delayOf(h);
         else h.nextAt = Infinity; // the result sets it: delay counts from the end of the fetch
       }
-      if (h.queue.size === 0) state.ready.delete(h);
+      if (h.queue.length === 0) state.ready.delete(h);
     }
     for (let i = 0; i < urls.length; i += REQUESTS_PER_MESSAGE) {
       await state.outbox.enqueue(batch, target, crawlRequestCodec.encode({ type: 'crawl-requests', urls: urls.slice(i, i + REQUESTS_PER_MESSAGE) }));

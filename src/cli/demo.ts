@@ -10,29 +10,24 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveInt, positiveNumber, probability, runDataDir } from './options.js';
-import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
+import { chaosKinds, cliLogger, openBroker, positiveInt, runDataDir } from './options.js';
+import { openInspection } from './inspect.js';
+import { withJobOptions } from './jobOptions.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const defaultGraph = resolve(here, '../../examples/data/hollins');
 
 /** `shardflow demo`: crawl a real web graph served from this process, then rank it. */
 export function demoCommand(setExit: (code: number) => void): Command {
-  return new Command('demo')
-    .description('crawl a real web graph replayed over HTTP through partition actors, RocksDB and the broker, then compute the link metric')
-    .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
-    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores, kept (default: a temp folder, removed at the end)')
-    .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
-    .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
-    .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
-    .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
-    .option('--weights <name>', 'link weights: uniform (PageRank), reasonable, or a weight table .json', parseWeights, 'uniform')
-    .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
-    .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
-    .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)
-    .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .option('--inspect-port <port>', INSPECT_PORT_HELP, inspectPort)
-    .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1')
+  return withJobOptions(
+    new Command('demo')
+      .description('crawl a real web graph replayed over HTTP through partition actors, RocksDB and the broker, then compute the link metric')
+      .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
+      .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
+      .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
+      .option('--crawlers <n>', 'crawler actors', positiveInt, 4),
+    { default: 'uniform', help: 'link weights: uniform (PageRank), reasonable, or a weight table .json' },
+  )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);

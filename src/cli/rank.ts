@@ -5,25 +5,20 @@ import { readGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveNumber, probability, runDataDir } from './options.js';
-import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort, openInspection } from './inspect.js';
+import { chaosKinds, cliLogger, openBroker, runDataDir } from './options.js';
+import { openInspection } from './inspect.js';
+import { withJobOptions } from './jobOptions.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
 export function rankCommand(setExit: (code: number) => void): Command {
-  return new Command('rank')
-    .description('load a graph through the pipeline (link operations, backlinks, metric messages) and write its scores, highest first')
-    .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
-    .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
-    .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
-    .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
-    .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores, kept (default: a temp folder, removed at the end)')
-    .option('--weights <name>', 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json', parseWeights, 'uniform')
-    .option('--tolerance <t>', 'L1 tolerance of the normalised scores', positiveNumber, 1e-9)
-    .option('--broker <spec>', 'broker: memory, redis://HOST:PORT or pulsar://HOST:PORT', 'memory')
-    .option('--chaos <rate>', 'fail a random actor with this probability per processed message', probability, 0)
-    .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .option('--inspect-port <port>', INSPECT_PORT_HELP, inspectPort)
-    .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1')
+  return withJobOptions(
+    new Command('rank')
+      .description('load a graph through the pipeline (link operations, backlinks, metric messages) and write its scores, highest first')
+      .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
+      .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
+      .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1'),
+    { default: 'uniform', help: 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json' },
+  )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);

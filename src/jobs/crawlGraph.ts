@@ -1,3 +1,4 @@
+import { sumCounts } from '../actors/metrics/metricActor.js';
 import type { Logger } from 'pino';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -105,9 +106,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       scores,
       converge: result,
       counts,
-      pages: counts.reduce((a, c) => a + c.pages, 0),
-      outlinks: counts.reduce((a, c) => a + c.outlinks, 0),
-      backlinks: counts.reduce((a, c) => a + c.backlinks, 0),
+      ...sumCounts(counts),
       crawlSeconds,
       convergeSeconds,
       rejectedSeeds,

@@ -1,3 +1,4 @@
+import { sumCounts } from '../actors/metrics/metricActor.js';
 import type { Logger } from 'pino';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -77,9 +78,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       converge: result,
       loadSeconds,
       convergeSeconds,
-      pages: counts.reduce((a, c) => a + c.pages, 0),
-      outlinks: counts.reduce((a, c) => a + c.outlinks, 0),
-      backlinks: counts.reduce((a, c) => a + c.backlinks, 0),
+      ...sumCounts(counts),
     };
   } finally {
     await index.stop();

@@ -82,6 +82,11 @@ export interface PartitionCounts {
   readonly backlinks: number;
 }
 
+/** The counters of every partition added up. */
+export function sumCounts(counts: readonly PartitionCounts[]): PartitionCounts {
+  return counts.reduce((a, c) => ({ pages: a.pages + c.pages, outlinks: a.outlinks + c.outlinks, backlinks: a.backlinks + c.backlinks }), { pages: 0, outlinks: 0, backlinks: 0 });
+}
+
 type MetricState = SubscribedState & {
   readonly outbox: Outbox;
   readonly rounds: RoundBook;

@@ -90,8 +90,9 @@ export function demoCommand(setExit: (code: number) => void): Command {
           }
           console.log(`\nL1 distance to ${reference}: ${l1Distance(new Map(result.scores), ref).toExponential(3)}`);
         }
-        console.log(`\nsupervision tree:\n${result.tree}`);
-        console.log(`elapsed: ${elapsed.toFixed(2)} s`);
+        console.log(`\nsupervision tree:\n${foldIdlePartitions(result.tree, new Set(result.counts.flatMap((c, p) => (c.pages > 0 ? [p] : []))))}`);
+        console.log(`\n(pushes: pages whose residual rank was passed on to their outlinks; a round is one push per partition and the messages between them)`);
+        console.log(`done in ${elapsed.toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${result.converge.converged ? 'converged' : 'NOT converged'} in ${result.converge.rounds} rounds`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
         await inspection?.close();
@@ -101,4 +102,39 @@ export function demoCommand(setExit: (code: number) => void): Command {
         data.remove();
       }
     });
+}
+
+/**
+ * The supervision tree text with the blocks of partitions that hold no page and never
+ * restarted an actor replaced by one line, so that the demo's summary is not buried.
+ */
+function foldIdlePartitions(tree: string, withPages: ReadonlySet<number>): string {
+  const out: string[] = [];
+  let block: string[] = [];
+  let folded = 0;
+  let noted = false;
+  const flush = () => {
+    if (block.length === 0) return;
+    const p = Number(/^\s*p(\d+) \[partition\]/.exec(block[0]!)?.[1]);
+    if (!withPages.has(p) && block.every((l) => / restarts=0\b/.test(l))) folded++;
+    else out.push(...block);
+    block = [];
+  };
+  for (const line of tree.split('\n')) {
+    if (/^\s*p\d+ \[partition\]/.test(line)) {
+      flush();
+      block = [line];
+    } else if (block.length > 0 && line.search(/\S/) > block[0]!.search(/\S/)) block.push(line);
+    else {
+      const indent = block[0]?.search(/\S/) ?? 4;
+      flush();
+      if (folded > 0 && !noted) {
+        out.push(`${' '.repeat(indent)}(${folded} partitions without pages or restarts not shown)`);
+        noted = true;
+      }
+      out.push(line);
+    }
+  }
+  flush();
+  return out.join('\n');
 }

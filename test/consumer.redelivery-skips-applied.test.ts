@@ -96,38 +96,13 @@ class AckForgettingBroker implements Broker {
   }
 }
 
-test('messages delivered again after their ack (a broker that lost acks) are skipped, and the job still ends: counts and scores exact', { timeout: 600_000 }, async () => {
+/** Ranks polblogs over `broker` and checks that counts and scores are exact. */
+async function rankExactly(broker: Broker, onStarted?: Parameters<typeof rankGraph>[0]['onStarted']): Promise<void> {
   const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
   const reference = await readScores(join(graphs.polblogs, 'pagerank.tsv'));
   const { dir, cleanup } = tempDir();
-  const broker = new AckForgettingBroker(new MemoryBroker(), 7);
   try {
-    const result = await rankGraph({ graph, partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log });
-    assert.ok(broker.copies > 10, `copies delivered: ${broker.copies}`);
-    assert.equal(result.pages, 1489);
-    assert.equal(result.outlinks, 18938);
-    assert.equal(result.backlinks, 18938);
-    const l1 = l1Distance(new Map(result.scores), reference);
-    assert.ok(l1 <= 1e-6, `L1 ${l1}`);
-  } finally {
-    await broker.close();
-    cleanup();
-  }
-});
-
-test('a partition that dies between its RocksDB commit and its ack gets the batch again and skips it: counts and scores equal a run without the fault', { timeout: 600_000 }, async () => {
-  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
-  const reference = await readScores(join(graphs.polblogs, 'pagerank.tsv'));
-  const { dir, cleanup } = tempDir();
-  const broker = new AckLosingBroker(new MemoryBroker(), { fetches: 5, links: 11, metrics: 37 });
-  const restarts: string[] = [];
-  try {
-    const result = await rankGraph({
-      graph, partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log,
-      onStarted: (index) => index.system.events$.subscribe((e) => { if (e.type === '@shardflow.restarted') restarts.push(e.kind); }),
-    });
-    assert.ok(broker.lost > 10, `acks lost: ${broker.lost}`);
-    assert.ok(restarts.includes('indexer') && restarts.includes('backlinks') && restarts.includes('metrics'), `restarted: ${[...new Set(restarts)]}`);
+    const result = await rankGraph({ graph, partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log, ...(onStarted ? { onStarted } : {}) });
     // A double merge would show here: counters and ranks are int64/float64 add merges.
     assert.equal(result.pages, 1489);
     assert.equal(result.outlinks, 18938);
@@ -135,7 +110,28 @@ test('a partition that dies between its RocksDB commit and its ack gets the batc
     const l1 = l1Distance(new Map(result.scores), reference);
     assert.ok(l1 <= 1e-6, `L1 ${l1}`);
   } finally {
-    await broker.close();
     cleanup();
+  }
+}
+
+test('messages delivered again after their ack (a broker that lost acks) are skipped, and the job still ends: counts and scores exact', { timeout: 600_000 }, async () => {
+  const broker = new AckForgettingBroker(new MemoryBroker(), 7);
+  try {
+    await rankExactly(broker);
+    assert.ok(broker.copies > 10, `copies delivered: ${broker.copies}`);
+  } finally {
+    await broker.close();
+  }
+});
+
+test('a partition that dies between its RocksDB commit and its ack gets the batch again and skips it: counts and scores equal a run without the fault', { timeout: 600_000 }, async () => {
+  const broker = new AckLosingBroker(new MemoryBroker(), { fetches: 5, links: 11, metrics: 37 });
+  const restarts: string[] = [];
+  try {
+    await rankExactly(broker, (index) => index.system.events$.subscribe((e) => { if (e.type === '@shardflow.restarted') restarts.push(e.kind); }));
+    assert.ok(broker.lost > 10, `acks lost: ${broker.lost}`);
+    assert.ok(restarts.includes('indexer') && restarts.includes('backlinks') && restarts.includes('metrics'), `restarted: ${[...new Set(restarts)]}`);
+  } finally {
+    await broker.close();
   }
 });

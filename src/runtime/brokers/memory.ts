@@ -1,7 +1,8 @@
-import { Observable, Subscriber } from 'rxjs';
+import type { Observable } from 'rxjs';
 import { BrokerClosedError, InvalidArgumentError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
+import { Delivery } from './internal/delivery.js';
 import type {
   Broker, BrokerMessage, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions, SubscriptionType,
 } from './broker.js';
@@ -314,16 +315,10 @@ class MemoryProducer implements Producer {
 
 class MemoryConsumer implements Consumer {
   readonly messages$: Observable<BrokerMessage>;
-  readonly #capacity: number;
   readonly #delayMs: number;
   readonly #maxRedeliveries: number | undefined;
-  /** Delivered to this consumer, not yet handed to the application (pull mode). */
-  #buffer: BrokerMessage[] = [];
-  #subscriber: Subscriber<BrokerMessage> | undefined;
-  #waiter: (() => void) | undefined;
-  /** Delivered to this consumer and not acked, nacked or dead-lettered yet. */
-  #inFlight = 0;
-  #closed = false;
+  /** What was delivered here and not settled, push or pull: the bookkeeping every broker shares. */
+  readonly #delivery: Delivery;
 
   constructor(
     readonly sub: MemorySubscription,
@@ -331,79 +326,40 @@ class MemoryConsumer implements Consumer {
     options: SubscribeOptions,
     readonly onClose: (c: MemoryConsumer) => void,
   ) {
-    this.#capacity = options.receiverQueueSize ?? 1000;
     this.#delayMs = options.nackRedeliveryDelayMs ?? 1000;
     this.#maxRedeliveries = options.maxRedeliveries;
-    if (!(this.#capacity >= 1)) throw new InvalidArgumentError(`receiverQueueSize must be >= 1, got ${this.#capacity}`);
-    this.messages$ = new Observable<BrokerMessage>((subscriber) => {
-      if (this.#subscriber) {
-        subscriber.error(new InvalidArgumentError('messages$ already has a subscriber'));
-        return;
-      }
-      if (this.#closed) {
-        subscriber.complete();
-        return;
-      }
-      this.#subscriber = subscriber;
-      const buffered = this.#buffer;
-      this.#buffer = [];
-      for (const m of buffered) subscriber.next(m);
-      return () => {
-        if (this.#subscriber === subscriber) this.#subscriber = undefined;
-      };
-    });
+    this.#delivery = new Delivery(options.receiverQueueSize ?? 1000);
+    this.messages$ = this.#delivery.messages$;
   }
 
   hasCapacity(): boolean {
-    return !this.#closed && this.#inFlight < this.#capacity;
+    return this.#delivery.free > 0;
   }
 
   deliver(f: InFlight): void {
-    this.#inFlight++;
-    const m = toMessage(this.topic, f);
-    if (this.#subscriber) {
-      this.#subscriber.next(m);
-    } else {
-      this.#buffer.push(m);
-      const w = this.#waiter;
-      this.#waiter = undefined;
-      w?.();
-    }
+    this.#delivery.deliver(toMessage(this.topic, f));
   }
 
-  async receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
-    if (this.#closed) throw new BrokerClosedError('consumer is closed');
-    if (this.#buffer.length === 0) {
-      await new Promise<void>((resolve) => {
-        const timer = timeoutMs === undefined ? undefined : setTimeout(() => { this.#waiter = undefined; resolve(); }, timeoutMs);
-        this.#waiter = () => { if (timer) clearTimeout(timer); resolve(); };
-      });
-    }
-    return this.#buffer.splice(0, Math.max(1, max));
+  receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
+    return this.#delivery.receive(max, timeoutMs);
   }
 
   async ack(message: BrokerMessage): Promise<void> {
-    if (this.sub.ack(this, Number(message.id))) this.#inFlight--;
+    if (this.sub.ack(this, Number(message.id))) this.#delivery.settle(message.id);
   }
 
   async nack(message: BrokerMessage, reason = 'nacked'): Promise<void> {
-    if (this.sub.nack(this, Number(message.id), reason, this.#delayMs, this.#maxRedeliveries)) this.#inFlight--;
+    if (this.sub.nack(this, Number(message.id), reason, this.#delayMs, this.#maxRedeliveries)) this.#delivery.settle(message.id);
   }
 
   async deadLetter(message: BrokerMessage, reason: string): Promise<void> {
-    if (this.sub.deadLetter(this, Number(message.id), reason)) this.#inFlight--;
+    if (this.sub.deadLetter(this, Number(message.id), reason)) this.#delivery.settle(message.id);
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#buffer = [];
+    if (this.#delivery.closed) return;
+    this.#delivery.close();
     this.sub.leave(this);
     this.onClose(this);
-    const w = this.#waiter;
-    this.#waiter = undefined;
-    w?.();
-    this.#subscriber?.complete();
-    this.#subscriber = undefined;
   }
 }

@@ -3,7 +3,7 @@ import { BrokerClosedError, InvalidArgumentError } from '../../../errors.js';
 import type { BrokerMessage } from '../broker.js';
 
 /**
- * The consumer-side bookkeeping that every wire broker shares (Redis Streams, Pulsar): what
+ * The consumer-side bookkeeping that every broker shares (memory, Redis Streams, Pulsar): what
  * was delivered to this consumer and not settled yet, push (`messages$`) versus pull
  * (`receive`) hand-off, the unacked bound, and completion on close. Broker files only move
  * messages on their wire and call `deliver` / `settle`.

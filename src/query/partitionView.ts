@@ -8,7 +8,7 @@ import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
 import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
 import { TopK } from './topK.js';
-import { walkLivePages } from '../actors/partition/livePages.js';
+import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
 
 /** A page as one partition stores it. */
@@ -129,7 +129,7 @@ export class PartitionView {
     this.#check();
     if (urls.length === 0) return [];
     const values = await this.store.multiGet(ColumnFamilies.ranks, [...urls]);
-    return values.map(raw);
+    return values.map(scoreOf);
   }
 
   /** The live pages of `host` (under `http://host/` and `https://host/`) with their best `limit`. */
@@ -221,8 +221,3 @@ export class PartitionView {
   }
 }
 
-function raw(v: Buffer | undefined): number {
-  if (!v) return 0;
-  const f = decodeFloat64s(v);
-  return (f[0] ?? 0) + (f[1] ?? 0);
-}

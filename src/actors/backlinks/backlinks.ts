@@ -1,5 +1,5 @@
 import type { ActorRef, Behavior } from '../../runtime/actor/index.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
+import { Namespaces } from '../../runtime/topics.js';
 import { encodeInt64 } from '../../operators/mergeOperators.js';
 import { linkOpCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';

@@ -6,7 +6,6 @@ import type { Cancel } from '../../runtime/clock.js';
 import { producerId } from '../../runtime/ids.js';
 import { hostOf } from '../../runtime/partitioner.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
-import { decodeFloat64s } from '../../operators/mergeOperators.js';
 import { isShardflowError } from '../../errors.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
@@ -18,6 +17,7 @@ import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, type FrontierEntry, type RobotsRecord } from '../partition/schema.js';
 import { resolveCrawlPolicyOptions, type CrawlPolicyOptions, type ResolvedCrawlPolicyOptions } from './crawlPolicyOptions.js';
 import { dueHeap, type DueUrl } from './dueHeap.js';
+import { scoreOf } from '../partition/livePages.js';
 import { robotsRules, type RobotsRules } from './robotsRules.js';
 import { urlHeap, type QueuedUrl } from './urlHeap.js';
 import type { Heap } from 'heap-js';
@@ -305,6 +305,24 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
   }
 
   async function recrawl(state: CrawlPolicyState, urls: readonly string[]): Promise<void> {
+    await requeue(state, urls, {
+      accept: () => true,
+      priorityOf: (score, entry) => Math.max(score, entry.priority ?? 0),
+      clearReason: true,
+    });
+  }
+
+  /**
+   * Queues again those of `urls` whose frontier row says fetched (or blocked) and that
+   * `accept` takes, on a host not dropped: one multiGet of their rows and one of their
+   * ranks, each enqueued on its host with `priorityOf(its score, its row)` and its row
+   * rewritten as queued (without `dueAt`, and without `reason` when `clearReason`).
+   */
+  async function requeue(
+    state: CrawlPolicyState,
+    urls: readonly string[],
+    how: { accept(entry: FrontierEntry, host: string): boolean; priorityOf(score: number, entry: FrontierEntry): number; clearReason: boolean },
+  ): Promise<void> {
     const keys = [...new Set(urls)];
     if (keys.length === 0) return;
     const [known, ranks] = await Promise.all([state.store.multiGet(ColumnFamilies.frontier, keys), state.store.multiGet(ColumnFamilies.ranks, keys)]);
@@ -315,10 +333,11 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       const entry = packr.unpack(v) as FrontierEntry;
       if (entry.state !== 'fetched' && entry.state !== 'blocked') return;
       const host = safeHost(url);
-      if (host === undefined || state.dropped.has(host)) return;
-      const priority = Math.max(scoreOf(ranks[i]), entry.priority ?? 0);
+      if (host === undefined || state.dropped.has(host) || !how.accept(entry, host)) return;
+      const priority = how.priorityOf(scoreOf(ranks[i]), entry);
       enqueue(state, host, url, priority);
-      batch.put(ColumnFamilies.frontier, url, packr.pack({ ...entry, state: 'queued', priority, dueAt: undefined, reason: undefined } satisfies FrontierEntry));
+      const queued: FrontierEntry = { ...entry, state: 'queued', priority, dueAt: undefined, ...(how.clearReason ? { reason: undefined } : {}) };
+      batch.put(ColumnFamilies.frontier, url, packr.pack(queued));
     });
     if (batch.length > 0) await state.store.write(batch);
   }
@@ -403,21 +422,12 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     const dueUrls: string[] = [];
     while (state.due.length > 0 && state.due.peek()!.at <= now) dueUrls.push(state.due.pop()!.url);
     if (dueUrls.length === 0) return;
-    const keys = [...new Set(dueUrls)];
-    const [known, ranks] = await Promise.all([state.store.multiGet(ColumnFamilies.frontier, keys), state.store.multiGet(ColumnFamilies.ranks, keys)]);
-    const batch = state.store.batch();
-    keys.forEach((url, i) => {
-      const v = known[i];
-      if (v === undefined) return;
-      const entry = packr.unpack(v) as FrontierEntry;
-      if ((entry.state !== 'fetched' && entry.state !== 'blocked') || entry.dueAt === undefined || entry.dueAt > now) return; // stale schedule entry
-      const host = safeHost(url);
-      if (host === undefined || state.dropped.has(host) || (o.scope && !o.scope.allows(host))) return;
-      const priority = scoreOf(ranks[i]);
-      enqueue(state, host, url, priority);
-      batch.put(ColumnFamilies.frontier, url, packr.pack({ ...entry, state: 'queued', priority, dueAt: undefined } satisfies FrontierEntry));
+    await requeue(state, dueUrls, {
+      // A URL rescheduled since its heap entry was pushed has another `dueAt`: stale entry.
+      accept: (entry, host) => entry.dueAt !== undefined && entry.dueAt <= now && !(o.scope && !o.scope.allows(host)),
+      priorityOf: (score) => score,
+      clearReason: false,
     });
-    if (batch.length > 0) await state.store.write(batch);
   }
 
   async function onRobots(state: CrawlPolicyState, message: RobotsFetched, now: number): Promise<void> {
@@ -550,12 +560,6 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     }, Math.max(0, at - now));
     state.timer = { at, cancel };
   }
-}
-
-function scoreOf(ranks: Buffer | undefined): number {
-  if (!ranks) return 0;
-  const [x = 0, r = 0] = decodeFloat64s(ranks);
-  return x + r;
 }
 
 function safeHost(url: string): string | undefined {

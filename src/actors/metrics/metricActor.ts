@@ -1,7 +1,6 @@
 import { Packr } from 'msgpackr';
 import type { Behavior } from '../../runtime/actor/index.js';
-import { partitionId } from '../../runtime/ids.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
+import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import { packKeys, type Snapshot, type Store } from '../../storage/index.js';
 import { ActorStoppedError } from '../../errors.js';

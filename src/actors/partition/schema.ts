@@ -182,7 +182,6 @@ export interface GcRecord {
 }
 
 const SEP = 0;
-const utf8 = new TextEncoder();
 const utf8d = new TextDecoder();
 
 /** `a 0x00 b` as bytes: the key of a link in `outlinks` (a = source) or `backlinks` (a = target). */

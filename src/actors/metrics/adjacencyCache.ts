@@ -4,7 +4,7 @@ import { grown } from './grown.js';
 
 /** The outlinks of one page, normalised: `weights` sum to 1 (or the page is dangling). */
 export interface Adjacency {
-  /** Target ids (see `AdjacencyCache.url`). */
+  /** Target ids (see `AdjacencyCache.idOf` and `key`). */
   readonly targets: Int32Array;
   /** w_pq / sum_q w_pq, in the order of `targets`. */
   readonly weights: Float64Array;
@@ -35,7 +35,6 @@ export class AdjacencyCache {
   readonly #slots: Array<Adjacency | undefined> = [];
   readonly #slotKeys: Buffer[] = [];
   readonly #ids = new Map<string, number>();
-  readonly #urls: string[] = [];
   readonly #keys: Buffer[] = [];
   #partitionOf = new Int32Array(1024);
   /** Per target id: its index among the targets of its partition (dense per partition). */
@@ -63,12 +62,6 @@ export class AdjacencyCache {
   complete = false;
 
   constructor(readonly partitioner: Partitioner) {}
-
-  /** Cached outlinks of `url`, or undefined (not cached: read the store). */
-  get(url: string): Adjacency | undefined {
-    const slot = this.#slotOf.get(url);
-    return slot === undefined ? undefined : this.#slots[slot];
-  }
 
   /**
    * Caches `url`'s outlinks from their target URLs and raw weights.
@@ -165,9 +158,8 @@ export class AdjacencyCache {
   idOf(url: string): number {
     let id = this.#ids.get(url);
     if (id === undefined) {
-      id = this.#urls.length;
+      id = this.#keys.length;
       this.#ids.set(url, id);
-      this.#urls.push(url);
       this.#keys.push(Buffer.from(url, 'utf8'));
       if (id >= this.#partitionOf.length) {
         this.#partitionOf = grown(this.#partitionOf, id + 1);
@@ -208,10 +200,6 @@ export class AdjacencyCache {
     return slot;
   }
 
-  /** URL of a target id. */
-  url(id: number): string {
-    return this.#urls[id]!;
-  }
 
   /** Store key (URL as UTF-8) of a target id. */
   key(id: number): Buffer {
@@ -225,7 +213,7 @@ export class AdjacencyCache {
 
   /** Number of target ids assigned. */
   get targetCount(): number {
-    return this.#urls.length;
+    return this.#keys.length;
   }
 }
 

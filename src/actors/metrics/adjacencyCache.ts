@@ -25,7 +25,7 @@ const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: ne
  * Pages live in slots (dense integers, one per page ever cached, with the page's key
  * bytes); `order` lists the slots in `ranks` key order as the last push saw it, so that a
  * push finds a page's outlinks by position, comparing key bytes, without decoding the URL
- * or hashing it (`slotAt`). Target ids are dense integers too, each with its URL and
+ * or hashing it (`compareSlotKey`). Target ids are dense integers too, each with its key and
  * owning partition, so contributions are summed in a typed array (the combiner) instead of
  * a map of strings.
  */

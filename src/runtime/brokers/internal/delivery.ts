@@ -144,27 +144,25 @@ export class Delivery {
 
   /** Completes `messages$`, wakes pending `receive` calls with `[]`, drops the buffer. Safe twice. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#buffer = [];
-    this.#inFlight.clear();
-    this.#wakeAll();
-    const s = this.#subscriber;
-    this.#subscriber = undefined;
-    s?.complete();
+    this.#end(undefined);
   }
 
   /** Errors `messages$` and pending `receive` calls with `err` (e.g. BrokerDisconnectedError), then closes. */
   fail(err: Error): void {
+    this.#end(err);
+  }
+
+  #end(failure: Error | undefined): void {
     if (this.#closed) return;
-    this.#failure = err;
+    this.#failure = failure;
     this.#closed = true;
     this.#buffer = [];
     this.#inFlight.clear();
     this.#wakeAll();
     const s = this.#subscriber;
     this.#subscriber = undefined;
-    s?.error(err);
+    if (failure) s?.error(failure);
+    else s?.complete();
   }
 
   #wakeAll(): void {

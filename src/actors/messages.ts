@@ -139,8 +139,8 @@ function wireBytes(a: Uint32Array | Float64Array): Uint8Array {
 }
 
 /**
- * A typed array copied out of (possibly unaligned) wire bytes, into memory that is not
- * zero-filled first (`Buffer.allocUnsafeSlow`: its own ArrayBuffer, so aligned).
+ * A typed array over wire bytes: a view of them when they are aligned (the decoded value
+ * then shares the message's memory, as `keyBytes` does), else an aligned copy.
  */
 function fromWire<A extends Uint32Array | Float64Array>(
   View: { new (buffer: ArrayBuffer, byteOffset: number, length: number): A; readonly BYTES_PER_ELEMENT: number },
@@ -149,9 +149,12 @@ function fromWire<A extends Uint32Array | Float64Array>(
 ): A {
   const size = View.BYTES_PER_ELEMENT;
   if (bytes.byteLength % size !== 0) throw new UndecodableMessageError(`metrics: ${what} is not a whole number of ${size}-byte values`);
-  const raw = Buffer.allocUnsafeSlow(bytes.byteLength);
-  raw.set(bytes);
-  return new View(raw.buffer as ArrayBuffer, raw.byteOffset, bytes.byteLength / size);
+  // A view when the bytes are aligned (no allocation: each one adds to V8's external memory,
+  // which starts major GCs), else a copy.
+  if (bytes.byteOffset % size === 0) return new View(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength / size);
+  const raw = new View(new ArrayBuffer(bytes.byteLength), 0, bytes.byteLength / size);
+  new Uint8Array(raw.buffer).set(bytes);
+  return raw;
 }
 
 /**

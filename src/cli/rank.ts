@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { Command } from 'commander';
-import { readGraph } from '../replay/graphFile.js';
+import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
@@ -21,7 +21,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
-      const graph = await readGraph(opts.pages, opts.links);
+      let graph: WebGraph | undefined = await readGraph(opts.pages, opts.links);
       // Open --out first: a folder that does not exist fails now, not after the ranking.
       const out = createWriteStream(opts.out);
       await once(out, 'open');
@@ -31,7 +31,12 @@ export function rankCommand(setExit: (code: number) => void): Command {
       const data = runDataDir(opts.dataDir);
       try {
         const result = await rankGraph({
-          graph,
+          // Handed over, so that the job drops the graph once it is loaded.
+          graph: () => {
+            const g = graph!;
+            graph = undefined;
+            return g;
+          },
           partitions: opts.partitions,
           dataDir: data.dir,
           broker,

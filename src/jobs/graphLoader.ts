@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Broker } from '../runtime/brokers/broker.js';
+import type { Broker, Producer } from '../runtime/brokers/broker.js';
+import type { WebGraph } from '../replay/graphFile.js';
 import { producerId, sequence, type PartitionId } from '../runtime/ids.js';
 import { hostOf, type Partitioner } from '../runtime/partitioner.js';
-import { Namespaces, topic, topicName } from '../runtime/topics.js';
+import { Namespaces, topic, topicName, type Topic } from '../runtime/topics.js';
 import { fetchCodec, type FetchResult, type Outlink } from '../actors/messages.js';
 import type { FlowCounters } from '../actors/progress.js';
 
@@ -25,33 +26,44 @@ export function graphPage(url: string, targets: readonly string[], fetchedAt = 0
 
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), 64 per message,
- * in order per partition, under a fresh producer name. Counts what it sends in `counters`
- * so that quiescence detection waits for it.
+ * in order per partition, under a fresh producer name. `results` is consumed as it is
+ * iterated (at most 64 results per partition are held), so a generator loads a graph
+ * without materialising every fetch result first. Counts what it sends in `counters` so
+ * that quiescence detection waits for it.
+ * @throws whatever the broker's `send` throws (the failed send is taken back from `counters`)
  */
-export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: readonly FetchResult[]): Promise<void> {
-  const byPartition = new Map<PartitionId, FetchResult[]>();
-  for (const r of results) {
-    const p = partitioner.forUrl(r.url);
-    let list = byPartition.get(p);
-    if (!list) byPartition.set(p, (list = []));
-    list.push(r);
-  }
+export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>): Promise<void> {
   const name = producerId(`loader/${randomUUID()}`);
-  for (const [p, list] of byPartition) {
-    const t = topic(Namespaces.fetches, p);
-    const producer = await broker.producer(t, { producer: name });
-    for (let i = 0, seq = 0; i < list.length; i += PAGES_PER_MESSAGE, seq++) {
-      const key = { producer: name, topic: topicName(t), sequence: seq };
-      counters.onSent(Namespaces.fetches, key);
-      try {
-        await producer.send(fetchCodec.encode({ type: 'fetches', results: list.slice(i, i + PAGES_PER_MESSAGE) }), { sequence: sequence(seq) });
-      } catch (err) {
-        counters.onSendFailed(Namespaces.fetches, key);
-        throw err;
-      }
+  const open = new Map<PartitionId, { producer: Producer; pending: FetchResult[]; seq: number }>();
+  const flush = async (t: Topic, out: { producer: Producer; pending: FetchResult[]; seq: number }) => {
+    const key = { producer: name, topic: topicName(t), sequence: out.seq };
+    counters.onSent(Namespaces.fetches, key);
+    try {
+      await out.producer.send(fetchCodec.encode({ type: 'fetches', results: out.pending }), { sequence: sequence(out.seq) });
+    } catch (err) {
+      counters.onSendFailed(Namespaces.fetches, key);
+      throw err;
     }
-    await producer.close();
+    out.pending = [];
+    out.seq++;
+  };
+  try {
+    for (const r of results) {
+      const p = partitioner.forUrl(r.url);
+      let out = open.get(p);
+      if (!out) open.set(p, (out = { producer: await broker.producer(topic(Namespaces.fetches, p), { producer: name }), pending: [], seq: 0 }));
+      out.pending.push(r);
+      if (out.pending.length >= PAGES_PER_MESSAGE) await flush(topic(Namespaces.fetches, p), out);
+    }
+    for (const [p, out] of open) if (out.pending.length > 0) await flush(topic(Namespaces.fetches, p), out);
+  } finally {
+    for (const out of open.values()) await out.producer.close();
   }
+}
+
+/** The pages of `graph` as fetch results (graphPage), made one at a time. */
+export function* graphPages(graph: WebGraph, fetchedAt = 0): Generator<FetchResult> {
+  for (const url of graph.pages) yield graphPage(url, graph.links.get(url) ?? [], fetchedAt);
 }
 
 function safeHost(url: string): string {

@@ -131,13 +131,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           const values = await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
             // One native call for the message's merges: [0, delta] into each page's [x, r].
             let mass = 0;
-            const operands = new Float64Array(value.deltas.length * 2);
-            for (let i = 0; i < value.deltas.length; i++) {
+            const n = value.deltas.length;
+            const operands = contributionOperands(n);
+            for (let i = 0; i < n; i++) {
               const delta = value.deltas[i]!;
+              operands[2 * i] = 0;
               operands[2 * i + 1] = delta;
               mass += Math.abs(delta);
             }
-            batch.mergeFloat64s(ColumnFamilies.ranks, value.keys, operands, 2);
+            batch.mergeFloat64s(ColumnFamilies.ranks, value.keys, operands, 2); // copied into the batch
             batch.merge(ColumnFamilies.rounds, roundKey(value.round), encodeFloat64s(1, mass));
             applied.push([value.round, mass]);
           });
@@ -388,6 +390,16 @@ class Combiner {
     this.#acc = grown(this.#acc, n);
     this.#seen = grown(this.#seen, n);
   }
+}
+
+let operandScratch = new Float64Array(2 * 4096);
+/**
+ * A reused array for n [0, delta] operands (the batch copies them): one allocation per
+ * message would add to V8's external memory, which starts major GCs.
+ */
+function contributionOperands(n: number): Float64Array {
+  if (operandScratch.length < 2 * n) operandScratch = new Float64Array(2 * n);
+  return operandScratch.length === 2 * n ? operandScratch : operandScratch.subarray(0, 2 * n);
 }
 
 /** Reads one page's outlinks from the store (a page changed since the cache was filled). */

@@ -1,12 +1,16 @@
 import { Packr } from 'msgpackr';
-import type { Behavior } from '../../runtime/actor/index.js';
+import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
+import type { BrokerMessage } from '../../runtime/brokers/broker.js';
+import type { Cancel } from '../../runtime/clock.js';
 import { Namespaces } from '../../runtime/topics.js';
-import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
+import { decodeFloat64s, decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import { packKeys, type Snapshot, type Store } from '../../storage/index.js';
-import { ActorStoppedError } from '../../errors.js';
-import { contributionCodec } from '../messages.js';
+import { ActorStoppedError, isShardflowError } from '../../errors.js';
+import { contributionCodec, type ContributionBatch } from '../messages.js';
+import { messageKey } from '../progress.js';
+import { PendingContributions } from './pendingContributions.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
+import type { Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkPrefix, roundKey } from '../partition/schema.js';
@@ -24,6 +28,8 @@ export type MetricMessage =
   | Deliveries
   /** Push every page whose |residual| exceeds `threshold`; replies `PushReport`. Idempotent per round. */
   | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
+  /** Commits the pending contributions (sent to itself after a delay; also done before reads of `ranks`). */
+  | { readonly type: 'flush' }
   /** Replies `RoundApplied` for `round`. */
   | { readonly type: 'applied'; readonly round: number }
   /**
@@ -91,9 +97,17 @@ type MetricState = SubscribedState & {
   readonly rounds: RoundBook;
   /** The in-memory copy of `ranks`, when valid (see RankMirror). */
   readonly mirror: { current: RankMirror | undefined };
+  /** Contributions folded and not yet committed (written with the next push or flush). */
+  readonly pending: PendingContributions;
+  /** The scheduled `flush` of contributions that arrived outside rounds. */
+  flushTimer: Cancel | undefined;
 };
 
 const packr = new Packr({ useRecords: false });
+/** Folded messages that force a flush (half the consumer's unacked bound of 256). */
+const MAX_PENDING_MESSAGES = 128;
+/** Delay before committing contributions folded between rounds (graph corrections, the last round's). */
+const FLUSH_DELAY_MS = 500;
 const SEP = 0;
 const LAST_ROUND = 'last-round';
 
@@ -108,8 +122,12 @@ const LAST_ROUND = 'last-round';
  * rows and the round's report are one write batch: a push is atomic and, replayed after a
  * crash, returns the stored report instead of pushing again.
  *
- * Incoming contributions are folded into r with float64 add merges, with exactly-once
- * marks, and counted per round in `rounds` for the coordinator's barrier.
+ * Incoming contributions are folded in memory (PendingContributions), summed per page, and
+ * counted per round for the coordinator's barrier; the next push commits them in its own
+ * write batch, in the same one merge per page as the push ([r_eff, -r_stored] for a pushed
+ * page, [0, delta] for the others), with their exactly-once marks and `rounds` counts, and
+ * only then acks them. A flush commits them earlier when many wait, some time after
+ * contributions that arrive between rounds, and before `ranks` is read (scores, hosts).
  */
 export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricState, unknown> {
   const owner = 'metrics';
@@ -117,52 +135,17 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined } } as MetricState;
+      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined } as MetricState;
     },
-    async receive(state, message) {
+    async receive(state, message, ctx) {
       switch (message.type) {
-        case 'deliveries': {
+        case 'deliveries':
           if (message.consumer !== state.consumer) return undefined;
-          const applied: Array<[number, number]> = [];
-          // The mirror is dropped while the write is in flight and comes back with the
-          // committed contributions added; if anything throws, the next push rebuilds it.
-          const mirror = state.mirror.current;
-          state.mirror.current = undefined;
-          const values = await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.metrics }, message, contributionCodec, (batch, value) => {
-            // One native call for the message's merges: [0, delta] into each page's [x, r].
-            let mass = 0;
-            const n = value.deltas.length;
-            const operands = contributionOperands(n);
-            for (let i = 0; i < n; i++) {
-              const delta = value.deltas[i]!;
-              operands[2 * i] = 0;
-              operands[2 * i + 1] = delta;
-              mass += Math.abs(delta);
-            }
-            batch.mergeFloat64s(ColumnFamilies.ranks, value.keys, operands, 2); // copied into the batch
-            batch.merge(ColumnFamilies.rounds, roundKey(value.round), encodeFloat64s(1, mass));
-            applied.push([value.round, mass]);
-          });
-          for (const [round, mass] of applied) state.rounds.applied(round, mass);
-          if (mirror) {
-            const cache = env.adjacency;
-            for (const { keys, deltas, source } of values) {
-              for (let i = 0; i < deltas.length; i++) {
-                const start = i === 0 ? 0 : keys.ends[i - 1]!;
-                const end = keys.ends[i]!;
-                let slot: number;
-                if (source) slot = cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end);
-                else {
-                  slot = cache.slotOfBytes(keys.bytes, start, end);
-                  if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
-                }
-                mirror.add(slot, 0, deltas[i]!);
-              }
-            }
-            state.mirror.current = mirror;
-          }
+          await fold(state, message, ctx);
           return undefined;
-        }
+        case 'flush':
+          state.flushTimer = undefined;
+          return flush(state);
         case 'push':
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
         case 'applied':
@@ -173,10 +156,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           await state.rounds.get(message.round);
           return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
+          await flush(state);
           return scores(state.store);
         case 'counts':
           return counts(state.store);
         case 'index-hosts':
+          await flush(state);
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
         case 'last-round': {
           const v = await state.store.get(ColumnFamilies.meta, LAST_ROUND);
@@ -185,6 +170,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       }
     },
     async stop(state) {
+      state.flushTimer?.();
       state.rounds.close();
       await closeSubscribed(env, state);
     },
@@ -207,34 +193,50 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    // Push merges [r, -r], added to the batch in one native call at the end; pages by slot
-    // (the cache keeps each page's key bytes, so nothing is copied per push).
-    const pushedSlots: number[] = [];
-    const pushedOperands: number[] = [];
+    // One merge per page that is pushed or has pending contributions, added to the batch in
+    // one native call at the end; pages by slot (the cache keeps each page's key bytes, so
+    // nothing is copied per push).
+    const mergedSlots: number[] = [];
+    const mergedOperands: number[] = [];
     let pushed = 0;
     let remaining = 0;
     let sumX = 0;
     let contributions = 0;
     /** Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its targets. */
-    const pushPage = (slot: number, x: number, r: number, adj: Adjacency) => {
+    const pending = state.pending;
+    /**
+     * Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its
+     * targets. `r` includes the pending delta; `stored` is the committed r, which the merge
+     * cancels (the pending delta is in this same merge).
+     */
+    const pushPage = (slot: number, x: number, r: number, stored: number, adj: Adjacency) => {
       pushed++;
       sumX += x + r;
-      pushedSlots.push(slot);
-      pushedOperands.push(r, -r);
+      mergedSlots.push(slot);
+      mergedOperands.push(r, -stored);
       contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
+    };
+    /** A page with |r| (pending delta included) at or below the threshold: waits; its pending delta is merged alone. */
+    const keepPage = (slot: number, x: number, r: number) => {
+      remaining += Math.abs(r);
+      sumX += x;
+      if (pending.has(slot)) {
+        mergedSlots.push(slot);
+        mergedOperands.push(0, pending.delta(slot));
+      }
     };
     try {
       if (mirror) {
         // Ranks from the mirror: no scan.
         for (const slot of mirror.slots) {
           const x = mirror.x(slot);
-          const r = mirror.r(slot);
+          const stored = mirror.r(slot);
+          const r = stored + pending.delta(slot);
           if (!(Math.abs(r) > threshold)) {
-            remaining += Math.abs(r);
-            sumX += x;
+            keepPage(slot, x, r);
             continue;
           }
-          pushPage(slot, x, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), undefined, cache)));
+          pushPage(slot, x, r, stored, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), undefined, cache)));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
@@ -269,11 +271,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             order.push(slot);
             next.set(slot, x, r);
             const adj = cache.set(url, targets, weights);
-            if (Math.abs(r) > threshold) pushPage(slot, x, r, adj);
-            else {
-              remaining += Math.abs(r);
-              sumX += x;
-            }
+            const re = r + pending.delta(slot);
+            if (Math.abs(re) > threshold) pushPage(slot, x, re, r, adj);
+            else keepPage(slot, x, re);
           }
         } finally {
           await ranks.close();
@@ -310,22 +310,30 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
             const r = vlen >= 16 ? values.readDoubleLE(vo + 8) : 0;
             next.set(slot, x, r);
-            if (!(Math.abs(r) > threshold)) {
-              remaining += Math.abs(r);
-              sumX += x;
+            const re = r + pending.delta(slot);
+            if (!(Math.abs(re) > threshold)) {
+              keepPage(slot, x, re);
               continue;
             }
             const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), snapshot, cache));
-            pushPage(slot, x, r, adj);
+            pushPage(slot, x, re, r, adj);
           }
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
+      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0).
+      for (const slot of pending.slots) {
+        if (next.has(slot)) continue;
+        const r = pending.delta(slot);
+        if (!(Math.abs(r) > threshold)) keepPage(slot, 0, r);
+        else pushPage(slot, 0, r, 0, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), snapshot, cache)));
+      }
     } finally {
       snapshot?.release();
     }
-    if (pushedSlots.length > 0) {
-      batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(pushedSlots.map((slot) => cache.slotKey(slot))), Float64Array.from(pushedOperands), 2);
+    const settle = pending.take(batch, state.marks);
+    if (mergedSlots.length > 0) {
+      batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(mergedSlots.map((slot) => cache.slotKey(slot))), Float64Array.from(mergedOperands), 2);
     }
     if (fill) cache.complete = true;
 
@@ -335,10 +343,100 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
     await store.write(batch);
-    for (let i = 0; i < pushedSlots.length; i++) next.add(pushedSlots[i]!, pushedOperands[2 * i]!, pushedOperands[2 * i + 1]!);
+    for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
     state.mirror.current = next;
     await outbox.publish();
+    await settleCommitted(state, settle);
     return report;
+  }
+
+  /**
+   * Folds contribution messages into the pending deltas (memory only); they are committed
+   * with the next push, or by a flush when MAX_PENDING_MESSAGES wait (the consumer's
+   * unacked bound must not stop delivery before a round's barrier is reached) or
+   * FLUSH_DELAY_MS after contributions that arrive between rounds. A message is settled in
+   * the flow counters when folded (it is applied: the round barrier counts it) and acked
+   * after the commit; until then a crash makes the broker redeliver it.
+   */
+  async function fold(state: MetricState, deliveries: Deliveries, ctx: ActorContext<MetricMessage>): Promise<void> {
+    const { pending, consumer } = state;
+    const cache = env.adjacency;
+    for (const m of deliveries.messages) {
+      if (await state.marks.applied(m.producer, m.sequence)) {
+        await consumer.ack(m); // committed before (a redelivery after a lost ack)
+        env.counters.onSettled(Namespaces.metrics, messageKey(m));
+        continue;
+      }
+      if (pending.holds(m.producer, m.sequence)) {
+        pending.held(m);
+        continue;
+      }
+      let value: ContributionBatch;
+      try {
+        value = contributionCodec.decode(m.payload);
+      } catch (err) {
+        if (!isShardflowError(err)) throw err;
+        pending.undecodable(m, err.message);
+        env.counters.onSettled(Namespaces.metrics, messageKey(m));
+        continue;
+      }
+      await state.rounds.get(value.round); // the committed count, before adding to it
+      const { keys, deltas, source } = value;
+      let mass = 0;
+      for (let i = 0; i < deltas.length; i++) {
+        const start = i === 0 ? 0 : keys.ends[i - 1]!;
+        const end = keys.ends[i]!;
+        let slot: number;
+        if (source) slot = cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end);
+        else {
+          slot = cache.slotOfBytes(keys.bytes, start, end);
+          if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
+        }
+        const delta = deltas[i]!;
+        pending.add(slot, delta);
+        mass += Math.abs(delta);
+      }
+      pending.folded(m, value.round, mass);
+      state.rounds.applied(value.round, mass);
+      env.counters.onSettled(Namespaces.metrics, messageKey(m));
+    }
+    if (pending.messages >= MAX_PENDING_MESSAGES) await flush(state);
+    else if (!pending.empty && state.flushTimer === undefined && !ctx.signal.aborted) {
+      state.flushTimer = ctx.clock.setTimeout(() => {
+        if (!ctx.signal.aborted) ctx.self.tell({ type: 'flush' }).catch(() => undefined);
+      }, FLUSH_DELAY_MS);
+    }
+  }
+
+  /** Commits the pending contributions (one [0, delta] merge per page) with their marks and round counts, then acks them. */
+  async function flush(state: MetricState): Promise<void> {
+    state.flushTimer?.();
+    state.flushTimer = undefined;
+    const { pending, store } = state;
+    if (pending.empty) return;
+    const cache = env.adjacency;
+    const mirror = state.mirror.current;
+    state.mirror.current = undefined;
+    const slots = [...pending.slots];
+    const operands = new Float64Array(2 * slots.length);
+    for (let i = 0; i < slots.length; i++) operands[2 * i + 1] = pending.delta(slots[i]!);
+    const batch = store.batch();
+    if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(slots.map((slot) => cache.slotKey(slot))), operands, 2);
+    const settle = pending.take(batch, state.marks);
+    await store.write(batch);
+    if (mirror) {
+      for (let i = 0; i < slots.length; i++) mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
+      state.mirror.current = mirror;
+    }
+    await settleCommitted(state, settle);
+  }
+
+  /** Acks (or dead-letters) messages whose effects committed. */
+  async function settleCommitted(state: MetricState, settle: ReadonlyArray<{ message: BrokerMessage; reason?: string }>): Promise<void> {
+    for (const { message, reason } of settle) {
+      if (reason !== undefined) await state.consumer.deadLetter(message, reason);
+      else await state.consumer.ack(message);
+    }
   }
 }
 
@@ -390,16 +488,6 @@ class Combiner {
     this.#acc = grown(this.#acc, n);
     this.#seen = grown(this.#seen, n);
   }
-}
-
-let operandScratch = new Float64Array(2 * 4096);
-/**
- * A reused array for n [0, delta] operands (the batch copies them): one allocation per
- * message would add to V8's external memory, which starts major GCs.
- */
-function contributionOperands(n: number): Float64Array {
-  if (operandScratch.length < 2 * n) operandScratch = new Float64Array(2 * n);
-  return operandScratch.length === 2 * n ? operandScratch : operandScratch.subarray(0, 2 * n);
 }
 
 /** Reads one page's outlinks from the store (a page changed since the cache was filled). */

@@ -32,6 +32,11 @@ export class RankMirror {
     return this.#r[slot]!;
   }
 
+  /** True when `slot` has an entry. */
+  has(slot: number): boolean {
+    return slot < this.#present.length && this.#present[slot] === 1;
+  }
+
   /** Records a slot's stored [x, r] (from a scan). */
   set(slot: number, x: number, r: number): void {
     this.#touch(slot);

@@ -100,4 +100,29 @@ describe('WriteBatch', () => {
     await assert.rejects(a.write(leftover), { code: 'SF_ERR_STORE_CLOSED' });
     await b.close();
   });
+  it('putPairs writes two-part keys (first 0x00 second) from arrays or one shared part, in order with the other operations, all or nothing', async () => {
+    const store = await openStore();
+    const v = (s: string) => Buffer.from(s);
+    const batch = store
+      .batch()
+      .putPairs('pages', 'http://a/', ['http://b/', 'http://c/é'], [v('1'), v('2')]) // one first, arrays of seconds and values
+      .putPairs('pages', ['http://x/', Buffer.from('http://y/')], 'http://a/', v('same')) // arrays of firsts, one second and value
+      .delete('pages', 'http://a/\u0000http://b/');
+    await store.write(batch);
+    const entries = [];
+    for await (const [k, value] of store.iterate('pages')) entries.push([k.toString('utf8'), value.toString()]);
+    assert.deepEqual(entries, [
+      ['http://a/\u0000http://c/é', '2'],
+      ['http://x/\u0000http://a/', 'same'],
+      ['http://y/\u0000http://a/', 'same'],
+    ]);
+    // A bad element anywhere records nothing; lengths must agree; one part must be an array.
+    const bad = store.batch().put('pages', 'k', v('v'));
+    assert.throws(() => bad.putPairs('pages', 'a', ['b', 42 as unknown as string], [v('1'), v('2')]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.putPairs('pages', 'a', ['b', 'c'], [v('1')]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.putPairs('pages', 'a', 'b', v('1')), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.putPairs('pages', 'a', ['b'], ['not bytes' as unknown as Uint8Array]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.equal(bad.length, 1);
+    await store.close();
+  });
 });

@@ -50,6 +50,7 @@ export interface NativeWriteBatch {
   put(cf: number, key: NativeKey, value: NativeKey): void;
   merge(cf: number, key: NativeKey, operand: NativeKey): void;
   mergeMany(cf: number, keys: NativeKey[], operands: Uint8Array[] | Uint8Array): void;
+  putPairs(cf: number, firsts: NativeKey[] | NativeKey, seconds: NativeKey[] | NativeKey, values: Uint8Array[] | Uint8Array): void;
   mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
   mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number): void;
   delete(cf: number, key: NativeKey): void;

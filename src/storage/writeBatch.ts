@@ -66,6 +66,20 @@ export class WriteBatch {
   }
 
   /**
+   * Many puts of two-part keys in one native call: put i has key `firsts[i] 0x00
+   * seconds[i]` and value `values[i]`; any of the three may be one value for every put
+   * (at least one must be an array; the arrays must have one length). Same result as
+   * calling {@link put} with each key built in JS (e.g. link keys `source 0x00 target`),
+   * without a Buffer per key; strings are encoded as UTF-8. All or nothing.
+   * @throws InvalidArgumentError for an undeclared column family, arrays that differ in
+   *   length, no array at all, or a key part / value of the wrong type.
+   */
+  putPairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array): this {
+    this.#native.putPairs(this.#cf(cf), firsts as Key[] | Key, seconds as Key[] | Key, values as Uint8Array[] | Uint8Array);
+    return this;
+  }
+
+  /**
    * Many `float64Add` merges in one native call, without one Buffer per operand: key i gets
    * the operand `values[i*stride .. (i+1)*stride)` encoded as `stride` LE float64 (the
    * `encodeFloat64s` layout). Same result as `merge(cf, keys[i], encodeFloat64s(...))` for

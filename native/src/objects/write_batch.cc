@@ -15,6 +15,7 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                          InstanceMethod<&WriteBatchWrap::Put>("put"),
                          InstanceMethod<&WriteBatchWrap::Merge>("merge"),
                          InstanceMethod<&WriteBatchWrap::MergeMany>("mergeMany"),
+                         InstanceMethod<&WriteBatchWrap::PutPairs>("putPairs"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64s>("mergeFloat64s"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64sPacked>("mergeFloat64sPacked"),
                          InstanceMethod<&WriteBatchWrap::Delete>("delete"),
@@ -163,6 +164,57 @@ Napi::Value WriteBatchWrap::MergeMany(const Napi::CallbackInfo& info) {
       return Rollback(env, &batch_, Status::InvalidArgument("operands must be Uint8Arrays"));
     }
     rocksdb::Status s = batch_.Merge(ref, S(k.View()), S(shared ? one.View() : v.View()));
+    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
+}
+
+Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  if (cf == nullptr) return env.Undefined();
+  // Each of firsts, seconds, values: an Array (one per put, all of one length) or one value
+  // for every put. At least one must be an Array.
+  Napi::Array arrays[3];
+  bool is_array[3] = {false, false, false};
+  BytesArg fixed[3];
+  int64_t n = -1;
+  for (size_t j = 0; j < 3; ++j) {
+    if (info.Length() <= j + 1) return ThrowStatus(env, Status::InvalidArgument("putPairs: expects firsts, seconds and values"));
+    Napi::Value v = info[j + 1];
+    if (v.IsArray()) {
+      arrays[j] = v.As<Napi::Array>();
+      is_array[j] = true;
+      const int64_t len = arrays[j].Length();
+      if (n >= 0 && len != n) return ThrowStatus(env, Status::InvalidArgument("putPairs: arrays differ in length"));
+      n = len;
+    } else if (!fixed[j].Read(v) || (j == 2 && !v.IsTypedArray())) {
+      return ThrowStatus(env, Status::InvalidArgument("putPairs: keys must be strings or Uint8Arrays, values Uint8Arrays"));
+    }
+  }
+  if (n < 0) return ThrowStatus(env, Status::InvalidArgument("putPairs: one of firsts, seconds, values must be an array"));
+  static const char kSep = 0;
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  BytesArg read[3];
+  for (int64_t i = 0; i < n; ++i) {
+    std::string_view part[3];
+    for (size_t j = 0; j < 3; ++j) {
+      if (!is_array[j]) {
+        part[j] = fixed[j].View();
+        continue;
+      }
+      Napi::Value v = arrays[j].Get(static_cast<uint32_t>(i));
+      if (!read[j].Read(v) || (j == 2 && !v.IsTypedArray())) {
+        return Rollback(env, &batch_, Status::InvalidArgument("putPairs: keys must be strings or Uint8Arrays, values Uint8Arrays"));
+      }
+      part[j] = read[j].View();
+    }
+    const rocksdb::Slice key_parts[3] = {S(part[0]), rocksdb::Slice(&kSep, 1), S(part[1])};
+    const rocksdb::Slice value_part = S(part[2]);
+    rocksdb::Status s = batch_.Put(ref, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
   }
   batch_.PopSavePoint();

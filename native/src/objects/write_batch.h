@@ -34,6 +34,9 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   Napi::Value Merge(const Napi::CallbackInfo& info);
   // mergeMany(cf, keys[], operands[] | operand): many merges in one call.
   Napi::Value MergeMany(const Napi::CallbackInfo& info);
+  // putPairs(cf, firsts[] | first, seconds[] | second, values[] | value): many puts in one
+  // call, key i = first_i 0x00 second_i (two-part keys, built by RocksDB from slice parts).
+  Napi::Value PutPairs(const Napi::CallbackInfo& info);
   // mergeFloat64s(cf, keys[], values: Float64Array, stride): key i gets the operand
   // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).
   Napi::Value MergeFloat64s(const Napi::CallbackInfo& info);

@@ -140,19 +140,23 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     const ops = next ? diffOutlinks(url, featuresOf(before), next) : [];
     const after = new Map(before);
     let delta = 0;
+    const putTargets: string[] = [];
+    const putValues: Buffer[] = [];
     for (const op of ops) {
-      const key = linkKey(url, op.target);
       if (op.op === 'remove') {
-        batch.delete(ColumnFamilies.outlinks, key);
+        batch.delete(ColumnFamilies.outlinks, linkKey(url, op.target));
         after.delete(op.target);
         delta--;
       } else {
         const weight = options.weigh(op.features);
-        batch.put(ColumnFamilies.outlinks, key, encodeLinkValue(weight, op.features));
+        putTargets.push(op.target);
+        putValues.push(encodeLinkValue(weight, op.features));
         after.set(op.target, { features: op.features, weight });
         if (op.op === 'add') delta++;
       }
     }
+    // Keys `url 0x00 target`, built natively (one call for the page's links).
+    if (putTargets.length > 0) batch.putPairs(ColumnFamilies.outlinks, url, putTargets, putValues);
     if (ops.length > 0) {
       env.adjacency.invalidate(url);
       // Also for a page stored for the first time: in continuous mode it may already have

@@ -6,13 +6,21 @@ const packr = new Packr({ useRecords: false });
 /**
  * The value of a link in `outlinks` and `backlinks`: the link's raw weight as a float64 LE
  * (from the weight function at index time, not normalised), then msgpack `LinkFeatures`.
- * The metric traversal reads only the first 8 bytes.
+ * The metric traversal reads only the first 8 bytes. Memoised for the recent distinct
+ * (weight, features) pairs, since links repeat them (graph files, navigation): the Buffer
+ * returned may be shared, so it must not be modified.
  */
 export function encodeLinkValue(weight: number, features: LinkFeatures): Buffer {
-  const f = packedFeatures(features);
-  const out = Buffer.allocUnsafe(8 + f.length);
-  out.writeDoubleLE(weight, 0);
-  f.copy(out, 8);
+  const key = `${weight}\u0000${featuresKey(features)}`;
+  let out = memo.get(key);
+  if (!out) {
+    const f = packr.pack(features);
+    out = Buffer.allocUnsafe(8 + f.length);
+    out.writeDoubleLE(weight, 0);
+    f.copy(out, 8);
+    if (memo.size >= 1024) memo.clear();
+    memo.set(key, out);
+  }
   return out;
 }
 
@@ -26,19 +34,9 @@ export function linkFeatures(value: Uint8Array): LinkFeatures {
   return packr.unpack(value.subarray(8)) as LinkFeatures;
 }
 
-/**
- * msgpack of `features`, memoised for the recent distinct feature sets: links of graph
- * files and of navigation repeat the same features many times. Bounded (1024 entries,
- * cleared when full).
- */
+/** Link values by weight and features (bounded: 1024 entries, cleared when full). */
 const memo = new Map<string, Buffer>();
-function packedFeatures(f: LinkFeatures): Buffer {
-  const key = `${f.anchor}\u0000${f.position}\u0000${f.rel.join(' ')}\u0000${f.sameHost ? 1 : 0}\u0000${f.region}`;
-  let packed = memo.get(key);
-  if (!packed) {
-    if (memo.size >= 1024) memo.clear();
-    packed = packr.pack(f);
-    memo.set(key, packed);
-  }
-  return packed;
+
+function featuresKey(f: LinkFeatures): string {
+  return `${f.anchor}\u0000${f.position}\u0000${f.rel.join(' ')}\u0000${f.sameHost ? 1 : 0}\u0000${f.region}`;
 }

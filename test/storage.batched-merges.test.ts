@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
-import { packKeys, Store } from '../src/storage/index.js';
+import { gatherKeys, packedKey, packKeys, Store, type PackedKeys } from '../src/storage/index.js';
 
 // WriteBatch.mergeMany and mergeFloat64s record many merges in one native call; they must
 // give exactly what the same merges recorded one by one give, before and after flush and
@@ -46,6 +46,29 @@ async function assertSame(store: Store, one: string, many: string, decode: (b: B
   for (const [k, v] of a) assert.deepEqual(decode(b.get(k)!), decode(v), k);
 }
 
+/**
+ * `keys` as PackedKeys picked out of one buffer that holds them in reverse order with junk
+ * between them (as a KeyArena hands them out): key i at [starts[i], ends[i]).
+ */
+function picked(keys: string[]): PackedKeys {
+  const parts: Buffer[] = [];
+  const starts = new Uint32Array(keys.length);
+  const ends = new Uint32Array(keys.length);
+  let at = 0;
+  for (let i = keys.length - 1; i >= 0; i--) {
+    const k = Buffer.from(keys[i]!);
+    parts.push(Buffer.from('~~'), k);
+    starts[i] = at + 2;
+    ends[i] = at + 2 + k.length;
+    at += 2 + k.length;
+  }
+  const bytes = Buffer.concat(parts);
+  // gatherKeys packs them back: the same keys, one after another.
+  const gathered = gatherKeys(bytes, starts, ends);
+  assert.deepEqual(keys.map((_, i) => Buffer.from(packedKey(gathered, i)).toString()), keys);
+  return { bytes, starts, ends };
+}
+
 describe('batched merges', () => {
   it('mergeFloat64s equals one-by-one float64 merges, keys as an array or packed, before and after flush and compaction', async () => {
     const store = await openStore();
@@ -63,8 +86,9 @@ describe('batched merges', () => {
             values[2 * i + 1] = delta;
             one.merge('ranksOne', keys[i]!, encodeFloat64s(0, delta));
           }
-          // Odd batches pass the keys packed (PackedKeys): the same merges.
-          const many = store.batch().mergeFloat64s('ranksMany', b % 2 ? packKeys(keys.map((k) => Buffer.from(k))) : keys, values, 2);
+          // Odd batches pass the keys packed (PackedKeys), batch 2 picks them out of one
+          // buffer in reverse order (starts and ends): the same merges.
+          const many = store.batch().mergeFloat64s('ranksMany', b % 2 ? packKeys(keys.map((k) => Buffer.from(k))) : b === 2 ? picked(keys) : keys, values, 2);
           assert.equal(many.length, 300);
           // The same operands in one write each, so the two families see the same order.
           await store.write(one);
@@ -142,6 +166,13 @@ describe('batched merges', () => {
     assert.throws(() => batch.mergeFloat64s('ranksMany', { bytes: packed.bytes, ends: Uint32Array.of(1, 4) }, new Float64Array(2), 1), {
       code: 'SF_ERR_INVALID_ARGUMENT',
     });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', { bytes: packed.bytes, starts: Uint32Array.of(0, 2), ends: Uint32Array.of(1, 1) }, new Float64Array(2), 1), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
+    assert.throws(() => batch.mergeFloat64s('ranksMany', { bytes: packed.bytes, starts: Uint32Array.of(0), ends: Uint32Array.of(1, 3) }, new Float64Array(2), 1), {
+      code: 'SF_ERR_INVALID_ARGUMENT',
+    });
+    assert.throws(() => gatherKeys(packed.bytes, Uint32Array.of(0), Uint32Array.of(4)), { code: 'SF_ERR_INVALID_ARGUMENT' });
     assert.equal(batch.length, 1);
     await store.write(batch);
     assert.equal(decodeInt64((await store.get('countsMany', 'a'))!), 1n);

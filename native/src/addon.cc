@@ -2,6 +2,7 @@
 // hook that closes stores left open when the environment (main or worker thread) ends.
 #include <napi.h>
 
+#include <cstring>
 #include <vector>
 
 #include "addon.h"
@@ -29,6 +30,38 @@ Napi::Value KnownMergeOperator(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, IsKnownMergeOperator(info[0].As<Napi::String>().Utf8Value()));
 }
 
+// gatherKeys(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array) -> Buffer: the keys
+// bytes[starts[i], ends[i]) copied one after another (packed keys, storage/key.ts), with no
+// per-key JS call.
+Napi::Value GatherKeys(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto is = [&](size_t i, napi_typedarray_type t) {
+    return info.Length() > i && info[i].IsTypedArray() && info[i].As<Napi::TypedArray>().TypedArrayType() == t;
+  };
+  if (!is(0, napi_uint8_array) || !is(1, napi_uint32_array) || !is(2, napi_uint32_array) ||
+      info[1].As<Napi::Uint32Array>().ElementLength() != info[2].As<Napi::Uint32Array>().ElementLength()) {
+    return ThrowStatus(env, Status::InvalidArgument("gatherKeys: expects bytes: Uint8Array, starts and ends: Uint32Arrays of one length"));
+  }
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  const uint32_t* start = info[1].As<Napi::Uint32Array>().Data();
+  const uint32_t* end = info[2].As<Napi::Uint32Array>().Data();
+  const size_t n = info[1].As<Napi::Uint32Array>().ElementLength();
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (start[i] > end[i] || end[i] > bytes.ByteLength()) {
+      return ThrowStatus(env, Status::InvalidArgument("gatherKeys: each key must have start <= end <= bytes.length"));
+    }
+    total += end[i] - start[i];
+  }
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, total);
+  uint8_t* at = out.Data();
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(at, bytes.Data() + start[i], end[i] - start[i]);
+    at += end[i] - start[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -54,6 +87,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Resources", resources);
   exports.Set("setErrorClasses", Napi::Function::New(env, SetErrorClasses, "setErrorClasses"));
   exports.Set("evaluateMerge", Napi::Function::New(env, EvaluateMerge, "evaluateMerge"));
+  exports.Set("gatherKeys", Napi::Function::New(env, GatherKeys, "gatherKeys"));
   exports.Set("isKnownMergeOperator", Napi::Function::New(env, KnownMergeOperator, "isKnownMergeOperator"));
   return exports;
 }

@@ -2,7 +2,7 @@
 export { Store } from './store.js';
 export type { ColumnFamilyOptions, StoreOptions, WriteOptions, ReadOptions } from './store.js';
 export type { Key, PackedKeys } from './key.js';
-export { packKeys, packedKey } from './key.js';
+export { gatherKeys, packKeys, packedKey } from './key.js';
 export { WriteBatch } from './writeBatch.js';
 export { Snapshot } from './snapshot.js';
 export { SharedResources } from './resources.js';

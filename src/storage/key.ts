@@ -1,3 +1,4 @@
+import { nativeAddon } from './native.js';
 /** Keys are bytes; strings are UTF-8. */
 export type Key = Uint8Array | string;
 
@@ -13,8 +14,14 @@ export function keyBytes(key: Key): Uint8Array {
  */
 export interface PackedKeys {
   readonly bytes: Uint8Array;
-  /** End offset of each key in `bytes`, non-decreasing. */
+  /** End offset of each key in `bytes`, non-decreasing (unless `starts` is given). */
   readonly ends: Uint32Array;
+  /**
+   * Start offset of each key, when the keys are picked out of a larger buffer (a KeyArena),
+   * in any order: key i is then `bytes[starts[i] .. ends[i])`. Accepted by
+   * `WriteBatch.mergeFloat64s`; `gatherKeys` packs such keys contiguously.
+   */
+  readonly starts?: Uint32Array;
 }
 
 /** Packs `keys` (each copied once). */
@@ -35,5 +42,19 @@ export function packKeys(keys: readonly Uint8Array[]): PackedKeys {
 
 /** Key i of `packed` (a view, not a copy). */
 export function packedKey(packed: PackedKeys, i: number): Uint8Array {
-  return packed.bytes.subarray(i === 0 ? 0 : packed.ends[i - 1]!, packed.ends[i]!);
+  const start = packed.starts ? packed.starts[i]! : i === 0 ? 0 : packed.ends[i - 1]!;
+  return packed.bytes.subarray(start, packed.ends[i]!);
+}
+
+/**
+ * The keys `bytes[starts[i] .. ends[i])` packed one after another (what a message carries),
+ * copied in one native call.
+ * @throws InvalidArgumentError when an offset is out of `bytes` or a start passes its end
+ */
+export function gatherKeys(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array): PackedKeys {
+  const packed = nativeAddon().gatherKeys(bytes, starts, ends);
+  const out = new Uint32Array(ends.length);
+  let at = 0;
+  for (let i = 0; i < ends.length; i++) out[i] = at += ends[i]! - starts[i]!;
+  return { bytes: packed, ends: out };
 }

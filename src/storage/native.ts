@@ -52,7 +52,7 @@ export interface NativeWriteBatch {
   mergeMany(cf: number, keys: NativeKey[], operands: Uint8Array[] | Uint8Array): void;
   putPairs(cf: number, firsts: NativeKey[] | NativeKey, seconds: NativeKey[] | NativeKey, values: Uint8Array[] | Uint8Array): void;
   mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
-  mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number): void;
+  mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number, keyStarts?: Uint32Array): void;
   delete(cf: number, key: NativeKey): void;
   deleteRange(cf: number, start: NativeKey, end: NativeKey): void;
   clear(): void;
@@ -98,6 +98,8 @@ export interface NativeAddon {
   Resources: new (memoryBudgetBytes: number) => NativeResources;
   setErrorClasses(classes: Record<string, unknown>): void;
   isKnownMergeOperator(name: string): boolean;
+  /** bytes[starts[i], ends[i]) for every i, copied one after another. */
+  gatherKeys(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array): Buffer;
   /**
    * Runs a merge operator without a database: "full" = FullMergeV2(existing, operands),
    * "partial" = PartialMergeMulti(operands). For tests and operand inspection.

@@ -93,7 +93,7 @@ export class WriteBatch {
     if (Array.isArray(keys)) this.#native.mergeFloat64s(this.#cf(cf), keys as Key[], values, stride);
     else {
       const packed = keys as PackedKeys;
-      this.#native.mergeFloat64sPacked(this.#cf(cf), packed.bytes, packed.ends, values, stride);
+      this.#native.mergeFloat64sPacked(this.#cf(cf), packed.bytes, packed.ends, values, stride, packed.starts);
     }
     return this;
   }

@@ -256,8 +256,10 @@ Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
 }
 
 // mergeFloat64sPacked(cf, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array,
-// stride): as mergeFloat64s, with key i = keyBytes[keyEnds[i-1] .. keyEnds[i]) (keyEnds[-1]
-// = 0), so that many keys cost no JS object each (the metric's contributions on the wire).
+// stride, keyStarts?: Uint32Array): as mergeFloat64s, with key i = keyBytes[keyEnds[i-1] ..
+// keyEnds[i]) (keyEnds[-1] = 0), or keyBytes[keyStarts[i] .. keyEnds[i]) when keyStarts is
+// given (keys picked out of a larger buffer, in any order), so that many keys cost no JS
+// object each (the metric's contributions on the wire, the pages of a push).
 Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ColumnFamilyRef* cf = CfArg(info);
@@ -274,6 +276,14 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
   Napi::Float64Array values = info[3].As<Napi::Float64Array>();
   const int64_t stride = info[4].As<Napi::Number>().Int64Value();
   const size_t n = ends.ElementLength();
+  const uint32_t* start = nullptr;
+  if (info.Length() > 5 && !info[5].IsUndefined()) {
+    if (!info[5].IsTypedArray() || info[5].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array ||
+        info[5].As<Napi::Uint32Array>().ElementLength() != n) {
+      return ThrowStatus(env, Status::InvalidArgument("mergeFloat64sPacked: keyStarts must be a Uint32Array as long as keyEnds"));
+    }
+    start = info[5].As<Napi::Uint32Array>().Data();
+  }
   if (stride < 1 || stride > 4096 || static_cast<uint64_t>(stride) * n != values.ElementLength()) {
     return ThrowStatus(env, Status::InvalidArgument("mergeFloat64sPacked: values.length must be keyEnds.length * stride (stride 1..4096)"));
   }
@@ -281,8 +291,10 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
   const uint32_t* end = ends.Data();
   uint32_t previous = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (end[i] < previous || end[i] > bytes.ByteLength()) {
-      return ThrowStatus(env, Status::InvalidArgument("mergeFloat64sPacked: keyEnds must be non-decreasing and within keyBytes"));
+    const uint32_t from = start != nullptr ? start[i] : previous;
+    if (end[i] < from || end[i] > bytes.ByteLength()) {
+      return ThrowStatus(env, Status::InvalidArgument(start != nullptr ? "mergeFloat64sPacked: each key must have start <= end <= keyBytes.length"
+                                                                        : "mergeFloat64sPacked: keyEnds must be non-decreasing and within keyBytes"));
     }
     previous = end[i];
   }
@@ -292,8 +304,9 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
   auto* ref = const_cast<ColumnFamilyRef*>(cf);
   previous = 0;
   for (size_t i = 0; i < n; ++i) {
+    const uint32_t from = start != nullptr ? start[i] : previous;
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
-    rocksdb::Status s = batch_.Merge(ref, rocksdb::Slice(base + previous, end[i] - previous), rocksdb::Slice(operand));
+    rocksdb::Status s = batch_.Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand));
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
     previous = end[i];
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Partitioner } from '../../runtime/partitioner.js';
 import { grown } from './grown.js';
+import { KeyArena } from './keyArena.js';
 
 /** The outlinks of one page, normalised: `weights` sum to 1 (or the page is dangling). */
 export interface Adjacency {
@@ -23,7 +24,7 @@ const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: ne
  * invalidated page is read back from what was committed.
  *
  * Pages live in slots (dense integers, one per page ever cached, with the page's key
- * bytes); `order` lists the slots in `ranks` key order as the last push saw it, so that a
+ * bytes in `slotKeys`, one KeyArena); `order` lists the slots in `ranks` key order as the last push saw it, so that a
  * push finds a page's outlinks by position, comparing key bytes, without decoding the URL
  * or hashing it (`compareSlotKey`). Target ids are dense integers too, each with its key and
  * owning partition, so contributions are summed in a typed array (the combiner) instead of
@@ -33,9 +34,11 @@ export class AdjacencyCache {
   readonly #slotOf = new Map<string, number>();
   /** Per slot: the page's outlinks, or undefined when invalidated (or never read). */
   readonly #slots: Array<Adjacency | undefined> = [];
-  readonly #slotKeys: Buffer[] = [];
+  /** Key bytes of each slot's page (slot = index). */
+  readonly slotKeys = new KeyArena();
   readonly #ids = new Map<string, number>();
-  readonly #keys: Buffer[] = [];
+  /** Key bytes of each target id (id = index). */
+  readonly targetKeys = new KeyArena();
   #partitionOf = new Int32Array(1024);
   /** Per target id: its index among the targets of its partition (dense per partition). */
   #indexInPartition = new Int32Array(1024);
@@ -94,13 +97,11 @@ export class AdjacencyCache {
   slotOf(url: string): number {
     let slot = this.#slotOf.get(url);
     if (slot === undefined) {
-      slot = this.#slotKeys.length;
+      slot = this.slotKeys.add(url);
       this.#slotOf.set(url, slot);
-      const key = Buffer.from(url, 'utf8');
-      this.#slotKeys.push(key);
       this.#slots.push(undefined);
-      if (this.#slotKeys.length * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
-      else this.#insert(slot, key);
+      if (this.slotKeys.count * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
+      else this.#insert(slot);
     }
     return slot;
   }
@@ -114,8 +115,7 @@ export class AdjacencyCache {
     for (let i = hashBytes(bytes, start, end) & mask; ; i = (i + 1) & mask) {
       const slot = this.#table[i]!;
       if (slot < 0) return -1;
-      const key = this.#slotKeys[slot]!;
-      if (key.length === end - start && equalBytes(key, bytes, start)) return slot;
+      if (this.slotKeys.equals(slot, bytes, start, end)) return slot;
     }
   }
 
@@ -124,16 +124,16 @@ export class AdjacencyCache {
     this.ranksEpoch++;
   }
 
-  #insert(slot: number, key: Uint8Array): void {
+  #insert(slot: number): void {
     const mask = this.#table.length - 1;
-    let i = hashBytes(key, 0, key.length) & mask;
+    let i = hashBytes(this.slotKeys.bytes, this.slotKeys.start(slot), this.slotKeys.end(slot)) & mask;
     while (this.#table[i]! >= 0) i = (i + 1) & mask;
     this.#table[i] = slot;
   }
 
   #rehash(size: number): void {
     this.#table = new Int32Array(size).fill(-1);
-    for (let slot = 0; slot < this.#slotKeys.length; slot++) this.#insert(slot, this.#slotKeys[slot]!);
+    for (let slot = 0; slot < this.slotKeys.count; slot++) this.#insert(slot);
   }
 
   /** Outlinks cached in `slot`, or undefined (invalidated: read the store). */
@@ -141,9 +141,9 @@ export class AdjacencyCache {
     return this.#slots[slot];
   }
 
-  /** Key bytes (URL, UTF-8) of the page in `slot`; stable, never reused. */
-  slotKey(slot: number): Buffer {
-    return this.#slotKeys[slot]!;
+  /** URL of the page in `slot` (slots are stable, never reused). */
+  slotUrl(slot: number): string {
+    return this.slotKeys.text(slot);
   }
 
   /**
@@ -151,16 +151,15 @@ export class AdjacencyCache {
    * negative, 0 or positive as the slot's key sorts before, equals or after it.
    */
   compareSlotKey(slot: number, bytes: Buffer, start: number, end: number): number {
-    return this.#slotKeys[slot]!.compare(bytes, start, end);
+    return this.slotKeys.compare(slot, bytes, start, end);
   }
 
   /** Dense id of a target URL (assigned on first sight). */
   idOf(url: string): number {
     let id = this.#ids.get(url);
     if (id === undefined) {
-      id = this.#keys.length;
+      id = this.targetKeys.add(url);
       this.#ids.set(url, id);
-      this.#keys.push(Buffer.from(url, 'utf8'));
       if (id >= this.#partitionOf.length) {
         this.#partitionOf = grown(this.#partitionOf, id + 1);
         this.#indexInPartition = grown(this.#indexInPartition, id + 1);
@@ -201,11 +200,6 @@ export class AdjacencyCache {
   }
 
 
-  /** Store key (URL as UTF-8) of a target id. */
-  key(id: number): Buffer {
-    return this.#keys[id]!;
-  }
-
   /** Partition owning a target id. */
   partitionOf(id: number): number {
     return this.#partitionOf[id]!;
@@ -213,7 +207,7 @@ export class AdjacencyCache {
 
   /** Number of target ids assigned. */
   get targetCount(): number {
-    return this.#keys.length;
+    return this.targetKeys.count;
   }
 }
 
@@ -222,10 +216,4 @@ function hashBytes(bytes: Uint8Array, start: number, end: number): number {
   let h = 0x811c9dc5;
   for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
   return h >>> 0;
-}
-
-/** True when `bytes[start, start + key.length)` equals `key` (compared from the end: URLs of a host share their start). */
-function equalBytes(key: Uint8Array, bytes: Uint8Array, start: number): boolean {
-  for (let i = key.length - 1; i >= 0; i--) if (key[i] !== bytes[start + i]) return false;
-  return true;
 }

@@ -1,7 +1,8 @@
 import type { Partitioner } from '../../runtime/partitioner.js';
 import { partitionId } from '../../runtime/ids.js';
 import { Namespaces, topic } from '../../runtime/topics.js';
-import { packKeys, type WriteBatch } from '../../storage/index.js';
+import { gatherKeys, packKeys, type PackedKeys, type WriteBatch } from '../../storage/index.js';
+import type { KeyArena } from './keyArena.js';
 import { contributionCodec } from '../messages.js';
 import type { Outbox } from '../partition/outbox.js';
 
@@ -9,19 +10,22 @@ import type { Outbox } from '../partition/outbox.js';
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
 
 /**
- * Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`,
- * which the sender's target dictionary calls `indexes[i]` (metric rounds; absent for the
- * corrections of graph changes).
+ * Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`
+ * (the corrections of graph changes), or for target `indexes[i]` of the sender's
+ * dictionary (metric rounds), whose key is in the sender's KeyArena of targets.
  */
-export interface PartitionContributions {
-  readonly keys: Uint8Array[];
-  readonly deltas: number[];
-  readonly indexes?: number[];
+export type PartitionContributions =
+  | { readonly keys: Uint8Array[]; readonly deltas: number[] }
+  | { readonly indexes: number[]; readonly deltas: number[]; readonly ids: number[] };
+
+/** Empty per-partition lists of keyed contributions, one per partition. */
+export function emptyContributions(partitions: number): Array<{ keys: Uint8Array[]; deltas: number[] }> {
+  return Array.from({ length: partitions }, () => ({ keys: [], deltas: [] }));
 }
 
-/** Empty per-partition lists, one per partition. */
-export function emptyContributions(partitions: number, withIndexes = false): PartitionContributions[] {
-  return Array.from({ length: partitions }, () => (withIndexes ? { keys: [], deltas: [], indexes: [] } : { keys: [], deltas: [] }));
+/** Empty per-partition lists of contributions by target id, one per partition. */
+export function emptyTargetContributions(partitions: number): Array<{ indexes: number[]; deltas: number[]; ids: number[] }> {
+  return Array.from({ length: partitions }, () => ({ indexes: [], deltas: [], ids: [] }));
 }
 
 /**
@@ -41,8 +45,9 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
 /**
  * Enqueues per-partition contributions as `metrics/<q>` messages of `round` (at most
  * CONTRIBUTIONS_PER_MESSAGE entries each) in `batch`'s outbox. Round 0 carries the
- * corrections of graph changes, outside rounds. With `dictionary` (the sender's
- * AdjacencyCache.dictionary), each message also names its targets by their index in it.
+ * corrections of graph changes, outside rounds. Contributions by target id need `source`:
+ * the sender's AdjacencyCache dictionary name (each message names its targets by their
+ * index in it) and its KeyArena of target keys.
  * @returns messages enqueued per partition
  */
 export async function enqueuePartitionContributions(
@@ -50,15 +55,31 @@ export async function enqueuePartitionContributions(
   batch: WriteBatch,
   round: number,
   per: readonly PartitionContributions[],
-  dictionary?: string,
+  source?: { readonly dictionary: string; readonly targetKeys: KeyArena },
 ): Promise<number[]> {
   const sent = new Array<number>(per.length).fill(0);
   for (let q = 0; q < per.length; q++) {
-    const { keys, deltas, indexes } = per[q]!;
-    for (let i = 0; i < keys.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-      const end = Math.min(keys.length, i + CONTRIBUTIONS_PER_MESSAGE);
-      const source = dictionary !== undefined && indexes ? { source: { dictionary, indexes: Uint32Array.from(indexes.slice(i, end)) } } : {};
-      const payload = contributionCodec.encode({ type: 'metrics', round, keys: packKeys(keys.slice(i, end)), deltas: Float64Array.from(deltas.slice(i, end)), ...source });
+    const part = per[q]!;
+    const { deltas } = part;
+    for (let i = 0; i < deltas.length; i += CONTRIBUTIONS_PER_MESSAGE) {
+      const end = Math.min(deltas.length, i + CONTRIBUTIONS_PER_MESSAGE);
+      let keys: PackedKeys;
+      let named = {};
+      if ('keys' in part) keys = packKeys(part.keys.slice(i, end));
+      else {
+        if (!source) throw new Error('contributions by target id need the source dictionary');
+        const arena = source.targetKeys;
+        const starts = new Uint32Array(end - i);
+        const ends = new Uint32Array(end - i);
+        for (let k = i; k < end; k++) {
+          const id = part.ids[k]!;
+          starts[k - i] = arena.start(id);
+          ends[k - i] = arena.end(id);
+        }
+        keys = gatherKeys(arena.bytes, starts, ends);
+        named = { source: { dictionary: source.dictionary, indexes: Uint32Array.from(part.indexes.slice(i, end)) } };
+      }
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: Float64Array.from(deltas.slice(i, end)), ...named });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
     }

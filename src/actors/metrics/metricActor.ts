@@ -4,7 +4,7 @@ import type { BrokerMessage } from '../../runtime/brokers/broker.js';
 import type { Cancel } from '../../runtime/clock.js';
 import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
-import { packKeys, type Snapshot, type Store } from '../../storage/index.js';
+import type { PackedKeys, Snapshot, Store } from '../../storage/index.js';
 import { ActorStoppedError, isShardflowError } from '../../errors.js';
 import { contributionCodec, type ContributionBatch } from '../messages.js';
 import { messageKey } from '../progress.js';
@@ -14,7 +14,7 @@ import type { Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkPrefix, roundKey } from '../partition/schema.js';
-import { emptyContributions, enqueuePartitionContributions, type PartitionContributions } from './contributions.js';
+import { emptyTargetContributions, enqueuePartitionContributions, type PartitionContributions } from './contributions.js';
 import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
@@ -236,7 +236,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             keepPage(slot, x, r);
             continue;
           }
-          pushPage(slot, x, r, stored, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), undefined, cache)));
+          pushPage(slot, x, r, stored, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
@@ -315,7 +315,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
               keepPage(slot, x, re);
               continue;
             }
-            const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), snapshot, cache));
+            const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
             pushPage(slot, x, re, r, adj);
           }
         }
@@ -326,19 +326,19 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         if (next.has(slot)) continue;
         const r = pending.delta(slot);
         if (!(Math.abs(r) > threshold)) keepPage(slot, 0, r);
-        else pushPage(slot, 0, r, 0, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotKey(slot).toString('utf8'), snapshot, cache)));
+        else pushPage(slot, 0, r, 0, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache)));
       }
     } finally {
       snapshot?.release();
     }
     const settle = pending.take(batch, state.marks);
     if (mergedSlots.length > 0) {
-      batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(mergedSlots.map((slot) => cache.slotKey(slot))), Float64Array.from(mergedOperands), 2);
+      batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, mergedSlots), Float64Array.from(mergedOperands), 2);
     }
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache.dictionary);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
@@ -421,7 +421,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const operands = new Float64Array(2 * slots.length);
     for (let i = 0; i < slots.length; i++) operands[2 * i + 1] = pending.delta(slots[i]!);
     const batch = store.batch();
-    if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, packKeys(slots.map((slot) => cache.slotKey(slot))), operands, 2);
+    if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, slots), operands, 2);
     const settle = pending.take(batch, state.marks);
     await store.write(batch);
     if (mirror) {
@@ -470,15 +470,15 @@ class Combiner {
 
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */
   byPartition(partitions: number): { per: PartitionContributions[]; count: number } {
-    const per = emptyContributions(partitions, true);
+    const per = emptyTargetContributions(partitions);
     let count = 0;
     for (const id of this.#touched) {
       const v = this.#acc[id]!;
       if (v === 0) continue;
       const part = per[this.cache.partitionOf(id)]!;
-      part.keys.push(this.cache.key(id));
+      part.ids.push(id);
       part.deltas.push(v);
-      part.indexes!.push(this.cache.indexInPartition(id));
+      part.indexes.push(this.cache.indexInPartition(id));
       count++;
     }
     return { per, count };
@@ -488,6 +488,18 @@ class Combiner {
     this.#acc = grown(this.#acc, n);
     this.#seen = grown(this.#seen, n);
   }
+}
+
+/** The keys of `slots`, picked out of the cache's KeyArena (no copy). */
+function slotKeys(cache: AdjacencyCache, slots: readonly number[]): PackedKeys {
+  const starts = new Uint32Array(slots.length);
+  const ends = new Uint32Array(slots.length);
+  const arena = cache.slotKeys;
+  for (let i = 0; i < slots.length; i++) {
+    starts[i] = arena.start(slots[i]!);
+    ends[i] = arena.end(slots[i]!);
+  }
+  return { bytes: arena.bytes, starts, ends };
 }
 
 /** Reads one page's outlinks from the store (a page changed since the cache was filled). */

@@ -456,16 +456,22 @@ class Combiner {
   /** Adds mass * w_pq to each target of `adj`. @returns links used */
   add(adj: Adjacency, mass: number): number {
     const { targets, weights } = adj;
-    for (let i = 0; i < targets.length; i++) {
+    // Every id in `adj` was assigned by the cache: size once, then a loop over locals (the
+    // hottest loop of a round: one pass per link of every pushed page).
+    if (this.cache.targetCount > this.#acc.length) this.#grow(this.cache.targetCount);
+    const acc = this.#acc;
+    const seen = this.#seen;
+    const touched = this.#touched;
+    const n = targets.length;
+    for (let i = 0; i < n; i++) {
       const id = targets[i]!;
-      if (id >= this.#acc.length) this.#grow(id + 1);
-      if (this.#seen[id] === 0) {
-        this.#seen[id] = 1;
-        this.#touched.push(id);
+      if (seen[id] === 0) {
+        seen[id] = 1;
+        touched.push(id);
       }
-      this.#acc[id]! += mass * weights[i]!;
+      acc[id]! += mass * weights[i]!;
     }
-    return targets.length;
+    return n;
   }
 
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */

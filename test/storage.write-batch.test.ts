@@ -122,6 +122,7 @@ describe('WriteBatch', () => {
     assert.throws(() => bad.putPairs('pages', 'a', ['b', 'c'], [v('1')]), { code: 'SF_ERR_INVALID_ARGUMENT' });
     assert.throws(() => bad.putPairs('pages', 'a', 'b', v('1')), { code: 'SF_ERR_INVALID_ARGUMENT' });
     assert.throws(() => bad.putPairs('pages', 'a', ['b'], ['not bytes' as unknown as Uint8Array]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.putPairs('pages', ['a', 'x\u0000y'], 'b', v('1')), { code: 'SF_ERR_INVALID_ARGUMENT' });
     assert.equal(bad.length, 1);
     await store.close();
   });

@@ -72,10 +72,15 @@ export class WriteBatch {
    * calling {@link put} with each key built in JS (e.g. link keys `source 0x00 target`),
    * without a Buffer per key; strings are encoded as UTF-8. All or nothing.
    * @throws InvalidArgumentError for an undeclared column family, arrays that differ in
-   *   length, no array at all, or a key part / value of the wrong type.
+   *   length, no array at all, a key part / value of the wrong type, or a string in an
+   *   array of key parts that holds a 0x00 (the separator: the key would be ambiguous).
    */
   putPairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array): this {
-    this.#native.putPairs(this.#cf(cf), firsts as Key[] | Key, seconds as Key[] | Key, values as Uint8Array[] | Uint8Array);
+    const joined = joinedPairs(firsts, seconds, values);
+    if (joined) {
+      const [n, first, firstJoined, second, secondJoined, distinct, index] = joined;
+      this.#native.putPairsJoined(this.#cf(cf), n, first, firstJoined, second, secondJoined, distinct, index);
+    } else this.#native.putPairs(this.#cf(cf), firsts as Key[] | Key, seconds as Key[] | Key, values as Uint8Array[] | Uint8Array);
     return this;
   }
 
@@ -113,6 +118,59 @@ export class WriteBatch {
     this.#native.clear();
     return this;
   }
+}
+
+/**
+ * The fast form of a putPairs call whose key parts are strings (the usual link keys): each
+ * array part joined by 0x00 into one string (one UTF-8 encoding in the native call, instead
+ * of N-API reads per element, ~600 ns a put) and the values as distinct Uint8Arrays with an
+ * index per put (link values repeat); the native call counts the parts, so a string with
+ * a 0x00 is refused. Undefined when a part array holds a non-string, a value is not a
+ * Uint8Array, lengths differ or no part is an array: the general call handles those, and
+ * reports the errors.
+ */
+function joinedPairs(
+  firsts: readonly Key[] | Key,
+  seconds: readonly Key[] | Key,
+  values: readonly Uint8Array[] | Uint8Array,
+): [number, Key, boolean, Key, boolean, Uint8Array[], Uint32Array] | undefined {
+  let n = -1;
+  const part = (p: readonly Key[] | Key): [Key, boolean] | undefined => {
+    if (!Array.isArray(p)) return [p as Key, false];
+    if (n >= 0 && p.length !== n) return undefined;
+    n = p.length;
+    for (const k of p) if (typeof k !== 'string') return undefined;
+    return [(p as string[]).join('\u0000'), true];
+  };
+  const a = part(firsts);
+  const b = part(seconds);
+  if (!a || !b) return undefined;
+  let distinct: Uint8Array[];
+  let index: Uint32Array;
+  if (Array.isArray(values)) {
+    if (n >= 0 && values.length !== n) return undefined;
+    n = values.length;
+    distinct = [];
+    index = new Uint32Array(n);
+    const seen = new Map<Uint8Array, number>();
+    for (let i = 0; i < n; i++) {
+      const v = values[i] as Uint8Array;
+      if (!(v instanceof Uint8Array)) return undefined;
+      let at = seen.get(v);
+      if (at === undefined) {
+        at = distinct.length;
+        seen.set(v, at);
+        distinct.push(v);
+      }
+      index[i] = at;
+    }
+  } else {
+    if (n < 0) return undefined;
+    distinct = [values as Uint8Array];
+    index = new Uint32Array(n);
+  }
+  if (n < 0) return undefined;
+  return [n, a[0], a[1], b[0], b[1], distinct, index];
 }
 
 function checkValue(v: Uint8Array): void {

@@ -1,5 +1,8 @@
 #include "objects/write_batch.h"
 
+#include <string_view>
+#include <vector>
+
 #include "addon.h"
 #include "objects/store.h"
 #include "shardflow/write_batch.h"
@@ -16,6 +19,7 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                          InstanceMethod<&WriteBatchWrap::Merge>("merge"),
                          InstanceMethod<&WriteBatchWrap::MergeMany>("mergeMany"),
                          InstanceMethod<&WriteBatchWrap::PutPairs>("putPairs"),
+                         InstanceMethod<&WriteBatchWrap::PutPairsJoined>("putPairsJoined"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64s>("mergeFloat64s"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64sPacked>("mergeFloat64sPacked"),
                          InstanceMethod<&WriteBatchWrap::Delete>("delete"),
@@ -214,6 +218,64 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
     }
     const rocksdb::Slice key_parts[3] = {S(part[0]), rocksdb::Slice(&kSep, 1), S(part[1])};
     const rocksdb::Slice value_part = S(part[2]);
+    rocksdb::Status s = batch_.Put(ref, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
+    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
+}
+
+Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  if (cf == nullptr) return env.Undefined();
+  const Status bad = Status::InvalidArgument("putPairsJoined: expects n, first, firstJoined, second, secondJoined, values[], valueIndex");
+  if (info.Length() < 8 || !info[1].IsNumber() || !info[3].IsBoolean() || !info[5].IsBoolean() || !info[6].IsArray() ||
+      !info[7].IsTypedArray() || info[7].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
+    return ThrowStatus(env, bad);
+  }
+  const int64_t n = info[1].As<Napi::Number>().Int64Value();
+  Napi::Uint32Array index = info[7].As<Napi::Uint32Array>();
+  if (n < 0 || static_cast<uint64_t>(n) != index.ElementLength()) return ThrowStatus(env, bad);
+  // Each key part: one shared value, or n parts split out of one 0x00-joined string.
+  BytesArg shared[2];
+  std::vector<std::string_view> parts[2];
+  for (size_t j = 0; j < 2; ++j) {
+    Napi::Value v = info[2 + 2 * j];
+    const bool joined = info[3 + 2 * j].As<Napi::Boolean>().Value();
+    if (!shared[j].Read(v) || (joined && !v.IsString())) return ThrowStatus(env, bad);
+    if (!joined) continue;
+    std::string_view all = shared[j].View();
+    parts[j].reserve(static_cast<size_t>(n));
+    while (true) {
+      const size_t sep = all.find('\0');
+      parts[j].push_back(all.substr(0, sep));
+      if (sep == std::string_view::npos) break;
+      all.remove_prefix(sep + 1);
+    }
+    if (parts[j].size() != static_cast<size_t>(n) && !(n == 0 && parts[j].size() == 1)) {
+      return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: a joined part has a 0x00 inside a key part, or the wrong count"));
+    }
+  }
+  Napi::Array values_arg = info[6].As<Napi::Array>();
+  std::vector<BytesArg> values(values_arg.Length());
+  for (uint32_t v = 0; v < values_arg.Length(); ++v) {
+    Napi::Value value = values_arg.Get(v);
+    if (!value.IsTypedArray() || !values[v].Read(value)) return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: values must be Uint8Arrays"));
+  }
+  const uint32_t* which = index.Data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (which[i] >= values.size()) return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: valueIndex out of range"));
+  }
+  static const char kSep = 0;
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string_view a = parts[0].empty() ? shared[0].View() : parts[0][i];
+    const std::string_view b = parts[1].empty() ? shared[1].View() : parts[1][i];
+    const rocksdb::Slice key_parts[3] = {S(a), rocksdb::Slice(&kSep, 1), S(b)};
+    const rocksdb::Slice value_part = S(values[which[i]].View());
     rocksdb::Status s = batch_.Put(ref, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
   }

@@ -37,6 +37,10 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   // putPairs(cf, firsts[] | first, seconds[] | second, values[] | value): many puts in one
   // call, key i = first_i 0x00 second_i (two-part keys, built by RocksDB from slice parts).
   Napi::Value PutPairs(const Napi::CallbackInfo& info);
+  // putPairsJoined(cf, n, first, firstJoined, second, secondJoined, values[], valueIndex):
+  // putPairs with each part either shared or n strings joined by 0x00 in one JS string, and
+  // values[valueIndex[i]] for put i: no N-API call per put.
+  Napi::Value PutPairsJoined(const Napi::CallbackInfo& info);
   // mergeFloat64s(cf, keys[], values: Float64Array, stride): key i gets the operand
   // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).
   Napi::Value MergeFloat64s(const Napi::CallbackInfo& info);

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 import { pino } from 'pino';
+import { l1Distance } from '../../src/jobs/rankGraph.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -27,4 +29,15 @@ export function memoryLogger(): { log: pino.Logger; lines: Array<Record<string, 
   const lines: Array<Record<string, unknown>> = [];
   const log = pino({ level: 'info', base: undefined }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   return { log, lines };
+}
+
+/**
+ * Asserts that a ranking converged and its scores are within L1 `tolerance` (default 1e-6)
+ * of `reference`. @returns the L1 distance
+ */
+export function assertMatchesReference(result: { converge: { converged: boolean }; scores: Array<[string, number]> }, reference: ReadonlyMap<string, number>, tolerance = 1e-6): number {
+  assert.ok(result.converge.converged, 'converged');
+  const l1 = l1Distance(new Map(result.scores), reference);
+  assert.ok(l1 <= tolerance, `L1 ${l1}`);
+  return l1;
 }

@@ -130,6 +130,14 @@ bool KeysArg(const Napi::CallbackInfo& info, size_t i, Napi::Array* out) {
   return true;
 }
 
+// Puts key `a 0x00 b` (built by RocksDB from slice parts, no copy here) with `value`.
+rocksdb::Status PutPair(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view a, std::string_view b, std::string_view value) {
+  static const char kSep = 0;
+  const rocksdb::Slice key_parts[3] = {S(a), rocksdb::Slice(&kSep, 1), S(b)};
+  const rocksdb::Slice value_part = S(value);
+  return batch->Put(cf, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
+}
+
 // On failure the batch is rolled back to where the call started: all or nothing.
 Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatch* batch, Status s) {
   batch->RollbackToSavePoint();
@@ -199,7 +207,6 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
     }
   }
   if (n < 0) return ThrowStatus(env, Status::InvalidArgument("putPairs: one of firsts, seconds, values must be an array"));
-  static const char kSep = 0;
   batch_.SetSavePoint();
   auto* ref = const_cast<ColumnFamilyRef*>(cf);
   BytesArg read[3];
@@ -216,9 +223,7 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
       }
       part[j] = read[j].View();
     }
-    const rocksdb::Slice key_parts[3] = {S(part[0]), rocksdb::Slice(&kSep, 1), S(part[1])};
-    const rocksdb::Slice value_part = S(part[2]);
-    rocksdb::Status s = batch_.Put(ref, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
+    rocksdb::Status s = PutPair(&batch_, ref, part[0], part[1], part[2]);
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
   }
   batch_.PopSavePoint();
@@ -268,15 +273,12 @@ Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
   for (int64_t i = 0; i < n; ++i) {
     if (which[i] >= values.size()) return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: valueIndex out of range"));
   }
-  static const char kSep = 0;
   batch_.SetSavePoint();
   auto* ref = const_cast<ColumnFamilyRef*>(cf);
   for (int64_t i = 0; i < n; ++i) {
     const std::string_view a = parts[0].empty() ? shared[0].View() : parts[0][i];
     const std::string_view b = parts[1].empty() ? shared[1].View() : parts[1][i];
-    const rocksdb::Slice key_parts[3] = {S(a), rocksdb::Slice(&kSep, 1), S(b)};
-    const rocksdb::Slice value_part = S(values[which[i]].View());
-    rocksdb::Status s = batch_.Put(ref, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
+    rocksdb::Status s = PutPair(&batch_, ref, a, b, values[which[i]].View());
     if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
   }
   batch_.PopSavePoint();

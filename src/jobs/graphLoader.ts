@@ -47,6 +47,7 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
     out.pending = [];
     out.seq++;
   };
+  let failed = false;
   try {
     for (const r of results) {
       const p = partitioner.forUrl(r.url);
@@ -56,8 +57,14 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
       if (out.pending.length >= PAGES_PER_MESSAGE) await flush(topic(Namespaces.fetches, p), out);
     }
     for (const [p, out] of open) if (out.pending.length > 0) await flush(topic(Namespaces.fetches, p), out);
+  } catch (err) {
+    failed = true;
+    throw err;
   } finally {
-    for (const out of open.values()) await out.producer.close();
+    // Close every producer; a close error is reported only when nothing failed before it.
+    const closed = await Promise.allSettled([...open.values()].map((out) => out.producer.close()));
+    const error = closed.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+    if (error && !failed) throw error.reason;
   }
 }
 

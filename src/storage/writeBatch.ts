@@ -72,8 +72,7 @@ export class WriteBatch {
    * calling {@link put} with each key built in JS (e.g. link keys `source 0x00 target`),
    * without a Buffer per key; strings are encoded as UTF-8. All or nothing.
    * @throws InvalidArgumentError for an undeclared column family, arrays that differ in
-   *   length, no array at all, a key part / value of the wrong type, or a string in an
-   *   array of key parts that holds a 0x00 (the separator: the key would be ambiguous).
+   *   length, no array at all, or a key part / value of the wrong type.
    */
   putPairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array): this {
     const joined = joinedPairs(firsts, seconds, values);
@@ -124,10 +123,9 @@ export class WriteBatch {
  * The fast form of a putPairs call whose key parts are strings (the usual link keys): each
  * array part joined by 0x00 into one string (one UTF-8 encoding in the native call, instead
  * of N-API reads per element, ~600 ns a put) and the values as distinct Uint8Arrays with an
- * index per put (link values repeat); the native call counts the parts, so a string with
- * a 0x00 is refused. Undefined when a part array holds a non-string, a value is not a
- * Uint8Array, lengths differ or no part is an array: the general call handles those, and
- * reports the errors.
+ * index per put (link values repeat). Undefined when a part array holds a non-string or a
+ * string with a 0x00 (it would split), a value is not a Uint8Array, lengths differ or no
+ * part is an array: the general call handles those, and reports the errors.
  */
 function joinedPairs(
   firsts: readonly Key[] | Key,
@@ -139,7 +137,7 @@ function joinedPairs(
     if (!Array.isArray(p)) return [p as Key, false];
     if (n >= 0 && p.length !== n) return undefined;
     n = p.length;
-    for (const k of p) if (typeof k !== 'string') return undefined;
+    for (const k of p) if (typeof k !== 'string' || k.includes('\u0000')) return undefined;
     return [(p as string[]).join('\u0000'), true];
   };
   const a = part(firsts);

@@ -23,6 +23,7 @@ import type { ReaderMessage } from '../query/readerActor.js';
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
+import { Namespaces } from '../runtime/topics.js';
 import { askWithRetry, collectScores, converge, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import { partitionActor } from './partition.js';
@@ -88,7 +89,10 @@ export interface WebIndex {
    * @returns each partition's totals
    */
   indexHosts(): Promise<HostIndexTotal[]>;
-  /** Every page with its normalised score, highest first. */
+  /**
+   * Every page with its normalised score, highest first. Waits (up to ~2 s) for
+   * contributions that a restarted metric actor had folded and hands back through the broker.
+   */
   scores(): Promise<Array<[string, number]>>;
   /** Store counters per partition. */
   counts(): Promise<PartitionCounts[]>;
@@ -238,7 +242,19 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       return result;
     },
     indexHosts,
-    scores: () => collectScores(metricRefs, clock),
+    async scores() {
+      // A metric actor that restarts hands back the contributions it had folded and not
+      // committed: its stop() counts them in flight again until the broker delivers them
+      // again. Wait for that (up to ~2 s), and collect again if it happened meanwhile.
+      const metrics = () => [counters.sent.get(Namespaces.metrics) ?? 0, counters.settled.get(Namespaces.metrics) ?? 0] as const;
+      for (let attempt = 0; ; attempt++) {
+        for (let i = 0; i < 100 && metrics()[0] !== metrics()[1]; i++) await new Promise<void>((resolve) => clock.setTimeout(resolve, 20));
+        const [sent] = metrics();
+        const scores = await collectScores(metricRefs, clock);
+        const [sentAfter, settledAfter] = metrics();
+        if ((sentAfter === sent && sentAfter === settledAfter) || attempt >= 5) return scores;
+      }
+    },
     counts,
     async stop() {
       await system.terminate();

@@ -171,6 +171,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     },
     async stop(state) {
       state.flushTimer?.();
+      // Folded contributions that did not commit come back from the broker (they were not
+      // acked), but the flow counters took them as settled when folded: count them in flight
+      // again, so that the coordinator does not stop (and scores are not read) before their
+      // copies are folded again.
+      for (const m of state.pending.uncommitted) env.counters.onSent(Namespaces.metrics, messageKey(m));
       state.rounds.close();
       await closeSubscribed(env, state);
     },
@@ -558,7 +563,11 @@ class RoundBook {
     return { ...k };
   }
 
-  /** Records one committed message of `round` (call after the write batch committed). */
+  /**
+   * Records one message of `round`, folded (counted before its commit; a restart reloads
+   * the committed count and the broker delivers the uncommitted ones again). Call after
+   * `get(round)`, which loads the committed count.
+   */
   applied(round: number, mass: number): void {
     const k = this.#known.get(round);
     if (!k) return; // not loaded yet: `get` reads the committed value

@@ -28,6 +28,8 @@ export class PendingContributions {
   readonly #marks = new Map<ProducerId, Sequence>();
   readonly #rounds = new Map<number, { messages: number; mass: number }>();
   #settle: Array<{ message: BrokerMessage; reason?: string }> = [];
+  /** Messages settled in the flow counters when folded (not the held copies). */
+  #settledAtFold: BrokerMessage[] = [];
 
   /** Messages folded (or held) and waiting for the commit. */
   get messages(): number {
@@ -88,12 +90,23 @@ export class PendingContributions {
       r.mass += mass;
     } else this.#rounds.set(round, { messages: 1, mass });
     this.#settle.push({ message });
+    this.#settledAtFold.push(message);
   }
 
   /** Records an undecodable message: marked with the commit, then sent to the dead-letter topic with `reason`. */
   undecodable(message: BrokerMessage, reason: string): void {
     this.#marks.set(message.producer, message.sequence);
     this.#settle.push({ message, reason });
+    this.#settledAtFold.push(message);
+  }
+
+  /**
+   * Messages folded (or found undecodable) and not committed, which the flow counters took
+   * as settled: an actor that stops with them must count them in flight again, since the
+   * broker delivers them again (see metricActor's stop).
+   */
+  get uncommitted(): readonly BrokerMessage[] {
+    return this.#settledAtFold;
   }
 
   /** Records a redelivered copy of a folded message: acked after the commit too. */
@@ -119,6 +132,7 @@ export class PendingContributions {
     this.#rounds.clear();
     const settle = this.#settle;
     this.#settle = [];
+    this.#settledAtFold = [];
     return settle;
   }
 }

@@ -71,15 +71,19 @@ export async function enqueuePartitionContributions(
         const arena = source.targetKeys;
         const starts = new Uint32Array(end - i);
         const ends = new Uint32Array(end - i);
+        const indexes = new Uint32Array(end - i);
         for (let k = i; k < end; k++) {
           const id = part.ids[k]!;
           starts[k - i] = arena.start(id);
           ends[k - i] = arena.end(id);
+          indexes[k - i] = part.indexes[k]!;
         }
         keys = gatherKeys(arena.bytes, starts, ends);
-        named = { source: { dictionary: source.dictionary, indexes: Uint32Array.from(part.indexes.slice(i, end)) } };
+        named = { source: { dictionary: source.dictionary, indexes } };
       }
-      const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: Float64Array.from(deltas.slice(i, end)), ...named });
+      const chunk = new Float64Array(end - i);
+      for (let k = i; k < end; k++) chunk[k - i] = deltas[k]!;
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: chunk, ...named });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
     }

@@ -33,8 +33,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const tolerance = Number(arg('--tolerance', '1e-6'));
   const thresholdFactor = args.includes('--threshold-factor') ? Number(arg('--threshold-factor', '1')) : undefined;
   const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+  let peakRss = process.memoryUsage.rss();
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   let readSeconds = 0;
   // Read inside the job, which drops the graph once loaded (as `shardflow rank` does); read
   // again below for graphology, so that neither run has the other's data in its heap.
@@ -49,7 +49,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   try {
     const { scores, ...result } = await rankGraph({ graph: read, partitions, dataDir: data, broker, weigh: uniformWeights, tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}), log: pino({ level: 'warn' }) });
     clearInterval(sampler);
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
     const reference = existsSync(file('pagerank.tsv')) ? await readScores(file('pagerank.tsv')) : undefined;
     const shardflowRss = peakRss;
     const l1 = reference ? l1Distance(new Map(scores), reference) : null;

@@ -334,10 +334,10 @@ async function manyStores(
   o: { stores: number; budgetMb: number; perStoreMb: number },
 ): Promise<Record<string, unknown>> {
   globalThis.gc?.();
-  const rssBefore = process.memoryUsage().rss;
+  const rssBefore = process.memoryUsage.rss();
   let rssPeak = rssBefore;
   const sampler = setInterval(() => {
-    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
   }, 20);
   const resources = SharedResources.create({ memoryBudgetBytes: o.budgetMb * 2 ** 20 });
   const opened: Store[] = [];
@@ -352,7 +352,7 @@ async function manyStores(
         }),
       );
     }
-    const rssOpen = process.memoryUsage().rss;
+    const rssOpen = process.memoryUsage.rss();
     const value = Buffer.alloc(1000, 3);
     const rank = encodeFloat64s(0, 0.15);
     const perStore = Math.floor((o.perStoreMb * 2 ** 20) / value.length);
@@ -371,18 +371,18 @@ async function manyStores(
           return store.write(batch);
         }),
       );
-      rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+      rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
     }
     const usageAfterWrite = resources.usage();
     const rssPeakWrite = rssPeak;
-    const rssAfterWrite = process.memoryUsage().rss;
+    const rssAfterWrite = process.memoryUsage.rss();
     // Read everything back through the shared cache.
     for (const store of opened) {
-      for await (const _ of store.chunks('pages', { chunkSize: 4096 })) rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+      for await (const _ of store.chunks('pages', { chunkSize: 4096 })) rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
     }
     const usageAfterRead = resources.usage();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
     const budget = o.budgetMb * 2 ** 20;
     const fixed = opened.reduce((sum, s) => sum + (s.stats().fixedBytes as number), 0);
     return {

@@ -207,7 +207,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     let remaining = 0;
     let sumX = 0;
     let contributions = 0;
-    /** Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its targets. */
     const pending = state.pending;
     /**
      * Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its
@@ -233,32 +232,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     try {
       if (mirror) {
         // Ranks from the mirror: no scan.
-        // The loop every round runs over every page: its reads are plain typed-array reads,
-        // and pages that wait are summed in locals.
-        const xs = mirror.xs;
-        const rs = mirror.rs;
-        const deltas = pending.reserve(xs.length);
-        let waitingMass = 0;
-        let waitingX = 0;
         for (const slot of mirror.slots) {
-          const stored = rs[slot]!;
-          const r = stored + deltas[slot]!;
+          const x = mirror.x(slot);
+          const stored = mirror.r(slot);
+          const r = stored + pending.delta(slot);
           if (!(Math.abs(r) > threshold)) {
-            waitingMass += Math.abs(r);
-            waitingX += xs[slot]!;
+            keepPage(slot, x, r);
             continue;
           }
-          const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache));
-          pushPage(slot, xs[slot]!, r, stored, adj);
-        }
-        remaining += waitingMass;
-        sumX += waitingX;
-        // Waiting pages with pending contributions still get their [0, delta] merge.
-        for (const slot of pending.slots) {
-          if (next.has(slot) && !(Math.abs(rs[slot]! + deltas[slot]!) > threshold)) {
-            mergedSlots.push(slot);
-            mergedOperands.push(0, deltas[slot]!);
-          }
+          pushPage(slot, x, r, stored, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)

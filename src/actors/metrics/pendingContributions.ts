@@ -50,18 +50,6 @@ export class PendingContributions {
     return slot < this.#seen.length && this.#seen[slot] === 1;
   }
 
-  /**
-   * The pending delta per slot (index = slot, 0 for none), at least `n` long, for loops
-   * over every page; valid until the next `add`.
-   */
-  reserve(n: number): Float64Array {
-    if (n > this.#delta.length) {
-      this.#delta = grown(this.#delta, n);
-      this.#seen = grown(this.#seen, n);
-    }
-    return this.#delta;
-  }
-
   /** Adds `delta` to `slot`. */
   add(slot: number, delta: number): void {
     if (slot >= this.#delta.length) {

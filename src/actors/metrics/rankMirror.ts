@@ -24,16 +24,6 @@ export class RankMirror {
   /** @param epoch `AdjacencyCache.ranksEpoch` when the scan that fills it began */
   constructor(readonly epoch: number) {}
 
-  /** x per slot (index = slot), for loops over every page; valid until the next `set` or `add`. */
-  get xs(): Float64Array {
-    return this.#x;
-  }
-
-  /** r per slot, like `xs`. */
-  get rs(): Float64Array {
-    return this.#r;
-  }
-
   x(slot: number): number {
     return this.#x[slot]!;
   }

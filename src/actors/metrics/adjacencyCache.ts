@@ -193,10 +193,15 @@ export class AdjacencyCache {
     }
     const known = map[index]!;
     if (known > 0) return known - 1;
-    let slot = this.slotOfBytes(bytes, start, end);
-    if (slot < 0) slot = this.slotOf(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+    const slot = this.slotOfKey(bytes, start, end);
     map[index] = slot + 1;
     return slot;
+  }
+
+  /** The slot of the page with key `bytes[start, end)`, assigned on first sight (the URL is decoded only then). */
+  slotOfKey(bytes: Uint8Array, start: number, end: number): number {
+    const slot = this.slotOfBytes(bytes, start, end);
+    return slot >= 0 ? slot : this.slotOf(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
   }
 
 

@@ -390,12 +390,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       for (let i = 0; i < deltas.length; i++) {
         const start = i === 0 ? 0 : keys.ends[i - 1]!;
         const end = keys.ends[i]!;
-        let slot: number;
-        if (source) slot = cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end);
-        else {
-          slot = cache.slotOfBytes(keys.bytes, start, end);
-          if (slot < 0) slot = cache.slotOf(Buffer.from(keys.bytes.buffer, keys.bytes.byteOffset + start, end - start).toString('utf8'));
-        }
+        const slot = source ? cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end) : cache.slotOfKey(keys.bytes, start, end);
         const delta = deltas[i]!;
         pending.add(slot, delta);
         mass += Math.abs(delta);

@@ -27,9 +27,8 @@ export class PendingContributions {
   readonly slots: number[] = [];
   readonly #marks = new Map<ProducerId, Sequence>();
   readonly #rounds = new Map<number, { messages: number; mass: number }>();
-  #settle: Array<{ message: BrokerMessage; reason?: string }> = [];
-  /** Messages settled in the flow counters when folded (not the held copies). */
-  #settledAtFold: BrokerMessage[] = [];
+  /** Messages to settle after the commit; `held` marks redelivered copies (not settled in the flow counters when folded). */
+  #settle: Array<{ message: BrokerMessage; reason?: string; held?: true }> = [];
 
   /** Messages folded (or held) and waiting for the commit. */
   get messages(): number {
@@ -78,14 +77,12 @@ export class PendingContributions {
       r.mass += mass;
     } else this.#rounds.set(round, { messages: 1, mass });
     this.#settle.push({ message });
-    this.#settledAtFold.push(message);
   }
 
   /** Records an undecodable message: marked with the commit, then sent to the dead-letter topic with `reason`. */
   undecodable(message: BrokerMessage, reason: string): void {
     this.#marks.set(message.producer, message.sequence);
     this.#settle.push({ message, reason });
-    this.#settledAtFold.push(message);
   }
 
   /**
@@ -93,13 +90,13 @@ export class PendingContributions {
    * as settled: an actor that stops with them must count them in flight again, since the
    * broker delivers them again (see metricActor's stop).
    */
-  get uncommitted(): readonly BrokerMessage[] {
-    return this.#settledAtFold;
+  get uncommitted(): BrokerMessage[] {
+    return this.#settle.filter((s) => !s.held).map((s) => s.message);
   }
 
   /** Records a redelivered copy of a folded message: acked after the commit too. */
   held(message: BrokerMessage): void {
-    this.#settle.push({ message });
+    this.#settle.push({ message, held: true });
   }
 
   /**
@@ -120,7 +117,6 @@ export class PendingContributions {
     this.#rounds.clear();
     const settle = this.#settle;
     this.#settle = [];
-    this.#settledAtFold = [];
     return settle;
   }
 }

@@ -42,6 +42,20 @@ export class FlowCounters {
     return true;
   }
 
+  /**
+   * A send counted as in flight: `onSent(ns, key)`, then `send()`; if that throws, the
+   * count is taken back (when it was taken) and the error rethrown.
+   */
+  async sending<T>(ns: Namespace, key: MessageKey, send: () => Promise<T>): Promise<T> {
+    const counted = this.onSent(ns, key);
+    try {
+      return await send();
+    } catch (err) {
+      if (counted) this.onSendFailed(ns, key);
+      throw err;
+    }
+  }
+
   /** Takes back an `onSent` whose send failed. */
   onSendFailed(ns: Namespace, key?: MessageKey): void {
     if (key) {

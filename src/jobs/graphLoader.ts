@@ -34,16 +34,10 @@ export function graphPage(url: string, targets: readonly string[], fetchedAt = 0
  */
 export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>): Promise<void> {
   const name = producerId(`loader/${randomUUID()}`);
-  const open = new Map<PartitionId, { producer: Producer; pending: FetchResult[]; seq: number }>();
-  const flush = async (t: Topic, out: { producer: Producer; pending: FetchResult[]; seq: number }) => {
-    const key = { producer: name, topic: topicName(t), sequence: out.seq };
-    counters.onSent(Namespaces.fetches, key);
-    try {
-      await out.producer.send(fetchCodec.encode({ type: 'fetches', results: out.pending }), { sequence: sequence(out.seq) });
-    } catch (err) {
-      counters.onSendFailed(Namespaces.fetches, key);
-      throw err;
-    }
+  const open = new Map<PartitionId, { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }>();
+  const flush = async (out: { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }) => {
+    const key = { producer: name, topic: topicName(out.topic), sequence: out.seq };
+    await counters.sending(Namespaces.fetches, key, () => out.producer.send(fetchCodec.encode({ type: 'fetches', results: out.pending }), { sequence: sequence(out.seq) }));
     out.pending = [];
     out.seq++;
   };
@@ -52,11 +46,14 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
     for (const r of results) {
       const p = partitioner.forUrl(r.url);
       let out = open.get(p);
-      if (!out) open.set(p, (out = { producer: await broker.producer(topic(Namespaces.fetches, p), { producer: name }), pending: [], seq: 0 }));
+      if (!out) {
+        const t = topic(Namespaces.fetches, p);
+        open.set(p, (out = { topic: t, producer: await broker.producer(t, { producer: name }), pending: [], seq: 0 }));
+      }
       out.pending.push(r);
-      if (out.pending.length >= PAGES_PER_MESSAGE) await flush(topic(Namespaces.fetches, p), out);
+      if (out.pending.length >= PAGES_PER_MESSAGE) await flush(out);
     }
-    for (const [p, out] of open) if (out.pending.length > 0) await flush(topic(Namespaces.fetches, p), out);
+    for (const out of open.values()) if (out.pending.length > 0) await flush(out);
   } catch (err) {
     failed = true;
     throw err;

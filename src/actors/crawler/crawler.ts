@@ -96,13 +96,7 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
         const seq = state.sequences.get(p) ?? 0;
         state.sequences.set(p, seq + 1);
         const key = { producer: state.producerName, topic: topicName(topic(Namespaces.fetches, partitionId(p))), sequence: seq };
-        options.counters.onSent(Namespaces.fetches, key);
-        try {
-          await producer.send(fetchCodec.encode({ type: 'fetches', results: list }), { sequence: sequence(seq) });
-        } catch (err) {
-          options.counters.onSendFailed(Namespaces.fetches, key);
-          throw err;
-        }
+        await options.counters.sending(Namespaces.fetches, key, () => producer.send(fetchCodec.encode({ type: 'fetches', results: list }), { sequence: sequence(seq) }));
       }
       // Dead letters are settled already; each ack settles its message (if one fails, the
       // rest come back and are counted then), in the order delivered.

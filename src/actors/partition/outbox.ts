@@ -83,13 +83,8 @@ export class Outbox {
     for (const m of pending) {
       const name = topicName(m.topic);
       const key = { producer: this.options.producer, topic: name, sequence: m.seq };
-      const counted = counters.onSent(m.topic.namespace, key);
-      try {
-        await (await this.#producer(m.topic)).send(m.payload, { sequence: sequence(m.seq) });
-      } catch (err) {
-        if (counted) counters.onSendFailed(m.topic.namespace, key);
-        throw err;
-      }
+      const producer = await this.#producer(m.topic);
+      await counters.sending(m.topic.namespace, key, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
       done.delete(ColumnFamilies.outbox, outboxKey(`${owner}|${name}`, m.seq));
     }
     await store.write(done);

@@ -167,7 +167,6 @@ function joinedPairs(
     distinct = [values as Uint8Array];
     index = new Uint32Array(n);
   }
-  if (n < 0) return undefined;
   return [n, a[0], a[1], b[0], b[1], distinct, index];
 }
 

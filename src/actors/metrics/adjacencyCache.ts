@@ -24,9 +24,9 @@ const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: ne
  * invalidated page is read back from what was committed.
  *
  * Pages live in slots (dense integers, one per page ever cached, with the page's key
- * bytes in `slotKeys`, one KeyArena); `order` lists the slots in `ranks` key order as the last push saw it, so that a
- * push finds a page's outlinks by position, comparing key bytes, without decoding the URL
- * or hashing it (`compareSlotKey`). Target ids are dense integers too, each with its key and
+ * bytes in the KeyArena `slotKeys`); `order` lists the slots in `ranks` key order as the
+ * last push saw it, so that a push finds a page's outlinks by position, comparing key
+ * bytes, without decoding the URL or hashing it (`compareSlotKey`). Target ids are dense integers too, each with its key and
  * owning partition, so contributions are summed in a typed array (the combiner) instead of
  * a map of strings.
  */
@@ -203,7 +203,6 @@ export class AdjacencyCache {
     const slot = this.slotOfBytes(bytes, start, end);
     return slot >= 0 ? slot : this.slotOf(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
   }
-
 
   /** Partition owning a target id. */
   partitionOf(id: number): number {

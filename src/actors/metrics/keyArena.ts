@@ -51,11 +51,6 @@ export class KeyArena {
     return this.#ends[i]!;
   }
 
-  /** Key i as a Buffer view (valid until the next `add`). */
-  view(i: number): Buffer {
-    return this.#bytes.subarray(this.#starts[i]!, this.#ends[i]!);
-  }
-
   /** Key i decoded. */
   text(i: number): string {
     return this.#bytes.toString('utf8', this.#starts[i]!, this.#ends[i]!);

@@ -145,6 +145,19 @@ Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatch* batch, Status s) {
 }
 }  // namespace
 
+template <typename Record>
+Napi::Value WriteBatchWrap::RecordAll(Napi::Env env, const ColumnFamilyRef* cf, size_t n, Record&& record) {
+  batch_.SetSavePoint();
+  auto* ref = const_cast<ColumnFamilyRef*>(cf);
+  for (size_t i = 0; i < n; ++i) {
+    Status s = record(ref, i);
+    if (!s.ok()) return Rollback(env, &batch_, std::move(s));
+  }
+  batch_.PopSavePoint();
+  ReportMemory(env);
+  return env.Undefined();
+}
+
 Napi::Value WriteBatchWrap::MergeMany(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ColumnFamilyRef* cf = CfArg(info);
@@ -165,22 +178,12 @@ Napi::Value WriteBatchWrap::MergeMany(const Napi::CallbackInfo& info) {
   } else {
     return ThrowStatus(env, Status::InvalidArgument("mergeMany: operands must be an array or a Uint8Array"));
   }
-  batch_.SetSavePoint();
-  auto* ref = const_cast<ColumnFamilyRef*>(cf);
-  for (uint32_t i = 0; i < n; ++i) {
+  return RecordAll(env, cf, n, [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     BytesArg k, v;
-    if (!k.Read(keys.Get(i))) {
-      return Rollback(env, &batch_, Status::InvalidArgument("keys must be strings or Uint8Arrays"));
-    }
-    if (!shared && !v.Read(operands.Get(i))) {
-      return Rollback(env, &batch_, Status::InvalidArgument("operands must be Uint8Arrays"));
-    }
-    rocksdb::Status s = batch_.Merge(ref, S(k.View()), S(shared ? one.View() : v.View()));
-    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
-  }
-  batch_.PopSavePoint();
-  ReportMemory(env);
-  return env.Undefined();
+    if (!k.Read(keys.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("keys must be strings or Uint8Arrays");
+    if (!shared && !v.Read(operands.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("operands must be Uint8Arrays");
+    return Status::FromRocks(batch_.Merge(ref, S(k.View()), S(shared ? one.View() : v.View())));
+  });
 }
 
 Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
@@ -207,10 +210,8 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
     }
   }
   if (n < 0) return ThrowStatus(env, Status::InvalidArgument("putPairs: one of firsts, seconds, values must be an array"));
-  batch_.SetSavePoint();
-  auto* ref = const_cast<ColumnFamilyRef*>(cf);
   BytesArg read[3];
-  for (int64_t i = 0; i < n; ++i) {
+  return RecordAll(env, cf, static_cast<size_t>(n), [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     std::string_view part[3];
     for (size_t j = 0; j < 3; ++j) {
       if (!is_array[j]) {
@@ -219,16 +220,12 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
       }
       Napi::Value v = arrays[j].Get(static_cast<uint32_t>(i));
       if (!read[j].Read(v) || (j == 2 && !v.IsTypedArray())) {
-        return Rollback(env, &batch_, Status::InvalidArgument("putPairs: keys must be strings or Uint8Arrays, values Uint8Arrays"));
+        return Status::InvalidArgument("putPairs: keys must be strings or Uint8Arrays, values Uint8Arrays");
       }
       part[j] = read[j].View();
     }
-    rocksdb::Status s = PutPair(&batch_, ref, part[0], part[1], part[2]);
-    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
-  }
-  batch_.PopSavePoint();
-  ReportMemory(env);
-  return env.Undefined();
+    return Status::FromRocks(PutPair(&batch_, ref, part[0], part[1], part[2]));
+  });
 }
 
 Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
@@ -273,17 +270,11 @@ Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
   for (int64_t i = 0; i < n; ++i) {
     if (which[i] >= values.size()) return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: valueIndex out of range"));
   }
-  batch_.SetSavePoint();
-  auto* ref = const_cast<ColumnFamilyRef*>(cf);
-  for (int64_t i = 0; i < n; ++i) {
+  return RecordAll(env, cf, static_cast<size_t>(n), [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     const std::string_view a = parts[0].empty() ? shared[0].View() : parts[0][i];
     const std::string_view b = parts[1].empty() ? shared[1].View() : parts[1][i];
-    rocksdb::Status s = PutPair(&batch_, ref, a, b, values[which[i]].View());
-    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
-  }
-  batch_.PopSavePoint();
-  ReportMemory(env);
-  return env.Undefined();
+    return Status::FromRocks(PutPair(&batch_, ref, a, b, values[which[i]].View()));
+  });
 }
 
 Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
@@ -303,20 +294,12 @@ Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
   }
   const double* data = values.Data();
   std::string operand(static_cast<size_t>(stride) * 8, '\0');
-  batch_.SetSavePoint();
-  auto* ref = const_cast<ColumnFamilyRef*>(cf);
-  for (uint32_t i = 0; i < n; ++i) {
+  return RecordAll(env, cf, n, [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     BytesArg k;
-    if (!k.Read(keys.Get(i))) {
-      return Rollback(env, &batch_, Status::InvalidArgument("keys must be strings or Uint8Arrays"));
-    }
+    if (!k.Read(keys.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("keys must be strings or Uint8Arrays");
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
-    rocksdb::Status s = batch_.Merge(ref, S(k.View()), rocksdb::Slice(operand));
-    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
-  }
-  batch_.PopSavePoint();
-  ReportMemory(env);
-  return env.Undefined();
+    return Status::FromRocks(batch_.Merge(ref, S(k.View()), rocksdb::Slice(operand)));
+  });
 }
 
 // mergeFloat64sPacked(cf, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array,
@@ -364,19 +347,11 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
   }
   const double* data = values.Data();
   std::string operand(static_cast<size_t>(stride) * 8, '\0');
-  batch_.SetSavePoint();
-  auto* ref = const_cast<ColumnFamilyRef*>(cf);
-  previous = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t from = start != nullptr ? start[i] : previous;
+  return RecordAll(env, cf, n, [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
+    const uint32_t from = start != nullptr ? start[i] : (i == 0 ? 0 : end[i - 1]);
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
-    rocksdb::Status s = batch_.Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand));
-    if (!s.ok()) return Rollback(env, &batch_, Status::FromRocks(s));
-    previous = end[i];
-  }
-  batch_.PopSavePoint();
-  ReportMemory(env);
-  return env.Undefined();
+    return Status::FromRocks(batch_.Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand)));
+  });
 }
 
 Napi::Value WriteBatchWrap::Delete(const Napi::CallbackInfo& info) {

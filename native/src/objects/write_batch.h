@@ -56,6 +56,10 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   // batches of many MiB get collected soon rather than piling up between GCs (they did in
   // bench/storage.ts: 64 stores x 500 KiB batches per round).
   void ReportMemory(Napi::Env env);
+  // Runs record(cf, i) for i in [0, n) inside a save point: the first non-OK Status rolls
+  // the batch back to where the call started and is thrown (all or nothing).
+  template <typename Record>
+  Napi::Value RecordAll(Napi::Env env, const ColumnFamilyRef* cf, size_t n, Record&& record);
   void Finalize(Napi::Env env) override;
   int64_t reported_ = 0;
 

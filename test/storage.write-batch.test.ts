@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { decodeInt64, encodeInt64, int64Add } from '../src/operators/mergeOperators.js';
+import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
 import { Store } from '../src/storage/index.js';
 
 let dir: string;
@@ -127,6 +127,38 @@ describe('WriteBatch', () => {
     await store.write(store.batch().putPairs('pages', ['x\u0000y', 'z'], 'b', v('nul')));
     assert.equal((await store.get('pages', 'x\u0000y\u0000b'))?.toString(), 'nul');
     assert.equal((await store.get('pages', 'z\u0000b'))?.toString(), 'nul');
+    await store.close();
+  });
+
+  it('a family with memtable insert hints keeps every merge, in order or not, across flushes, and refuses range deletes', async () => {
+    const store = await Store.open({
+      path: path.join(dir, `s${n++}`),
+      columnFamilies: { ranks: { mergeOperator: float64Add(), memtableInsertHint: true }, pages: {} },
+    });
+    const keys = Array.from({ length: 2000 }, (_, i) => `http://h${i % 7}.example/p/${String(i).padStart(5, '0')}`).sort();
+    const expected = new Map<string, number>();
+    // Rounds of merges in key order (as a push writes them), then in reverse and shuffled
+    // orders, interleaved with puts to another family in the same batches.
+    for (let round = 0; round < 12; round++) {
+      const order = round % 3 === 0 ? keys : round % 3 === 1 ? [...keys].reverse() : keys.filter((_, i) => (i * 7919 + round) % 3 === 0);
+      const batch = store.batch();
+      for (const k of order) {
+        batch.merge('ranks', k, encodeFloat64s(1, round));
+        expected.set(k, (expected.get(k) ?? 0) + round);
+      }
+      batch.put('pages', `round${round}`, Buffer.from('x'));
+      await store.write(batch);
+      if (round === 5) await store.flush();
+    }
+    let seen = 0;
+    for await (const [k, v] of store.iterate('ranks')) {
+      assert.equal(decodeFloat64s(v)[1], expected.get(k.toString('utf8')));
+      seen++;
+    }
+    assert.equal(seen, keys.length);
+    assert.throws(() => store.batch().deleteRange('ranks', 'a', 'z'), { code: 'SF_ERR_INVALID_ARGUMENT', message: /insert hints/ });
+    await store.write(store.batch().deleteRange('pages', 'round0', 'round5'));
+    assert.equal(await store.get('pages', 'round1'), undefined);
     await store.close();
   });
 });

@@ -23,6 +23,7 @@ export interface NativeColumnFamily {
   compactionFilter?: { kind: string; field?: string; ttlMs?: number; graceMs?: number; prefixes?: Uint8Array[] };
   prefixLength?: number;
   bloomBitsPerKey?: number;
+  memtableInsertHint?: boolean;
 }
 
 export interface NativeOpenConfig {

@@ -18,11 +18,13 @@ import type { NativeWriteBatch } from './native.js';
 export class WriteBatch {
   readonly #native: NativeWriteBatch;
   readonly #cf: (name: string) => number;
+  readonly #noRangeDeletes: ReadonlySet<string>;
 
   /** @internal Made by Store.batch(). */
-  constructor(native: NativeWriteBatch, columnFamilyIndex: (name: string) => number) {
+  constructor(native: NativeWriteBatch, columnFamilyIndex: (name: string) => number, noRangeDeletes: ReadonlySet<string> = new Set()) {
     this.#native = native;
     this.#cf = columnFamilyIndex;
+    this.#noRangeDeletes = noRangeDeletes;
   }
 
   /** @internal */
@@ -107,9 +109,17 @@ export class WriteBatch {
     return this;
   }
 
-  /** Deletes every key in [start, end). */
+  /**
+   * Deletes every key in [start, end).
+   * @throws InvalidArgumentError for an undeclared column family, or one opened with
+   *   `memtableInsertHint` (RocksDB 7.8 would corrupt its memtable): delete its keys one by one.
+   */
   deleteRange(cf: string, start: Key, end: Key): this {
-    this.#native.deleteRange(this.#cf(cf), start, end);
+    const i = this.#cf(cf);
+    if (this.#noRangeDeletes.has(cf)) {
+      throw new InvalidArgumentError(`column family ${cf} uses memtable insert hints and takes no range deletes: delete its keys one by one`);
+    }
+    this.#native.deleteRange(i, start, end);
     return this;
   }
 

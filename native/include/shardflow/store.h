@@ -103,6 +103,7 @@ struct ColumnFamilyConfig {
   std::optional<CompactionFilterSpec> compaction_filter;
   uint32_t prefix_length = 0;       // 0: no prefix extractor
   double bloom_bits_per_key = 10;   // 0: no bloom filter
+  bool memtable_insert_hint = false;  // one skip-list insert hint for all keys (no DeleteRange)
 };
 
 struct StoreConfig {

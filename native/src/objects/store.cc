@@ -116,6 +116,9 @@ Status ParseConfig(Napi::Value v, StoreConfig* config) {
       cf.compaction_filter = std::move(spec);
     }
     if (c.Get("prefixLength").IsNumber()) cf.prefix_length = c.Get("prefixLength").As<Napi::Number>().Uint32Value();
+    if (c.Get("memtableInsertHint").IsBoolean()) {
+      cf.memtable_insert_hint = c.Get("memtableInsertHint").As<Napi::Boolean>().Value();
+    }
     if (c.Get("bloomBitsPerKey").IsNumber()) {
       cf.bloom_bits_per_key = c.Get("bloomBitsPerKey").As<Napi::Number>().DoubleValue();
     }

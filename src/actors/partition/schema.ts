@@ -57,7 +57,9 @@ export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
     [ColumnFamilies.pages]: {},
     [ColumnFamilies.outlinks]: {},
     [ColumnFamilies.backlinks]: {},
-    [ColumnFamilies.ranks]: { mergeOperator: float64Add() },
+    // A push merges its pages in key order: insert hints spare most memtable key
+    // comparisons (ranks therefore takes no range deletes; the GC deletes key by key).
+    [ColumnFamilies.ranks]: { mergeOperator: float64Add(), memtableInsertHint: true },
     [ColumnFamilies.pending]: {},
     [ColumnFamilies.frontier]: {},
     [ColumnFamilies.counters]: { mergeOperator: int64Add() },

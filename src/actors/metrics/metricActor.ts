@@ -101,6 +101,11 @@ type MetricState = SubscribedState & {
   readonly pending: PendingContributions;
   /** The scheduled `flush` of contributions that arrived outside rounds. */
   flushTimer: Cancel | undefined;
+  /**
+   * The highest round pushed (its report is stored; no round above it has one), read from
+   * `meta` once, so that a push of a new round skips looking for a stored report.
+   */
+  lastPushed: number | undefined;
 };
 
 const packr = new Packr({ useRecords: false });
@@ -135,7 +140,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined } as MetricState;
+      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -163,10 +168,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         case 'index-hosts':
           await flush(state);
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
-        case 'last-round': {
-          const v = await state.store.get(ColumnFamilies.meta, LAST_ROUND);
-          return v ? Number(decodeInt64(v)) : 0;
-        }
+        case 'last-round':
+          return lastPushed(state);
       }
     },
     async stop(state) {
@@ -184,8 +187,13 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   async function push(state: MetricState, round: number, threshold: number, damping: number): Promise<PushReport> {
     const { store, outbox } = state;
     const reportKey = `pushed\u0000${round}`;
-    const done = await store.get(ColumnFamilies.meta, reportKey);
-    if (done) return packr.unpack(done) as PushReport;
+    // A round at or below the last one pushed may have been pushed already (asked again
+    // after a restart or a lost reply): return its stored report instead of pushing again.
+    const last = await lastPushed(state);
+    if (round <= last) {
+      const done = await store.get(ColumnFamilies.meta, reportKey);
+      if (done) return packr.unpack(done) as PushReport;
+    }
 
     const cache = env.adjacency;
     const fill = !cache.complete;
@@ -345,13 +353,23 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
     batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
-    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(round));
+    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
     await store.write(batch);
+    state.lastPushed = Math.max(last, round);
     for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
     state.mirror.current = next;
     await outbox.publish();
     await settleCommitted(state, settle);
     return report;
+  }
+
+  /** The highest round this partition pushed (0 for none), from `meta` on first use. */
+  async function lastPushed(state: MetricState): Promise<number> {
+    if (state.lastPushed === undefined) {
+      const v = await state.store.get(ColumnFamilies.meta, LAST_ROUND);
+      state.lastPushed = v ? Number(decodeInt64(v)) : 0;
+    }
+    return state.lastPushed;
   }
 
   /**

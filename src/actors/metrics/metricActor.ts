@@ -109,10 +109,14 @@ type MetricState = SubscribedState & {
 };
 
 const packr = new Packr({ useRecords: false });
-/** Folded messages that force a flush (half the consumer's unacked bound of 256). */
+/** Folded messages that force a commit (half the consumer's unacked bound of 256). */
 const MAX_PENDING_MESSAGES = 128;
-/** Delay before committing contributions folded between rounds (graph corrections, the last round's). */
-const FLUSH_DELAY_MS = 500;
+/**
+ * Longest time folded contributions wait for their commit (the commit interval; Kafka
+ * Streams' default is 30 s, 100 ms under exactly-once). Rounds of cnr-2000 reach
+ * MAX_PENDING_MESSAGES in about 2 s.
+ */
+const COMMIT_INTERVAL_MS = 2000;
 const SEP = 0;
 const LAST_ROUND = 'last-round';
 
@@ -128,11 +132,13 @@ const LAST_ROUND = 'last-round';
  * crash, returns the stored report instead of pushing again.
  *
  * Incoming contributions are folded in memory (PendingContributions), summed per page, and
- * counted per round for the coordinator's barrier; the next push commits them in its own
- * write batch, in the same one merge per page as the push ([r_eff, -r_stored] for a pushed
- * page, [0, delta] for the others), with their exactly-once marks and `rounds` counts, and
- * only then acks them. A flush commits them earlier when many wait, some time after
- * contributions that arrive between rounds, and before `ranks` is read (scores, hosts).
+ * counted per round for the coordinator's barrier. A push uses r plus the pending delta but
+ * writes only the transfer [r_eff, -r_eff] of each pushed page; the pending deltas are
+ * committed by a flush (one [0, delta] merge per page, with the messages' exactly-once
+ * marks and `rounds` counts, then the acks) when MAX_PENDING_MESSAGES wait,
+ * COMMIT_INTERVAL_MS after the first, and before `ranks` is read (scores, hosts). Between
+ * commits the stored r of a pushed page is minus its pending delta: `ranks` shows the
+ * committed messages only.
  */
 export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricState, unknown> {
   const owner = 'metrics';
@@ -206,9 +212,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    // One merge per page that is pushed or has pending contributions, added to the batch in
-    // one native call at the end; pages by slot (the cache keeps each page's key bytes, so
-    // nothing is copied per push).
+    // One merge per pushed page, added to the batch in one native call at the end; pages by
+    // slot (the cache keeps each page's key bytes, so nothing is copied per push).
     const mergedSlots: number[] = [];
     const mergedOperands: number[] = [];
     let pushed = 0;
@@ -217,25 +222,23 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     let contributions = 0;
     const pending = state.pending;
     /**
-     * Pushes one page (|r| above the threshold): x += r, r -= r, contributions to its
-     * targets. `r` includes the pending delta; `stored` is the committed r, which the merge
-     * cancels (the pending delta is in this same merge).
+     * Pushes one page (|r| above the threshold): the merge [r, -r] moves r into x, and
+     * d r w_pq goes to each target. `r` is the committed residual plus the pending delta,
+     * which stays pending: the stored r becomes minus that delta until the commit adds it
+     * back (a transfer is correct whatever is pending, so the push need not commit the
+     * folded messages, and their redelivery after a crash adds the delta exactly once).
      */
-    const pushPage = (slot: number, x: number, r: number, stored: number, adj: Adjacency) => {
+    const pushPage = (slot: number, x: number, r: number, adj: Adjacency) => {
       pushed++;
       sumX += x + r;
       mergedSlots.push(slot);
-      mergedOperands.push(r, -stored);
+      mergedOperands.push(r, -r);
       contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
     };
-    /** A page with |r| (pending delta included) at or below the threshold: waits; its pending delta is merged alone. */
-    const keepPage = (slot: number, x: number, r: number) => {
+    /** A page with |r| (pending delta included) at or below the threshold: waits (nothing written). */
+    const keepPage = (x: number, r: number) => {
       remaining += Math.abs(r);
       sumX += x;
-      if (pending.has(slot)) {
-        mergedSlots.push(slot);
-        mergedOperands.push(0, pending.delta(slot));
-      }
     };
     try {
       if (mirror) {
@@ -245,10 +248,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           const stored = mirror.r(slot);
           const r = stored + pending.delta(slot);
           if (!(Math.abs(r) > threshold)) {
-            keepPage(slot, x, r);
+            keepPage(x, r);
             continue;
           }
-          pushPage(slot, x, r, stored, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
+          pushPage(slot, x, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
@@ -284,8 +287,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             next.set(slot, x, r);
             const adj = cache.set(url, targets, weights);
             const re = r + pending.delta(slot);
-            if (Math.abs(re) > threshold) pushPage(slot, x, re, r, adj);
-            else keepPage(slot, x, re);
+            if (Math.abs(re) > threshold) pushPage(slot, x, re, adj);
+            else keepPage(x, re);
           }
         } finally {
           await ranks.close();
@@ -324,11 +327,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             next.set(slot, x, r);
             const re = r + pending.delta(slot);
             if (!(Math.abs(re) > threshold)) {
-              keepPage(slot, x, re);
+              keepPage(x, re);
               continue;
             }
             const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
-            pushPage(slot, x, re, r, adj);
+            pushPage(slot, x, re, adj);
           }
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
@@ -337,13 +340,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       for (const slot of pending.slots) {
         if (next.has(slot)) continue;
         const r = pending.delta(slot);
-        if (!(Math.abs(r) > threshold)) keepPage(slot, 0, r);
-        else pushPage(slot, 0, r, 0, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache)));
+        if (!(Math.abs(r) > threshold)) keepPage(0, r);
+        else pushPage(slot, 0, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache)));
       }
     } finally {
       snapshot?.release();
     }
-    const settle = pending.take(batch, state.marks);
     if (mergedSlots.length > 0) {
       batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, mergedSlots), Float64Array.from(mergedOperands), 2);
     }
@@ -359,7 +361,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
     state.mirror.current = next;
     await outbox.publish();
-    await settleCommitted(state, settle);
     return report;
   }
 
@@ -373,12 +374,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   }
 
   /**
-   * Folds contribution messages into the pending deltas (memory only); they are committed
-   * with the next push, or by a flush when MAX_PENDING_MESSAGES wait (the consumer's
-   * unacked bound must not stop delivery before a round's barrier is reached) or
-   * FLUSH_DELAY_MS after contributions that arrive between rounds. A message is settled in
-   * the flow counters when folded (it is applied: the round barrier counts it) and acked
-   * after the commit; until then a crash makes the broker redeliver it.
+   * Folds contribution messages into the pending deltas (memory only); a flush commits them
+   * when MAX_PENDING_MESSAGES wait (the consumer's unacked bound must not stop delivery
+   * before a round's barrier is reached), COMMIT_INTERVAL_MS after the first of them, or
+   * before `ranks` is read. A message is settled in the flow counters when folded (it is
+   * applied: the round barrier counts it) and acked after the commit; until then a crash
+   * makes the broker redeliver it.
    */
   async function fold(state: MetricState, deliveries: Deliveries, ctx: ActorContext<MetricMessage>): Promise<void> {
     const { pending, consumer } = state;
@@ -421,7 +422,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     else if (!pending.empty && state.flushTimer === undefined && !ctx.signal.aborted) {
       state.flushTimer = ctx.clock.setTimeout(() => {
         if (!ctx.signal.aborted) ctx.self.tell({ type: 'flush' }).catch(() => undefined);
-      }, FLUSH_DELAY_MS);
+      }, COMMIT_INTERVAL_MS);
     }
   }
 
@@ -434,7 +435,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const cache = env.adjacency;
     const mirror = state.mirror.current;
     state.mirror.current = undefined;
-    const slots = [...pending.slots];
+    // Slots were given in `ranks` key order by the first traversal: sorted, the merges come
+    // in about key order (memtable insert hints).
+    const slots = Int32Array.from(pending.slots).sort();
     const operands = new Float64Array(2 * slots.length);
     for (let i = 0; i < slots.length; i++) operands[2 * i + 1] = pending.delta(slots[i]!);
     const batch = store.batch();
@@ -514,7 +517,7 @@ class Combiner {
 }
 
 /** The keys of `slots`, picked out of the cache's KeyArena (no copy). */
-function slotKeys(cache: AdjacencyCache, slots: readonly number[]): PackedKeys {
+function slotKeys(cache: AdjacencyCache, slots: ArrayLike<number>): PackedKeys {
   const starts = new Uint32Array(slots.length);
   const ends = new Uint32Array(slots.length);
   const arena = cache.slotKeys;

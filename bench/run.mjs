@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=268435456 node
+// (The shebang sets the allocator thresholds of bin/shardflow.mjs, for both sides of each comparison.)
 // `npm run -s bench -- <name> [--json] [args]`: runs bench/<name>.ts, whose `run(args)` returns
 // one result object (or an array of them), and prints each as one JSON line.
 import { register } from 'tsx/esm/api';
@@ -24,5 +25,5 @@ try {
 const mod = await import(join(here, `${name}.ts`));
 const result = await mod.run(args);
 for (const r of Array.isArray(result) ? result : [result]) {
-  console.log(JSON.stringify({ name, commit, ...r }));
+  console.log(JSON.stringify({ name, commit, mallocTuned: process.env.MALLOC_MMAP_THRESHOLD_ !== undefined, ...r }));
 }

@@ -1,5 +1,11 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=268435456 node
 // Entry point of `npx shardflow`: runs the TypeScript CLI through tsx's loader.
+// The shebang raises glibc malloc's mmap and trim thresholds (32 MiB, 256 MiB; glibc
+// manual, "Malloc Tunable Parameters"): write batches, iterator chunks and message payloads
+// of 100 KiB to a few MiB were each mmapped, faulted in and unmapped again, a third of the
+// rank benchmark's system CPU (docs/ARCHITECTURE.md, "Allocator"). glibc reads them at
+// process start only (mallopt from the addon measured no effect), hence here; `node
+// bin/shardflow.mjs` runs without them.
 import { register } from 'tsx/esm/api';
 
 register();

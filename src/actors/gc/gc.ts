@@ -334,15 +334,15 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
       backlinks += nBacklinks;
       frontier += nFrontier;
       if (nBacklinks > 0) rest.merge(ColumnFamilies.counters, Counters.backlinks, encodeInt64(-nBacklinks));
-      for (const cf of [ColumnFamilies.outlinks, ColumnFamilies.backlinks, ColumnFamilies.frontier, ColumnFamilies.pending]) {
-        rest.deleteRange(cf, prefix, end);
-      }
+      for (const cf of [ColumnFamilies.frontier, ColumnFamilies.pending]) rest.deleteRange(cf, prefix, end);
       rest.delete(ColumnFamilies.robots, prefix.slice(0, -1));
       await env.graphLock.runExclusive(async () => {
-        // `ranks` uses memtable insert hints (no range deletes): its keys go one by one,
-        // read under the graph lock like the range they replace.
-        for await (const { keys } of store.chunks(ColumnFamilies.ranks, { prefix, keysOnly: true, chunkSize: 4096 })) {
-          for (const key of keys) rest.delete(ColumnFamilies.ranks, key);
+        // `ranks`, `outlinks` and `backlinks` use memtable insert hints (no range deletes):
+        // their keys go one by one, read under the graph lock like the range they replace.
+        for (const cf of [ColumnFamilies.outlinks, ColumnFamilies.backlinks, ColumnFamilies.ranks]) {
+          for await (const { keys } of store.chunks(cf, { prefix, keysOnly: true, chunkSize: 4096 })) {
+            for (const key of keys) rest.delete(cf, key);
+          }
         }
         env.adjacency.ranksChanged(); // the ranks of the host's URLs go
         return store.write(rest);

@@ -55,8 +55,10 @@ export const GC_LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
 export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
   return {
     [ColumnFamilies.pages]: {},
-    [ColumnFamilies.outlinks]: {},
-    [ColumnFamilies.backlinks]: {},
+    // Written a page (or a message's run of link operations) at a time in key order: insert
+    // hints (so no range deletes; the GC deletes key by key).
+    [ColumnFamilies.outlinks]: { memtableInsertHint: true },
+    [ColumnFamilies.backlinks]: { memtableInsertHint: true },
     // A push merges its pages in key order: insert hints spare most memtable key
     // comparisons (ranks therefore takes no range deletes; the GC deletes key by key).
     [ColumnFamilies.ranks]: { mergeOperator: float64Add(), memtableInsertHint: true },

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 #include <unordered_map>
 
@@ -73,11 +74,13 @@ Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& r
   // until its own flush ends (bounds memory per family; never waits on other stores).
   o.max_write_buffer_number = 2;
   o.level_compaction_dynamic_level_bytes = true;
-  // No compression for L0 and the base level, which hold the freshest, most rewritten data
-  // (with dynamic level bytes, entry i > 0 applies to base level + i - 1), LZ4 below: the
-  // RocksDB tuning guide's advice. Snappy on every level was a tenth of the background
-  // threads' CPU in the rank benchmark.
-  o.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression, rocksdb::kLZ4Compression,
+  // No compression for L0, whose files are rewritten soonest (most of a flush's CPU), LZ4
+  // below: faster than the default Snappy at a similar ratio (the RocksDB tuning guide's
+  // advice). Not the base level too: with dynamic level bytes a small family lives wholly
+  // in its base level (entry i > 0 applies to base level + i - 1), so it would never be
+  // compressed. Snappy on every level was a tenth of the background threads' CPU in the
+  // rank benchmark.
+  o.compression_per_level = {rocksdb::kNoCompression, rocksdb::kLZ4Compression, rocksdb::kLZ4Compression,
                              rocksdb::kLZ4Compression, rocksdb::kLZ4Compression, rocksdb::kLZ4Compression,
                              rocksdb::kLZ4Compression};
   // For families written mostly in key order: one insert hint for every key (an empty
@@ -113,6 +116,16 @@ rocksdb::DBOptions MakeDbOptions(const StoreConfig& config, const Resources& res
   o.table_cache_numshardbits = 4;
   o.statistics = stats;
   return o;
+}
+
+// True when `path` has a write-ahead log file (*.log) that is not empty.
+bool WalHoldsData(const std::string& path) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    std::error_code sec;
+    if (entry.path().extension() == ".log" && entry.is_regular_file(sec) && entry.file_size(sec) > 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -152,6 +165,25 @@ Status Store::Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexc
   for (size_t i = 0; i < declared.size(); ++i) {
     Status s = MakeColumnFamilyOptions(declared[i], *res, &states[i]);
     if (!s.ok()) return s;
+  }
+
+  // 1b. RocksDB 7.8 replays a WAL's range tombstones through the insert hint of a family
+  //     that has one (see MakeColumnFamilyOptions), corrupting its memtable; a WAL written
+  //     before the family had hints may hold some. Recover such a WAL without hints first:
+  //     the recovered memtables are flushed, and the reopen below has nothing to replay.
+  bool hinted = std::any_of(declared.begin(), declared.end(),
+                            [](const ColumnFamilyConfig& c) { return c.memtable_insert_hint; });
+  if (hinted && WalHoldsData(config.path)) {
+    StoreConfig plain = config;
+    plain.resources = res;
+    for (ColumnFamilyConfig& c : plain.column_families) c.memtable_insert_hint = false;
+    std::shared_ptr<Store> recovered;
+    Status s = Store::Open(plain, &recovered);
+    if (!s.ok()) return s;
+    s = recovered->Flush();
+    Status c = recovered->Close();
+    if (!s.ok()) return s;
+    if (!c.ok()) return c;
   }
 
   // 2. Open with every existing family (RocksDB requires it) plus the declared ones.

@@ -97,9 +97,9 @@ type MetricState = SubscribedState & {
   readonly rounds: RoundBook;
   /** The in-memory copy of `ranks`, when valid (see RankMirror). */
   readonly mirror: { current: RankMirror | undefined };
-  /** Contributions folded and not yet committed (written with the next push or flush). */
+  /** Contributions folded and not yet committed (written by the next flush). */
   readonly pending: PendingContributions;
-  /** The scheduled `flush` of contributions that arrived outside rounds. */
+  /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
   flushTimer: Cancel | undefined;
   /**
    * The highest round pushed (its report is stored; no round above it has one), read from

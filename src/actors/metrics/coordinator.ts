@@ -1,6 +1,6 @@
 import type { ActorRef } from '../../runtime/actor/index.js';
 import type { Clock } from '../../runtime/clock.js';
-import type { Barrier, MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
+import type { Barrier, LateMass, MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
 
 /** Options of `converge`. */
 export interface ConvergeOptions {
@@ -84,7 +84,10 @@ export interface ConvergeResult {
  * above that floor it follows the average residual (`thresholdFactor`).
  *
  * A partition that fails during a round is restarted by its supervisor; the coordinator
- * asks again, and the push (stored with its report) is not repeated.
+ * asks again, and the push (stored with its report) is not repeated. What the failed
+ * metric actor had folded and not committed comes back from the broker, possibly after the
+ * push that should have passed it on: that late mass (`late-mass`, per incarnation) is
+ * added to R, and a round during which an actor restarted never ends the computation.
  */
 export async function converge(metrics: readonly MetricRef[], options: ConvergeOptions): Promise<ConvergeResult> {
   const d = options.damping ?? 0.85;
@@ -105,6 +108,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     const a = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'applied', round: 0 }, options.clock)))) as RoundApplied[];
     return a.reduce((t, x) => t + x.mass, 0);
   };
+  const lateMass = async () => (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'late-mass' }, options.clock)))) as LateMass[];
   let quietRounds = 0;
   let lastPushed = 1;
   for (; quietRounds < maxRounds; round++) {
@@ -112,6 +116,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
     const corrected = await correctionMass();
+    const lateBefore = await lateMass();
     const reports = (await Promise.all(
       metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
     )) as PushReport[];
@@ -148,13 +153,29 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     pushes += pushed;
     messages += sent;
     contributions += contrib;
-    // Corrections of graph changes applied since this round's scan began are residual too.
-    residual = remaining + mass + ((await correctionMass()) - corrected);
+    // Corrections of graph changes applied since this round's scan began are residual too,
+    // and so is the mass of contributions folded after the push that should have passed
+    // them on (copies delivered again after a metric actor restarted). Quiet first: once
+    // nothing is in flight, every such fold is in the masses read after it. A restart
+    // during the round (a new incarnation) may have lost folded mass not yet delivered
+    // again: such a round never ends the computation.
     const quiet = options.quiet?.() ?? true;
+    const lateAfter = await lateMass();
+    let late = 0;
+    let restarted = false;
+    lateAfter.forEach((a, q) => {
+      const b = lateBefore[q]!;
+      if (a.incarnation === b.incarnation) late += a.mass - b.mass;
+      else {
+        restarted = true;
+        late += a.mass;
+      }
+    });
+    residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected) + late;
     if (quiet && options.countPages) n = Math.max(1, await options.countPages());
     const bound = (2 * residual) / ((1 - d) * Math.max(n * (1 - d), sumX - residual / (1 - d)));
     options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound });
-    if (bound <= tolerance && quiet) {
+    if (bound <= tolerance && quiet && !restarted) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
     }
     if (quiet) quietRounds++;

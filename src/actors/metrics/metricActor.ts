@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
 import type { BrokerMessage } from '../../runtime/brokers/broker.js';
@@ -42,6 +43,11 @@ export type MetricMessage =
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
   | { readonly type: 'counts' }
+  /**
+   * Replies `LateMass`: the mass of contributions this incarnation folded after the push
+   * that should have passed them on (copies delivered again after a restart).
+   */
+  | { readonly type: 'late-mass' }
   /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
   | { readonly type: 'last-round' }
   /** Rewrites the partition's `hosts` index (hostIndex.ts) at wall-clock `now`; replies `HostIndexTotal`. */
@@ -66,6 +72,16 @@ export interface PushReport {
 /** Contributions a partition applied for one round: messages and sum of |delta|. */
 export interface RoundApplied {
   readonly messages: number;
+  readonly mass: number;
+}
+
+/**
+ * Reply to `late-mass`: `mass` (sum of |delta|) folded late since the actor started, which
+ * is `incarnation` (new at every start: a change means the actor restarted and lost what it
+ * had folded and not committed).
+ */
+export interface LateMass {
+  readonly incarnation: string;
   readonly mass: number;
 }
 
@@ -101,6 +117,8 @@ type MetricState = SubscribedState & {
   readonly pending: PendingContributions;
   /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
   flushTimer: Cancel | undefined;
+  /** Mass folded late by this incarnation (see LateMass). */
+  readonly late: { readonly incarnation: string; mass: number };
   /**
    * The highest round pushed (its report is stored; no round above it has one), read from
    * `meta` once, so that a push of a new round skips looking for a stored report.
@@ -146,7 +164,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined } as MetricState;
+      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined, late: { incarnation: randomUUID(), mass: 0 } } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -176,6 +194,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
         case 'last-round':
           return lastPushed(state);
+        case 'late-mass':
+          return { incarnation: state.late.incarnation, mass: state.late.mass } satisfies LateMass;
       }
     },
     async stop(state) {
@@ -404,6 +424,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         continue;
       }
       await state.rounds.get(value.round); // the committed count, before adding to it
+      // A message of round j is passed on by push j + 1. One folded after that push (its
+      // copy delivered again after a restart lost the fold) was in neither that push's
+      // remaining residual nor its round's applied mass: the coordinator must add it to the
+      // residual (see `late-mass`), or it could stop with that mass unpushed.
+      const late = value.round > 0 && value.round < (await lastPushed(state));
       const { keys, deltas, source } = value;
       let mass = 0;
       for (let i = 0; i < deltas.length; i++) {
@@ -416,6 +441,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       }
       pending.folded(m, value.round, mass);
       state.rounds.applied(value.round, mass);
+      if (late) state.late.mass += mass;
       env.counters.onSettled(Namespaces.metrics, messageKey(m));
     }
     if (pending.messages >= MAX_PENDING_MESSAGES) await flush(state);
@@ -443,7 +469,14 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const batch = store.batch();
     if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, slots), operands, 2);
     const settle = pending.take(batch, state.marks);
-    await store.write(batch);
+    try {
+      await store.write(batch);
+    } catch (err) {
+      // Not committed: the broker delivers these again, so they are in flight again (the
+      // flow counters settled them when folded; see stop()).
+      for (const s of settle) if (!s.held) env.counters.onSent(Namespaces.metrics, messageKey(s.message));
+      throw err;
+    }
     if (mirror) {
       for (let i = 0; i < slots.length; i++) mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
       state.mirror.current = mirror;

@@ -103,9 +103,10 @@ export class PendingContributions {
    * Adds the marks and round counts to `batch` (the batch that also carries the deltas,
    * which the caller writes as merges from `slots` and `delta` first), and empties this
    * object. If `batch` then fails to commit, the actor must restart (see AppliedMarks).
-   * @returns the messages to settle once `batch` commits
+   * @returns the messages to settle once `batch` commits (`held`: a redelivered copy, not
+   *   settled in the flow counters when folded)
    */
-  take(batch: WriteBatch, marks: AppliedMarks): Array<{ message: BrokerMessage; reason?: string }> {
+  take(batch: WriteBatch, marks: AppliedMarks): Array<{ message: BrokerMessage; reason?: string; held?: true }> {
     for (const [producer, seq] of this.#marks) marks.record(batch, producer, seq);
     for (const [round, { messages, mass }] of this.#rounds) batch.merge(ColumnFamilies.rounds, roundKey(round), encodeFloat64s(messages, mass));
     for (const slot of this.slots) {

@@ -87,7 +87,7 @@ export interface ConvergeResult {
  * asks again, and the push (stored with its report) is not repeated. What the failed
  * metric actor had folded and not committed comes back from the broker, possibly after the
  * push that should have passed it on: that late mass (`late-mass`, per incarnation) is
- * added to R, and a round during which an actor restarted never ends the computation.
+ * added to R, read once nothing is in flight (see the round's end below).
  */
 export async function converge(metrics: readonly MetricRef[], options: ConvergeOptions): Promise<ConvergeResult> {
   const d = options.damping ?? 0.85;
@@ -109,6 +109,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     return a.reduce((t, x) => t + x.mass, 0);
   };
   const lateMass = async () => (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'late-mass' }, options.clock)))) as LateMass[];
+  let lastLate: LateMass[] | undefined;
   let quietRounds = 0;
   let lastPushed = 1;
   for (; quietRounds < maxRounds; round++) {
@@ -116,7 +117,10 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
     const corrected = await correctionMass();
-    const lateBefore = await lateMass();
+    // The late masses as last read (at the end of the previous round): a late fold since
+    // then is also in this round's pushes or remaining residual, so counting it again
+    // only makes R larger.
+    const lateBefore = lastLate ?? (await lateMass());
     const reports = (await Promise.all(
       metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
     )) as PushReport[];
@@ -155,21 +159,22 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     contributions += contrib;
     // Corrections of graph changes applied since this round's scan began are residual too,
     // and so is the mass of contributions folded after the push that should have passed
-    // them on (copies delivered again after a metric actor restarted). Quiet first: once
-    // nothing is in flight, every such fold is in the masses read after it. A restart
-    // during the round (a new incarnation) may have lost folded mass not yet delivered
-    // again: such a round never ends the computation.
-    const quiet = options.quiet?.() ?? true;
+    // them on (copies delivered again after a metric actor restarted; a new incarnation
+    // counts all of its own). Asking every actor first waits for any restarting one, whose
+    // teardown counts what it lost in flight again; then, once nothing is in flight, every
+    // such fold is in the masses read again. An actor that restarted between those two
+    // reads may have lost mass not yet counted anywhere: that round does not end the
+    // computation.
     const lateAfter = await lateMass();
+    const quiet = options.quiet?.() ?? true;
+    const lateFinal = quiet ? await lateMass() : lateAfter;
+    lastLate = lateFinal;
     let late = 0;
     let restarted = false;
-    lateAfter.forEach((a, q) => {
+    lateFinal.forEach((a, q) => {
       const b = lateBefore[q]!;
-      if (a.incarnation === b.incarnation) late += a.mass - b.mass;
-      else {
-        restarted = true;
-        late += a.mass;
-      }
+      late += a.incarnation === b.incarnation ? a.mass - b.mass : a.mass;
+      if (a.incarnation !== lateAfter[q]!.incarnation) restarted = true;
     });
     residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected) + late;
     if (quiet && options.countPages) n = Math.max(1, await options.countPages());

@@ -20,8 +20,11 @@ interface Hit {
 }
 
 /**
- * Three generated hosts on one server, each answering after 20 ms: p.test (12 pages, no
- * robots.txt), q.test (8 pages, Crawl-delay 0.2 s), r.test (robots.txt answers 503).
+ * Three generated hosts on one server: p.test (12 pages, no robots.txt, answers after
+ * 20 ms), q.test (8 pages, Crawl-delay 0.2 s, answers after 100 ms: longer than p.test's
+ * 50 ms delay plus its answer time, so while both hosts are crawled a q.test request
+ * overlaps a p.test one unless p.test's pipeline stalls; with 20 ms each, the overlap the
+ * test asserts was left to chance, and CI once saw none), r.test (robots.txt answers 503).
  * Every page links to the next one of its host and to the first page of the others.
  */
 async function sites(): Promise<{ port: number; hits: Hit[]; close: () => Promise<void> }> {
@@ -47,7 +50,7 @@ async function sites(): Promise<{ port: number; hits: Hit[]; close: () => Promis
       if (!(n >= 0 && n < (pages[host] ?? 0))) return done(404, 'text/html', 'none');
       const links = [`/${n + 1}.html`, ...Object.keys(pages).filter((h) => h !== host).map((h) => `http://${h}/0.html`)];
       done(200, 'text/html; charset=utf-8', links.map((l) => `<a href="${l}">${l}</a>`).join(' '));
-    }, 20);
+    }, host === 'q.test' ? 100 : 20);
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   return { port: (server.address() as AddressInfo).port, hits, close: () => new Promise((ok) => { server.closeAllConnections(); server.close(() => ok()); }) };

@@ -78,17 +78,14 @@ const DEFAULT_CHUNK_BYTES = 8 * 2 ** 20;
 export class Store {
   readonly #native: NativeStore;
   readonly #cfIndex: Map<string, number>;
-  /** Families with memtable insert hints: no range deletes (see ColumnFamilyOptions.memtableInsertHint). */
-  readonly #hinted: ReadonlySet<string>;
   readonly path: string;
   #closed = false;
   readonly #group: WriteGroup;
 
-  private constructor(native: NativeStore, path: string, names: string[], hinted: ReadonlySet<string>) {
+  private constructor(native: NativeStore, path: string, names: string[]) {
     this.#native = native;
     this.path = path;
     this.#cfIndex = new Map(names.map((n, i) => [n, i]));
-    this.#hinted = hinted;
     this.#group = new WriteGroup(
       () => new (nativeAddon().WriteBatch)(native),
       (batch, sync) => native.write(batch, sync),
@@ -113,8 +110,7 @@ export class Store {
       ...(options.resources ? { resources: options.resources.native } : {}),
       columnFamilies,
     });
-    const hinted = new Set(columnFamilies.filter((c) => c.memtableInsertHint === true).map((c) => c.name));
-    return new Store(native, options.path, names, hinted);
+    return new Store(native, options.path, names);
   }
 
   /** Declared column family names (including "default"). */
@@ -196,15 +192,11 @@ export class Store {
   /** An empty batch for this store. @throws StoreClosedError */
   batch(): WriteBatch {
     this.#throwIfClosed();
-    return new WriteBatch(
-      new (nativeAddon().WriteBatch)(this.#native),
-      (name) => {
-        const i = this.#cf(name);
-        if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
-        return i;
-      },
-      this.#hinted,
-    );
+    return new WriteBatch(new (nativeAddon().WriteBatch)(this.#native), (name) => {
+      const i = this.#cf(name);
+      if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
+      return i;
+    });
   }
 
   /** Applies the batch atomically across column families; takes its operations (no copy): the batch is empty afterwards, reusable at once. */

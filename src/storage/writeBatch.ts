@@ -18,13 +18,11 @@ import type { NativeWriteBatch } from './native.js';
 export class WriteBatch {
   readonly #native: NativeWriteBatch;
   readonly #cf: (name: string) => number;
-  readonly #noRangeDeletes: ReadonlySet<string>;
 
   /** @internal Made by Store.batch(). */
-  constructor(native: NativeWriteBatch, columnFamilyIndex: (name: string) => number, noRangeDeletes: ReadonlySet<string> = new Set()) {
+  constructor(native: NativeWriteBatch, columnFamilyIndex: (name: string) => number) {
     this.#native = native;
     this.#cf = columnFamilyIndex;
-    this.#noRangeDeletes = noRangeDeletes;
   }
 
   /** @internal */
@@ -115,11 +113,7 @@ export class WriteBatch {
    *   `memtableInsertHint` (RocksDB 7.8 would corrupt its memtable): delete its keys one by one.
    */
   deleteRange(cf: string, start: Key, end: Key): this {
-    const i = this.#cf(cf);
-    if (this.#noRangeDeletes.has(cf)) {
-      throw new InvalidArgumentError(`column family ${cf} uses memtable insert hints and takes no range deletes: delete its keys one by one`);
-    }
-    this.#native.deleteRange(i, start, end);
+    this.#native.deleteRange(this.#cf(cf), start, end);
     return this;
   }
 

@@ -22,7 +22,8 @@
 namespace shardflow {
 
 struct ColumnFamilyRef final : public rocksdb::ColumnFamilyHandle {
-  ColumnFamilyRef(std::string name, uint32_t id) : name_(std::move(name)), id_(id) {}
+  ColumnFamilyRef(std::string name, uint32_t id, bool insert_hint = false)
+      : name_(std::move(name)), id_(id), insert_hint_(insert_hint) {}
   const std::string& GetName() const override { return name_; }
   uint32_t GetID() const override { return id_; }
   rocksdb::Status GetDescriptor(rocksdb::ColumnFamilyDescriptor*) override {
@@ -31,10 +32,14 @@ struct ColumnFamilyRef final : public rocksdb::ColumnFamilyHandle {
   const rocksdb::Comparator* GetComparator() const override {
     return rocksdb::BytewiseComparator();
   }
+  // False for a family opened with memtable insert hints: RocksDB 7.8 shares the hint with
+  // range tombstones and corrupts the skip list (see MakeColumnFamilyOptions).
+  bool TakesRangeDeletes() const { return !insert_hint_; }
 
  private:
   std::string name_;
   uint32_t id_;
+  bool insert_hint_;
 };
 
 }  // namespace shardflow

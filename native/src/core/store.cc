@@ -87,7 +87,7 @@ Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& r
   // prefix), so a memtable insert starts from the previous insert's position in the skip
   // list instead of its top (O(log D) key comparisons, D the entries in between, instead
   // of O(log N)). RocksDB 7.8 uses the same hint for range tombstones, which corrupts the
-  // skip list: WriteBatch.deleteRange refuses such families (fixed upstream in 8.x,
+  // skip list: WriteBatch DeleteRange refuses such families (ColumnFamilyRef; fixed upstream in 8.x,
   // "Hints are for point key table only").
   if (cfg.memtable_insert_hint) {
     o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewCappedPrefixTransform(0));
@@ -230,7 +230,7 @@ Status Store::Open(const StoreConfig& config, std::shared_ptr<Store>* out) noexc
   if (store->fixed_reservation_ == nullptr) store->fixed_bytes_ = 0;
   for (size_t i = 0; i < declared.size(); ++i) {
     store->names_.push_back(declared[i].name);
-    store->refs_.push_back(std::make_unique<ColumnFamilyRef>(declared[i].name, handles[i]->GetID()));
+    store->refs_.push_back(std::make_unique<ColumnFamilyRef>(declared[i].name, handles[i]->GetID(), declared[i].memtable_insert_hint));
     store->merge_faults_.push_back(states[i].faults);
     store->filter_counters_.push_back(states[i].counters);
     store->filters_.push_back(std::move(states[i].filter));

@@ -365,6 +365,10 @@ Napi::Value WriteBatchWrap::DeleteRange(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
   BytesArg a[2];
   if (cf == nullptr || !ReadArgs(info, 2, a)) return info.Env().Undefined();
+  if (!cf->TakesRangeDeletes()) {
+    return ThrowStatus(info.Env(), Status::InvalidArgument("column family " + cf->GetName() +
+                                                           " uses memtable insert hints and takes no range deletes: delete its keys one by one"));
+  }
   return Check(info.Env(), batch_.DeleteRange(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
 }
 

@@ -468,15 +468,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     for (let i = 0; i < slots.length; i++) operands[2 * i + 1] = pending.delta(slots[i]!);
     const batch = store.batch();
     if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, slots), operands, 2);
-    const settle = pending.take(batch, state.marks);
-    try {
-      await store.write(batch);
-    } catch (err) {
-      // Not committed: the broker delivers these again, so they are in flight again (the
-      // flow counters settled them when folded; see stop()).
-      for (const s of settle) if (!s.held) env.counters.onSent(Namespaces.metrics, messageKey(s.message));
-      throw err;
-    }
+    pending.record(batch, state.marks);
+    await store.write(batch); // a failure restarts the actor, whose stop() counts them in flight again
+    const settle = pending.committed();
     if (mirror) {
       for (let i = 0; i < slots.length; i++) mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
       state.mirror.current = mirror;

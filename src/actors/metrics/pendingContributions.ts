@@ -101,14 +101,20 @@ export class PendingContributions {
 
   /**
    * Adds the marks and round counts to `batch` (the batch that also carries the deltas,
-   * which the caller writes as merges from `slots` and `delta` first), and empties this
-   * object. If `batch` then fails to commit, the actor must restart (see AppliedMarks).
-   * @returns the messages to settle once `batch` commits (`held`: a redelivered copy, not
-   *   settled in the flow counters when folded)
+   * which the caller writes as merges from `slots` and `delta`). Nothing is emptied: if
+   * `batch` fails to commit, the actor must restart (see AppliedMarks), and its stop()
+   * finds these messages still `uncommitted`.
    */
-  take(batch: WriteBatch, marks: AppliedMarks): Array<{ message: BrokerMessage; reason?: string; held?: true }> {
+  record(batch: WriteBatch, marks: AppliedMarks): void {
     for (const [producer, seq] of this.#marks) marks.record(batch, producer, seq);
     for (const [round, { messages, mass }] of this.#rounds) batch.merge(ColumnFamilies.rounds, roundKey(round), encodeFloat64s(messages, mass));
+  }
+
+  /**
+   * Empties this object once the batch given to `record` committed.
+   * @returns the messages to settle now (ack, or dead-letter with `reason`)
+   */
+  committed(): Array<{ message: BrokerMessage; reason?: string }> {
     for (const slot of this.slots) {
       this.#delta[slot] = 0;
       this.#seen[slot] = 0;

@@ -5,7 +5,7 @@ import { linkOpCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
-import { ColumnFamilies, Counters, linkKey } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkKey, linkKeyOrder } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { encodeLinkValue } from '../indexer/linkValue.js';
 import type { WeightFunction } from '../metrics/weights.js';
@@ -46,9 +46,8 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
         let values: Uint8Array[] = [];
         const putRun = () => {
           if (targets.length === 0) return;
-          // In key order for the memtable insert hint of `backlinks` (a stable sort: puts of
-          // one key keep their order).
-          const order = targets.map((_, i) => i).sort((a, b) => compareStrings(targets[a]!, targets[b]!) || compareStrings(sources[a]!, sources[b]!) || a - b);
+          // In key order for the memtable insert hint of `backlinks`.
+          const order = linkKeyOrder(targets, sources);
           batch.putPairs(ColumnFamilies.backlinks, order.map((i) => targets[i]!), order.map((i) => sources[i]!), order.map((i) => values[i]!));
           targets = [];
           sources = [];
@@ -79,8 +78,4 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
     },
     stop: (state) => closeSubscribed(env, state),
   };
-}
-
-function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -10,7 +10,7 @@ import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import type { Outbox } from '../partition/outbox.js';
-import { ColumnFamilies, Counters, linkKey, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkKey, linkKeyOrder, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
 import { encodeLinkValue, linkFeatures, linkWeight } from './linkValue.js';
@@ -158,7 +158,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     // Keys `url 0x00 target`, built natively (one call for the page's links), in target
     // order for the memtable insert hint of `outlinks`.
     if (putTargets.length > 0) {
-      const order = putTargets.map((_, i) => i).sort((a, b) => (putTargets[a]! < putTargets[b]! ? -1 : putTargets[a]! > putTargets[b]! ? 1 : 0));
+      const order = linkKeyOrder(url, putTargets);
       batch.putPairs(ColumnFamilies.outlinks, url, order.map((i) => putTargets[i]!), order.map((i) => putValues[i]!));
     }
     if (ops.length > 0) {

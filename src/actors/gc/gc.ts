@@ -330,20 +330,22 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
       // Outlinks of URLs without a page record (none normally), backlinks, the rest.
       const end = prefixEnd(prefix);
       const rest = store.batch();
-      const [nBacklinks, nFrontier] = await Promise.all([countKeys(store, ColumnFamilies.backlinks, prefix), countKeys(store, ColumnFamilies.frontier, prefix)]);
-      backlinks += nBacklinks;
-      frontier += nFrontier;
-      if (nBacklinks > 0) rest.merge(ColumnFamilies.counters, Counters.backlinks, encodeInt64(-nBacklinks));
+      frontier += await countKeys(store, ColumnFamilies.frontier, prefix);
       for (const cf of [ColumnFamilies.frontier, ColumnFamilies.pending]) rest.deleteRange(cf, prefix, end);
       rest.delete(ColumnFamilies.robots, prefix.slice(0, -1));
       await env.graphLock.runExclusive(async () => {
         // `ranks`, `outlinks` and `backlinks` use memtable insert hints (no range deletes):
-        // their keys go one by one, read under the graph lock like the range they replace.
+        // their keys go one by one, read under the graph lock like the range they replace
+        // (the backlinks deleted are the ones counted).
+        let nBacklinks = 0;
         for (const cf of [ColumnFamilies.outlinks, ColumnFamilies.backlinks, ColumnFamilies.ranks]) {
           for await (const { keys } of store.chunks(cf, { prefix, keysOnly: true, chunkSize: 4096 })) {
             for (const key of keys) rest.delete(cf, key);
+            if (cf === ColumnFamilies.backlinks) nBacklinks += keys.length;
           }
         }
+        backlinks += nBacklinks;
+        if (nBacklinks > 0) rest.merge(ColumnFamilies.counters, Counters.backlinks, encodeInt64(-nBacklinks));
         env.adjacency.ranksChanged(); // the ranks of the host's URLs go
         return store.write(rest);
       });

@@ -1,6 +1,6 @@
 import type { ActorRef } from '../../runtime/actor/index.js';
 import type { Clock } from '../../runtime/clock.js';
-import type { Barrier, LateMass, MetricMessage, PartitionScores, PushReport, RoundApplied } from './metricActor.js';
+import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RoundApplied } from './metricActor.js';
 
 /** Options of `converge`. */
 export interface ConvergeOptions {
@@ -85,9 +85,12 @@ export interface ConvergeResult {
  *
  * A partition that fails during a round is restarted by its supervisor; the coordinator
  * asks again, and the push (stored with its report) is not repeated. What the failed
- * metric actor had folded and not committed comes back from the broker, possibly after the
- * push that should have passed it on: that late mass (`late-mass`, per incarnation) is
- * added to R, read once nothing is in flight (see the round's end below).
+ * metric actor had folded and not committed comes back from the broker: its new
+ * incarnation defers its next push until it has folded every message of the earlier rounds
+ * again (`PushDeferred`), so each push passes on all of its earlier rounds' mass and R stays
+ * a bound. A restart after a push leaves a pushed page's stored r at minus its lost pending
+ * delta, which the copies fold back to 0 before the next push; the round cannot end
+ * meanwhile, since the actor's stop() counted them in flight again (not quiet).
  */
 export async function converge(metrics: readonly MetricRef[], options: ConvergeOptions): Promise<ConvergeResult> {
   const d = options.damping ?? 0.85;
@@ -108,8 +111,6 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     const a = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'applied', round: 0 }, options.clock)))) as RoundApplied[];
     return a.reduce((t, x) => t + x.mass, 0);
   };
-  const lateMass = async () => (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'late-mass' }, options.clock)))) as LateMass[];
-  let lastLate: LateMass[] | undefined;
   let quietRounds = 0;
   let lastPushed = 1;
   for (; quietRounds < maxRounds; round++) {
@@ -117,13 +118,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
     const corrected = await correctionMass();
-    // The late masses as last read (at the end of the previous round): a late fold since
-    // then is also in this round's pushes or remaining residual, so counting it again
-    // only makes R larger.
-    const lateBefore = lastLate ?? (await lateMass());
-    const reports = (await Promise.all(
-      metrics.map((m) => askWithRetry(m, { type: 'push', round, threshold, damping: d }, options.clock)),
-    )) as PushReport[];
+    const reports = await Promise.all(metrics.map((m) => pushRound(m, { type: 'push', round, threshold, damping: d }, options.clock)));
     const expected = metrics.map(() => 0);
     let remaining = 0;
     let pushed = 0;
@@ -157,30 +152,13 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     pushes += pushed;
     messages += sent;
     contributions += contrib;
-    // Corrections of graph changes applied since this round's scan began are residual too,
-    // and so is the mass of contributions folded after the push that should have passed
-    // them on (copies delivered again after a metric actor restarted; a new incarnation
-    // counts all of its own). Asking every actor first waits for any restarting one, whose
-    // teardown counts what it lost in flight again; then, once nothing is in flight, every
-    // such fold is in the masses read again. An actor that restarted between those two
-    // reads may have lost mass not yet counted anywhere: that round does not end the
-    // computation.
-    const lateAfter = await lateMass();
+    // Corrections of graph changes applied since this round's scan began are residual too.
+    residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected);
     const quiet = options.quiet?.() ?? true;
-    const lateFinal = quiet ? await lateMass() : lateAfter;
-    lastLate = lateFinal;
-    let late = 0;
-    let restarted = false;
-    lateFinal.forEach((a, q) => {
-      const b = lateBefore[q]!;
-      late += a.incarnation === b.incarnation ? a.mass - b.mass : a.mass;
-      if (a.incarnation !== lateAfter[q]!.incarnation) restarted = true;
-    });
-    residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected) + late;
     if (quiet && options.countPages) n = Math.max(1, await options.countPages());
     const bound = (2 * residual) / ((1 - d) * Math.max(n * (1 - d), sumX - residual / (1 - d)));
     options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound });
-    if (bound <= tolerance && quiet && !restarted) {
+    if (bound <= tolerance && quiet) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
     }
     if (quiet) quietRounds++;
@@ -208,6 +186,23 @@ export async function collectScores(metrics: readonly MetricRef[], clock: Clock)
  * partition spawns its children again with new refs.
  */
 export type MetricRef = () => ActorRef<MetricMessage, unknown>;
+
+/**
+ * Asks a partition to push, waiting and asking again while it defers (a new incarnation
+ * folding again what a restart lost). @throws what `askWithRetry` throws, or
+ * ActorStoppedError after 60 deferrals cut short by stops
+ */
+async function pushRound(ref: MetricRef, message: MetricMessage, clock: Clock): Promise<PushReport> {
+  for (let stopped = 0; ; ) {
+    const reply = (await askWithRetry(ref, message, clock)) as PushReport | PushDeferred;
+    if (!('deferred' in reply)) return reply;
+    try {
+      await reply.deferred;
+    } catch (err) {
+      if (++stopped >= 60) throw err; // the partition restarted meanwhile: ask again
+    }
+  }
+}
 
 /** `ask`, retried while the actor restarts (up to ~30 s): rounds survive partition faults. */
 export async function askWithRetry<M, R>(ref: () => ActorRef<M, R>, message: M, clock: Clock, attempts = 60): Promise<R> {

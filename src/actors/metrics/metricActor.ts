@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
 import type { BrokerMessage } from '../../runtime/brokers/broker.js';
 import type { Cancel } from '../../runtime/clock.js';
 import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
-import type { PackedKeys, Snapshot, Store } from '../../storage/index.js';
+import type { PackedKeys, Snapshot, Store, WriteBatch } from '../../storage/index.js';
 import { ActorStoppedError, isShardflowError } from '../../errors.js';
 import { contributionCodec, type ContributionBatch } from '../messages.js';
 import { messageKey } from '../progress.js';
@@ -27,7 +26,11 @@ import { walkLivePages } from '../partition/livePages.js';
 /** Messages of the metric actor (contributions arrive as `Deliveries` from `metrics/<p>`). */
 export type MetricMessage =
   | Deliveries
-  /** Push every page whose |residual| exceeds `threshold`; replies `PushReport`. Idempotent per round. */
+  /**
+   * Push every page whose |residual| exceeds `threshold`; replies `PushReport`, or
+   * `PushDeferred` while contributions of an earlier round, lost by a restart, are not
+   * folded again yet (ask again once it resolves). Idempotent per round.
+   */
   | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
   /** Commits the pending contributions (sent to itself after a delay; also done before reads of `ranks`). */
   | { readonly type: 'flush' }
@@ -36,18 +39,15 @@ export type MetricMessage =
   /**
    * Replies at once with a `Barrier` whose `ready` resolves when this partition has applied
    * at least `expected` messages of `round` (the round's barrier without polling). `ready`
-   * rejects with ActorStoppedError if the actor stops first: ask again.
+   * rejects with ActorStoppedError if the actor stops first: ask again. `expected` is kept
+   * in `meta` until that many messages of the round are committed, so that an incarnation
+   * started after a restart knows which rounds it must fold again before it pushes.
    */
   | { readonly type: 'await-applied'; readonly round: number; readonly expected: number }
   /** Replies `PartitionScores`: every page with its unnormalised score x + r. */
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
   | { readonly type: 'counts' }
-  /**
-   * Replies `LateMass`: the mass of contributions this incarnation folded after the push
-   * that should have passed them on (copies delivered again after a restart).
-   */
-  | { readonly type: 'late-mass' }
   /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
   | { readonly type: 'last-round' }
   /** Rewrites the partition's `hosts` index (hostIndex.ts) at wall-clock `now`; replies `HostIndexTotal`. */
@@ -76,13 +76,13 @@ export interface RoundApplied {
 }
 
 /**
- * Reply to `late-mass`: `mass` (sum of |delta|) folded late since the actor started, which
- * is `incarnation` (new at every start: a change means the actor restarted and lost what it
- * had folded and not committed).
+ * Reply to `push` while this partition has not folded again every message of an earlier
+ * round that a restart lost: `deferred` resolves when it has (or rejects if the actor stops
+ * first); then ask again. A push must include them, or their mass would come back after the
+ * push that should have passed it on, where no round's residual counts it.
  */
-export interface LateMass {
-  readonly incarnation: string;
-  readonly mass: number;
+export interface PushDeferred {
+  readonly deferred: Promise<void>;
 }
 
 /** Reply to `await-applied`: a promise, so that the actor's mailbox is not held while waiting. */
@@ -117,8 +117,6 @@ type MetricState = SubscribedState & {
   readonly pending: PendingContributions;
   /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
   flushTimer: Cancel | undefined;
-  /** Mass folded late by this incarnation (see LateMass). */
-  readonly late: { readonly incarnation: string; mass: number };
   /**
    * The highest round pushed (its report is stored; no round above it has one), read from
    * `meta` once, so that a push of a new round skips looking for a stored report.
@@ -164,7 +162,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      return { ...opened, rounds: new RoundBook(opened.store), mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined, late: { incarnation: randomUUID(), mass: 0 } } as MetricState;
+      const rounds = new RoundBook(opened.store);
+      await rounds.load();
+      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -175,14 +175,18 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         case 'flush':
           state.flushTimer = undefined;
           return flush(state);
-        case 'push':
+        case 'push': {
+          const deferred = state.rounds.lagging(message.round);
+          if (deferred) return { deferred } satisfies PushDeferred;
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
+        }
         case 'applied':
           return state.rounds.get(message.round);
         case 'await-applied':
           // Load the round's count while the mailbox is held, so that no delivery is applied
           // between reading the committed count and registering the waiter.
           await state.rounds.get(message.round);
+          await state.rounds.expect(message.round, message.expected);
           return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
           await flush(state);
@@ -194,8 +198,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
         case 'last-round':
           return lastPushed(state);
-        case 'late-mass':
-          return { incarnation: state.late.incarnation, mass: state.late.mass } satisfies LateMass;
       }
     },
     async stop(state) {
@@ -424,11 +426,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         continue;
       }
       await state.rounds.get(value.round); // the committed count, before adding to it
-      // A message of round j is passed on by push j + 1. One folded after that push (its
-      // copy delivered again after a restart lost the fold) was in neither that push's
-      // remaining residual nor its round's applied mass: the coordinator must add it to the
-      // residual (see `late-mass`), or it could stop with that mass unpushed.
-      const late = value.round > 0 && value.round < (await lastPushed(state));
       const { keys, deltas, source } = value;
       let mass = 0;
       for (let i = 0; i < deltas.length; i++) {
@@ -441,7 +438,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       }
       pending.folded(m, value.round, mass);
       state.rounds.applied(value.round, mass);
-      if (late) state.late.mass += mass;
       env.counters.onSettled(Namespaces.metrics, messageKey(m));
     }
     if (pending.messages >= MAX_PENDING_MESSAGES) await flush(state);
@@ -469,7 +465,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const batch = store.batch();
     if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, slots), operands, 2);
     pending.record(batch, state.marks);
+    state.rounds.recordCommit(batch, pending.rounds);
     await store.write(batch); // a failure restarts the actor, whose stop() counts them in flight again
+    state.rounds.committed(pending.rounds);
     const settle = pending.committed();
     if (mirror) {
       for (let i = 0; i < slots.length; i++) mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
@@ -567,25 +565,94 @@ async function readAdjacency(store: Store, url: string, snapshot: Snapshot | und
   return cache.set(url, targets, weights);
 }
 
+/** `meta` key prefix of a round's expected message count (see RoundBook.expect). */
+const EXPECTED = 'expected\u0000';
+
 /**
  * What this partition applied per round (messages, mass), read from `rounds` once per round
  * and kept up to date in memory, with the barrier waiters of the coordinator.
+ *
+ * It also keeps the expected message count of each round whose messages are not all
+ * committed yet (from the coordinator's barrier, in `meta` until they are): folded messages
+ * that a restart lost come back from the broker at no set time, and a new incarnation must
+ * fold them before it pushes (see `lagging`).
  */
 class RoundBook {
-  readonly #known = new Map<number, { messages: number; mass: number }>();
+  /** Per round: messages and mass applied (committed, plus folded by this incarnation), and messages committed. */
+  readonly #known = new Map<number, { messages: number; mass: number; committed: number }>();
+  /** Round → expected messages, for rounds with fewer committed. */
+  readonly #expected = new Map<number, number>();
   readonly #waiters = new Map<number, Array<{ expected: number; resolve: (a: RoundApplied) => void; reject: (e: unknown) => void }>>();
   #closed = false;
   constructor(readonly store: Store) {}
+
+  /** Loads the expected counts a previous incarnation left (rounds not all committed). */
+  async load(): Promise<void> {
+    const rounds: Array<[number, number]> = [];
+    for await (const [key, value] of this.store.iterate(ColumnFamilies.meta, { prefix: EXPECTED })) {
+      rounds.push([Number(key.toString('utf8', EXPECTED.length)), Number(decodeInt64(value))]);
+    }
+    for (const [round, expected] of rounds) {
+      await this.get(round);
+      this.#expected.set(round, expected);
+    }
+  }
 
   async get(round: number): Promise<RoundApplied> {
     let k = this.#known.get(round);
     if (!k) {
       const v = await this.store.get(ColumnFamilies.rounds, roundKey(round));
       const f = v ? decodeFloat64s(v) : undefined;
-      k = this.#known.get(round) ?? { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0 };
+      k = this.#known.get(round) ?? { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0, committed: f?.[0] ?? 0 };
       this.#known.set(round, k);
     }
-    return { ...k };
+    return { messages: k.messages, mass: k.mass };
+  }
+
+  /**
+   * Records that `expected` messages of `round` were sent to this partition, in `meta`
+   * unless they are all committed already. Call after `get(round)`.
+   */
+  async expect(round: number, expected: number): Promise<void> {
+    const k = this.#known.get(round);
+    if (!k || k.committed >= expected || this.#expected.get(round) === expected) return;
+    await this.store.put(ColumnFamilies.meta, EXPECTED + round, encodeInt64(expected));
+    this.#expected.set(round, expected);
+  }
+
+  /**
+   * Resolves when every round before `round` with an expected count has applied it;
+   * `undefined` when they all have (the case but after a restart).
+   */
+  lagging(round: number): Promise<void> | undefined {
+    const waits: Array<Promise<RoundApplied>> = [];
+    for (const [r, expected] of this.#expected) {
+      if (r < round && (this.#known.get(r)?.messages ?? 0) < expected) waits.push(this.await(r, expected));
+    }
+    if (waits.length === 0) return undefined;
+    const all = Promise.all(waits).then(() => undefined);
+    all.catch(() => undefined); // a reply nobody awaits any more must not reject unhandled
+    return all;
+  }
+
+  /** Adds to `batch` (the commit of `rounds`' messages) the removal of expected counts it completes. */
+  recordCommit(batch: WriteBatch, rounds: ReadonlyMap<number, { readonly messages: number }>): void {
+    for (const [round, { messages }] of rounds) {
+      const expected = this.#expected.get(round);
+      const k = this.#known.get(round);
+      if (expected !== undefined && k && k.committed + messages >= expected) batch.delete(ColumnFamilies.meta, EXPECTED + round);
+    }
+  }
+
+  /** Counts `rounds`' messages as committed, once the batch given to `recordCommit` is written. */
+  committed(rounds: ReadonlyMap<number, { readonly messages: number }>): void {
+    for (const [round, { messages }] of rounds) {
+      const k = this.#known.get(round);
+      if (!k) continue;
+      k.committed += messages;
+      const expected = this.#expected.get(round);
+      if (expected !== undefined && k.committed >= expected) this.#expected.delete(round);
+    }
   }
 
   /**
@@ -602,7 +669,7 @@ class RoundBook {
     if (!waiting) return;
     const still = waiting.filter((w) => {
       if (k.messages < w.expected) return true;
-      w.resolve({ ...k });
+      w.resolve({ messages: k.messages, mass: k.mass });
       return false;
     });
     if (still.length > 0) this.#waiters.set(round, still);
@@ -613,7 +680,7 @@ class RoundBook {
   await(round: number, expected: number): Promise<RoundApplied> {
     const k = this.#known.get(round);
     if (!k) return this.get(round).then(() => this.await(round, expected));
-    if (k.messages >= expected) return Promise.resolve({ ...k });
+    if (k.messages >= expected) return Promise.resolve({ messages: k.messages, mass: k.mass });
     if (this.#closed) return Promise.reject(new ActorStoppedError('metric actor stopped before the barrier'));
     return new Promise((resolve, reject) => {
       let list = this.#waiters.get(round);

@@ -30,6 +30,11 @@ export class PendingContributions {
   /** Messages to settle after the commit; `held` marks redelivered copies (not settled in the flow counters when folded). */
   #settle: Array<{ message: BrokerMessage; reason?: string; held?: true }> = [];
 
+  /** Per round, the folded messages (and their mass) this commit will count. */
+  get rounds(): ReadonlyMap<number, { readonly messages: number; readonly mass: number }> {
+    return this.#rounds;
+  }
+
   /** Messages folded (or held) and waiting for the commit. */
   get messages(): number {
     return this.#settle.length;

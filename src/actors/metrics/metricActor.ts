@@ -135,6 +135,10 @@ const MAX_PENDING_MESSAGES = 128;
 const COMMIT_INTERVAL_MS = 2000;
 const SEP = 0;
 const LAST_ROUND = 'last-round';
+/** `meta` key of the last push's report: the coordinator asks for round k + 1 only after every report of k. */
+const LAST_REPORT = 'last-report';
+/** Rounds between prunings of `rounds` entries no barrier needs any more. */
+const PRUNE_EVERY_ROUNDS = 64;
 
 /**
  * The metric actor of one partition: the reasonable surfer in the push form of DESIGN.md.
@@ -214,13 +218,13 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 
   async function push(state: MetricState, round: number, threshold: number, damping: number): Promise<PushReport> {
     const { store, outbox } = state;
-    const reportKey = `pushed\u0000${round}`;
-    // A round at or below the last one pushed may have been pushed already (asked again
-    // after a restart or a lost reply): return its stored report instead of pushing again.
+    // The last round pushed may be asked again (after a restart or a lost reply): return its
+    // stored report instead of pushing again.
     const last = await lastPushed(state);
-    if (round <= last) {
-      const done = await store.get(ColumnFamilies.meta, reportKey);
-      if (done) return packr.unpack(done) as PushReport;
+    if (round === last) {
+      const done = await store.get(ColumnFamilies.meta, LAST_REPORT);
+      const stored = done ? (packr.unpack(done) as PushReport) : undefined;
+      if (stored?.round === round) return stored;
     }
 
     const cache = env.adjacency;
@@ -376,9 +380,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
-    batch.put(ColumnFamilies.meta, reportKey, packr.pack(report));
+    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack(report));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
+    // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
+    // rounds before the previous one whose messages are all committed (no barrier or
+    // restart reads them again; redelivered copies of committed messages stop at the marks).
+    const prune = round % PRUNE_EVERY_ROUNDS === 0 ? state.rounds.prunable(round - 1) : 0;
+    if (prune > 1) batch.deleteRange(ColumnFamilies.rounds, roundKey(1), roundKey(prune));
     await store.write(batch);
+    if (prune > 1) state.rounds.forget(prune);
     state.lastPushed = Math.max(last, round);
     for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
     state.mirror.current = next;
@@ -642,6 +652,21 @@ class RoundBook {
       const k = this.#known.get(round);
       if (expected !== undefined && k && k.committed + messages >= expected) batch.delete(ColumnFamilies.meta, EXPECTED + round);
     }
+  }
+
+  /**
+   * The first round (at most `before`) whose counts may still be needed: the lowest with
+   * messages not all committed. Round 0 (graph changes) is always kept.
+   */
+  prunable(before: number): number {
+    let lowest = before;
+    for (const r of this.#expected.keys()) if (r < lowest) lowest = r;
+    return lowest;
+  }
+
+  /** Drops the in-memory counts of rounds 1 to `before` - 1 (after their `rounds` entries were deleted). */
+  forget(before: number): void {
+    for (const r of this.#known.keys()) if (r > 0 && r < before && !this.#expected.has(r)) this.#known.delete(r);
   }
 
   /** Counts `rounds`' messages as committed, once the batch given to `recordCommit` is written. */

@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { rankGraph } from '../src/jobs/rankGraph.js';
+import { readGraph, readScores } from '../src/replay/graphFile.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { ChaosPolicy } from '../src/runtime/actor/chaosPolicy.js';
+import { Store } from '../src/storage/index.js';
+import { ColumnFamilies, partitionColumnFamilies } from '../src/actors/partition/schema.js';
+import { graphs, memoryLogger, tempDir, assertMatchesReference } from './kit/datasets.js';
+
+// Continuous mode runs metric rounds without end, so what a partition keeps per round must
+// not grow with them: one report (the last push's), the counts of the recent rounds only
+// (those before the oldest not all committed are pruned every 64 rounds), and an expected count only while its round's messages are not
+// all committed. Metric actors are killed at random meanwhile, so expected counts are left
+// behind by dead incarnations and must still go.
+test('a partition keeps bounded per-round state however many metric rounds ran, restarts included', { timeout: 120_000 }, async () => {
+  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
+  const reference = await readScores(join(graphs.polblogs, 'pagerank.tsv'));
+  const broker = new MemoryBroker();
+  const { dir, cleanup } = tempDir();
+  try {
+    const partitions = 4;
+    const result = await rankGraph({
+      graph, partitions, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log,
+      chaos: ChaosPolicy.create({ rate: 0.03, seed: 5, kinds: ['metrics'] }),
+    });
+    assertMatchesReference(result, reference);
+    const rounds = result.converge.lastRound;
+    assert.ok(rounds > 80, `enough rounds to prune: ${rounds}`);
+    for (let p = 0; p < partitions; p++) {
+      const store = await Store.open({ path: join(dir, `p${p}`), columnFamilies: partitionColumnFamilies() });
+      try {
+        const kept: number[] = [];
+        for await (const [key] of store.iterate(ColumnFamilies.rounds)) kept.push(key.readUInt32BE(0));
+        const meta: string[] = [];
+        for await (const [key] of store.iterate(ColumnFamilies.meta)) meta.push(key.toString('utf8').replace('\u0000', '/'));
+        // Round 0 (graph changes), then the rounds from the first one not all committed at
+        // the pruning of round 64 (folds commit every 128 messages or 2 s: here ~30 rounds).
+        const numbered = kept.filter((r) => r > 0); // round 0 has an entry only if the graph changed
+        assert.ok(numbered[0]! >= 16, `p${p}: rounds before ${numbered[0]} pruned`);
+        assert.equal(numbered.length, rounds - numbered[0]! + 1, `p${p}: one entry per round from ${numbered[0]} to ${rounds}`);
+        assert.deepEqual(meta.filter((k) => k.startsWith('expected/')), [], `p${p}: every round committed, no expected count left`);
+        // Besides the exactly-once marks and sequences (one per producer and topic): fixed keys only.
+        const perRound = meta.filter((k) => !k.startsWith('applied/') && !k.startsWith('seq/'));
+        assert.deepEqual(perRound.sort(), ['hosts-total', 'last-report', 'last-round'], `p${p}: meta holds ${meta.join(', ')}`);
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    await broker.close();
+    cleanup();
+  }
+});

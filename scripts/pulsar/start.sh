@@ -22,8 +22,10 @@
 #      pulsar-opentelemetry:4.0.8 on the reachable Maven Central), SHARDFLOW_CACHE_DIR
 #      (~/.cache/shardflow), PULSAR_HOME ($SHARDFLOW_CACHE_DIR/pulsar), PULSAR_HEAP (1g),
 #      PULSAR_WEB_PORT (8080), PULSAR_BROKER_PORT (6650), PULSAR_BOOKIE_PORT (3181),
-#      PULSAR_START_TIMEOUT (seconds, 300).
+#      PULSAR_START_TIMEOUT (seconds, 300), PULSAR_FRESH (1: delete $PULSAR_HOME/data first,
+#      when no broker answers; CI sets it).
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 version="${PULSAR_VERSION:-4.0.7}"
 log4j_version="2.24.3"
@@ -48,6 +50,12 @@ fi
 for tool in java mvn curl; do
   command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl)"; exit 1; }
 done
+if [ "${PULSAR_FRESH:-0}" = 1 ]; then
+  # CI: start from empty data (a fresh machine has none), so no topic, ledger or bookie
+  # registration of an earlier run is in play.
+  log "PULSAR_FRESH=1: removing $home/data"
+  rm -rf "$home/data"
+fi
 mkdir -p "$home/logs" "$home/data"
 
 # ---- 1. fetch --------------------------------------------------------------------------
@@ -144,34 +152,61 @@ cat >"$home/log4j2.xml" <<XML
 XML
 
 # ---- 3. start --------------------------------------------------------------------------
-t0=$(now_ms)
 cd "$home"
-# The standalone starter keeps data/metadata and data/standalone/bookkeeper relative to cwd.
-setsid nohup java -Xms256m -Xmx"$heap" -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
-  -Dlog4j.configurationFile="$home/log4j2.xml" \
-  -Dpulsar.allocator.exit_on_oom=true -Dio.netty.recycler.maxCapacityPerThread=4096 \
-  --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
-  --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
-  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
-  --add-opens java.base/jdk.internal.platform=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
-  --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
-  -cp "$lib/*" org.apache.pulsar.PulsarStandaloneStarter -c "$conf" -nfw -nss \
-  --bookkeeper-port "$bookie_port" \
-  >"$home/logs/pulsar.out" 2>&1 </dev/null &
-pid=$!
-echo "$pid" >"$home/pulsar.pid"
-deadline=$(( $(date +%s) + timeout ))
-until answers; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    log "java exited before the admin API answered; last lines of logs/pulsar.out and logs/pulsar.log:"
-    tail -n 15 "$home/logs/pulsar.out" >&2 || true
-    grep -E 'ERROR|Exception' "$home/logs/pulsar.log" 2>/dev/null | tail -n 15 >&2 || true
-    exit 1
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    log "admin API not answering after ${timeout}s (pid $pid still running; see $home/logs)"
-    exit 1
-  fi
-  sleep 0.5
-done
-log "up on 127.0.0.1:$broker_port / :$web_port (pid $pid) in $(( $(now_ms) - t0 )) ms"
+health="http://127.0.0.1:$web_port/admin/v2/brokers/health"
+# The broker's own health check: it produces and consumes on a heartbeat topic, so it
+# fails until the bookie takes writes (the admin API answers before that).
+healthy() { [ "$(curl -fsS -m 30 "$health" 2>/dev/null)" = "ok" ]; }
+
+# Starts the JVM and waits for the admin API, then for the health check (up to 120 s).
+# Returns 2 when the broker answers but stays unhealthy (the caller restarts it once).
+launch() {
+  t0=$(now_ms)
+  # The standalone starter keeps data/metadata and data/standalone/bookkeeper relative to cwd.
+  setsid nohup java -Xms256m -Xmx"$heap" -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
+    -Dlog4j.configurationFile="$home/log4j2.xml" \
+    -Dpulsar.allocator.exit_on_oom=true -Dio.netty.recycler.maxCapacityPerThread=4096 \
+    --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
+    --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
+    --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
+    --add-opens java.base/jdk.internal.platform=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
+    --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
+    -cp "$lib/*" org.apache.pulsar.PulsarStandaloneStarter -c "$conf" -nfw -nss \
+    --bookkeeper-port "$bookie_port" \
+    >"$home/logs/pulsar.out" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$home/pulsar.pid"
+  deadline=$(( $(date +%s) + timeout ))
+  until answers; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "java exited before the admin API answered; last lines of logs/pulsar.out and logs/pulsar.log:"
+      tail -n 15 "$home/logs/pulsar.out" >&2 || true
+      grep -E 'ERROR|Exception' "$home/logs/pulsar.log" 2>/dev/null | tail -n 15 >&2 || true
+      exit 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "admin API not answering after ${timeout}s (pid $pid still running; see $home/logs)"
+      exit 1
+    fi
+    sleep 0.5
+  done
+  deadline=$(( $(date +%s) + 120 ))
+  until healthy; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "admin API answers but $health does not say ok after 120 s (pid $pid); last errors:"
+      grep -E 'ERROR' "$home/logs/pulsar.log" 2>/dev/null | tail -n 5 | cut -c1-300 >&2 || true
+      return 2
+    fi
+    sleep 1
+  done
+  log "up and healthy on 127.0.0.1:$broker_port / :$web_port (pid $pid) in $(( $(now_ms) - t0 )) ms"
+}
+
+# A standalone broker can come up with its bookie unusable (seen once: its registration in
+# the metadata store flapping, every ledger creation failing with "Not enough non-faulty
+# bookies"); a restart on the same data has cleared it.
+if ! launch; then
+  log "restarting the broker once"
+  PULSAR_HOME="$home" bash "$here/stop.sh"
+  launch || exit 1
+fi

@@ -104,7 +104,7 @@ export interface WebIndex {
   gcSweep(cutoff?: number): Promise<GcSweepReport[]>;
   /** The read-only view of partition `p` from its reader (for the query API). */
   view(p: number): Promise<PartitionView>;
-  /** Stops every actor (children first), the fetcher, and closes the shared resources. */
+  /** Commits what the metric actors folded, then stops every actor (children first), the fetcher, and closes the shared resources. */
   stop(): Promise<void>;
 }
 
@@ -257,6 +257,9 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     },
     counts,
     async stop() {
+      // Commit what the metric actors folded, so that a clean stop leaves no round with
+      // uncommitted messages (the in-memory broker loses them with the process).
+      await Promise.allSettled(metricRefs.map((r) => r().ask({ type: 'flush' }, { timeoutMs: 30_000 })));
       await system.terminate();
       await fetcher?.close();
     },

@@ -113,6 +113,34 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   };
   let quietRounds = 0;
   let lastPushed = 1;
+  /** Waits until each partition q has applied `expected[q]` messages of `r`. @returns their mass */
+  const barrier = async (r: number, expected: readonly number[]): Promise<number> => {
+    let mass = 0;
+    await Promise.all(
+      metrics.map(async (m, q) => {
+        for (let attempt = 0; ; attempt++) {
+          const b = (await askWithRetry(m, { type: 'await-applied', round: r, expected: expected[q]! }, options.clock)) as Barrier;
+          try {
+            const applied = await b.ready; // read mass only after the await: `mass += await x` would add to a stale value
+            mass += applied.mass;
+            return;
+          } catch (err) {
+            if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
+          }
+        }
+      }),
+    );
+    return mass;
+  };
+  // An earlier call may have ended between the pushes of its last round and that round's
+  // barrier (it failed): run that barrier first, so that the next push waits for those
+  // messages after a restart, like those of any round.
+  if (first > 1) {
+    const reports = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'last-report' }, options.clock)))) as Array<PushReport | undefined>;
+    const expected = metrics.map(() => 0);
+    for (const r of reports) if (r?.round === first - 1) r.sent.forEach((c, q) => (expected[q]! += c));
+    if (expected.some((c) => c > 0)) await barrier(first - 1, expected);
+  }
   for (; quietRounds < maxRounds; round++) {
     // After a round that pushed nothing, the residual sits in many small pieces (often on
     // link targets that are not pages, so not counted in N): drop to the floor.
@@ -133,21 +161,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
       contrib += r.contributions;
       sent += r.sent.reduce((a, b) => a + b, 0);
     }
-    let mass = 0;
-    await Promise.all(
-      metrics.map(async (m, q) => {
-        for (let attempt = 0; ; attempt++) {
-          const barrier = (await askWithRetry(m, { type: 'await-applied', round, expected: expected[q]! }, options.clock)) as Barrier;
-          try {
-            const applied = await barrier.ready; // read mass only after the await: `mass += await x` would add to a stale value
-            mass += applied.mass;
-            return;
-          } catch (err) {
-            if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
-          }
-        }
-      }),
-    );
+    const mass = await barrier(round, expected);
     lastPushed = pushed;
     pushes += pushed;
     messages += sent;

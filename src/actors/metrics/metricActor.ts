@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
-import type { BrokerMessage } from '../../runtime/brokers/broker.js';
+import type { Broker, BrokerMessage } from '../../runtime/brokers/broker.js';
 import type { Cancel } from '../../runtime/clock.js';
 import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
@@ -29,7 +30,8 @@ export type MetricMessage =
   /**
    * Push every page whose |residual| exceeds `threshold`; replies `PushReport`, or
    * `PushDeferred` while contributions of an earlier round, lost by a restart, are not
-   * folded again yet (ask again once it resolves). Idempotent per round.
+   * folded again yet (ask again once it resolves). The last round pushed, asked again (after
+   * a restart or a lost reply), replies its stored report instead of pushing twice.
    */
   | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
   /** Commits the pending contributions (sent to itself after a delay; also done before reads of `ranks`). */
@@ -50,6 +52,11 @@ export type MetricMessage =
   | { readonly type: 'counts' }
   /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
   | { readonly type: 'last-round' }
+  /**
+   * Replies the `PushReport` of the last push, or `undefined` when there is none or its
+   * messages went with an earlier process's in-memory broker (they can never all arrive).
+   */
+  | { readonly type: 'last-report' }
   /** Rewrites the partition's `hosts` index (hostIndex.ts) at wall-clock `now`; replies `HostIndexTotal`. */
   | { readonly type: 'index-hosts'; readonly now: number };
 
@@ -166,8 +173,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
-      const rounds = new RoundBook(opened.store);
-      await rounds.load();
+      const rounds = new RoundBook(opened.store, brokerToken(env.broker));
+      const dropped = await rounds.load(env.broker.kind !== 'memory');
+      if (dropped.length > 0) {
+        env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
+      }
       return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
@@ -202,6 +212,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
         case 'last-round':
           return lastPushed(state);
+        case 'last-report': {
+          const stored = await readLastReport(state.store);
+          return stored && (stored.token === state.rounds.token || env.broker.kind !== 'memory') ? stored.report : undefined;
+        }
       }
     },
     async stop(state) {
@@ -222,9 +236,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     // stored report instead of pushing again.
     const last = await lastPushed(state);
     if (round === last) {
-      const done = await store.get(ColumnFamilies.meta, LAST_REPORT);
-      const stored = done ? (packr.unpack(done) as PushReport) : undefined;
-      if (stored?.round === round) return stored;
+      const stored = await readLastReport(store);
+      if (stored?.report.round === round) return stored.report;
     }
 
     const cache = env.adjacency;
@@ -380,7 +393,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
-    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack(report));
+    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack([report, state.rounds.token]));
     batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -575,8 +588,24 @@ async function readAdjacency(store: Store, url: string, snapshot: Snapshot | und
   return cache.set(url, targets, weights);
 }
 
+/** The last push's report and the broker client it was sent through (see brokerToken). */
+async function readLastReport(store: Store): Promise<{ report: PushReport; token: string } | undefined> {
+  const v = await store.get(ColumnFamilies.meta, LAST_REPORT);
+  if (!v) return undefined;
+  const [report, token] = packr.unpack(v) as [PushReport, string];
+  return { report, token };
+}
+
 /** `meta` key prefix of a round's expected message count (see RoundBook.expect). */
 const EXPECTED = 'expected\u0000';
+
+const brokerTokens = new WeakMap<Broker, string>();
+/** A random id per broker client: which one an expected count was written under. */
+function brokerToken(broker: Broker): string {
+  let token = brokerTokens.get(broker);
+  if (token === undefined) brokerTokens.set(broker, (token = randomUUID()));
+  return token;
+}
 
 /**
  * What this partition applied per round (messages, mass), read from `rounds` once per round
@@ -594,18 +623,41 @@ class RoundBook {
   readonly #expected = new Map<number, number>();
   readonly #waiters = new Map<number, Array<{ expected: number; resolve: (a: RoundApplied) => void; reject: (e: unknown) => void }>>();
   #closed = false;
-  constructor(readonly store: Store) {}
+  /**
+   * @param token the broker client's id (see brokerToken), stored with each expected count:
+   *   a count written under another client is from an earlier process
+   */
+  constructor(
+    readonly store: Store,
+    readonly token: string,
+  ) {}
 
-  /** Loads the expected counts a previous incarnation left (rounds not all committed). */
-  async load(): Promise<void> {
-    const rounds: Array<[number, number]> = [];
+  /**
+   * Loads the expected counts a previous incarnation left (rounds not all committed). Those
+   * of an earlier process are kept only when `redelivers` (a durable broker delivers their
+   * uncommitted messages again); otherwise they are deleted, since waiting for them would
+   * never end. @returns the rounds deleted
+   */
+  async load(redelivers: boolean): Promise<number[]> {
+    const rounds: Array<[number, number, string]> = [];
     for await (const [key, value] of this.store.iterate(ColumnFamilies.meta, { prefix: EXPECTED })) {
-      rounds.push([Number(key.toString('utf8', EXPECTED.length)), Number(decodeInt64(value))]);
+      rounds.push([Number(key.toString('utf8', EXPECTED.length)), Number(decodeInt64(value.subarray(0, 8))), value.toString('utf8', 8)]);
     }
-    for (const [round, expected] of rounds) {
+    const dropped: number[] = [];
+    for (const [round, expected, token] of rounds) {
+      if (token !== this.token && !redelivers) {
+        dropped.push(round);
+        continue;
+      }
       await this.get(round);
       this.#expected.set(round, expected);
     }
+    if (dropped.length > 0) {
+      const batch = this.store.batch();
+      for (const round of dropped) batch.delete(ColumnFamilies.meta, EXPECTED + round);
+      await this.store.write(batch);
+    }
+    return dropped;
   }
 
   async get(round: number): Promise<RoundApplied> {
@@ -626,7 +678,7 @@ class RoundBook {
   async expect(round: number, expected: number): Promise<void> {
     const k = this.#known.get(round);
     if (!k || k.committed >= expected || this.#expected.get(round) === expected) return;
-    await this.store.put(ColumnFamilies.meta, EXPECTED + round, encodeInt64(expected));
+    await this.store.put(ColumnFamilies.meta, EXPECTED + round, Buffer.concat([encodeInt64(expected), Buffer.from(this.token, 'utf8')]));
     this.#expected.set(round, expected);
   }
 

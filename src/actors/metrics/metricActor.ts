@@ -173,6 +173,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     kind: 'metrics',
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
+      await dropLegacyReports(opened.store);
       const rounds = new RoundBook(opened.store, brokerToken(env.broker));
       const dropped = await rounds.load(env.broker.kind !== 'memory');
       if (dropped.length > 0) {
@@ -586,6 +587,18 @@ async function readAdjacency(store: Store, url: string, snapshot: Snapshot | und
     weights.push(linkWeight(value));
   }
   return cache.set(url, targets, weights);
+}
+
+/**
+ * Deletes the per-round push reports (`pushed\0<round>`) that stores written before the
+ * single `last-report` key keep; one range delete, only when there is one.
+ */
+async function dropLegacyReports(store: Store): Promise<void> {
+  const prefix = 'pushed\u0000';
+  for await (const _ of store.iterate(ColumnFamilies.meta, { prefix })) {
+    await store.write(store.batch().deleteRange(ColumnFamilies.meta, prefix, 'pushed\u0001'));
+    return;
+  }
 }
 
 /** The last push's report and the broker client it was sent through (see brokerToken). */

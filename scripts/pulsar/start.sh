@@ -202,9 +202,10 @@ launch() {
   log "up and healthy on 127.0.0.1:$broker_port / :$web_port (pid $pid) in $(( $(now_ms) - t0 )) ms"
 }
 
-# A standalone broker can come up with its bookie unusable (seen once: its registration in
-# the metadata store flapping, every ledger creation failing with "Not enough non-faulty
-# bookies"); a restart on the same data has cleared it.
+# A standalone broker can come up with its bookie unusable (seen once: its registration lock
+# on /ledgers/available invalidated and re-taken in a loop, the pattern of apache/pulsar#17759,
+# and every ledger creation failing with "Not enough non-faulty bookies"); a restart on the
+# same data has cleared it.
 if ! launch; then
   log "restarting the broker once"
   PULSAR_HOME="$home" bash "$here/stop.sh"

@@ -128,3 +128,18 @@ test('a converge call after one cut short between pushes and barrier first waits
     cleanup();
   }
 });
+
+// stop() asks the metric actors to commit first; a second stop() (nothing is running any
+// more) must still succeed, as it did before that commit step.
+test('WebIndex.stop() commits the metric actors\' folds and can be called twice', async () => {
+  const { dir, cleanup } = tempDir();
+  const broker = new MemoryBroker();
+  try {
+    const index = await startWebIndex({ partitions: 2, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log });
+    await index.stop();
+    await index.stop();
+  } finally {
+    await broker.close();
+    cleanup();
+  }
+});

@@ -259,7 +259,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     async stop() {
       // Commit what the metric actors folded, so that a clean stop leaves no round with
       // uncommitted messages (the in-memory broker loses them with the process).
-      await Promise.allSettled(metricRefs.map((r) => r().ask({ type: 'flush' }, { timeoutMs: 30_000 })));
+      await Promise.allSettled(metricRefs.map(async (r) => r().ask({ type: 'flush' }, { timeoutMs: 30_000 }))); // a partition not running has nothing folded
       await system.terminate();
       await fetcher?.close();
     },

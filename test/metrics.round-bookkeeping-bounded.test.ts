@@ -6,7 +6,9 @@ import { readGraph, readScores } from '../src/replay/graphFile.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { ChaosPolicy } from '../src/runtime/actor/chaosPolicy.js';
+import { Packr } from 'msgpackr';
 import { Store } from '../src/storage/index.js';
+import { encodeInt64 } from '../src/operators/mergeOperators.js';
 import { ColumnFamilies, partitionColumnFamilies } from '../src/actors/partition/schema.js';
 import { graphs, memoryLogger, tempDir, assertMatchesReference } from './kit/datasets.js';
 
@@ -24,10 +26,13 @@ test('a partition keeps bounded per-round state however many metric rounds ran, 
   try {
     const partitions = 4;
     // Stores written before the single last-report key kept a report per round: one found
-    // at start goes.
+    // at start goes. One written before reports carried their broker client is still read.
     for (let p = 0; p < partitions; p++) {
       const store = await Store.open({ path: join(dir, `p${p}`), columnFamilies: partitionColumnFamilies() });
-      await store.write(store.batch().put(ColumnFamilies.meta, 'pushed\u00001', Buffer.of(0x90)).put(ColumnFamilies.meta, 'pushed\u000012', Buffer.of(0x90)));
+      await store.write(store.batch().put(ColumnFamilies.meta, 'pushed\u00001', Buffer.of(0x90)).put(ColumnFamilies.meta, 'pushed\u000012', Buffer.of(0x90))
+        // and a last report without its broker client, the form written before tokens
+        .put(ColumnFamilies.meta, 'last-report', new Packr({ useRecords: false }).pack({ round: 1, sent: [0, 0, 0, 0], pushed: 0, remaining: 0, sumX: 0, contributions: 0, combined: 0 }))
+        .put(ColumnFamilies.meta, 'last-round', encodeInt64(1)));
       await store.close();
     }
     const result = await rankGraph({

@@ -605,8 +605,9 @@ async function dropLegacyReports(store: Store): Promise<void> {
 async function readLastReport(store: Store): Promise<{ report: PushReport; token: string } | undefined> {
   const v = await store.get(ColumnFamilies.meta, LAST_REPORT);
   if (!v) return undefined;
-  const [report, token] = packr.unpack(v) as [PushReport, string];
-  return { report, token };
+  const stored = packr.unpack(v) as [PushReport, string] | PushReport;
+  // A bare report was written before reports carried their broker client: unknown token.
+  return Array.isArray(stored) ? { report: stored[0], token: stored[1] } : { report: stored, token: '' };
 }
 
 /** `meta` key prefix of a round's expected message count (see RoundBook.expect). */

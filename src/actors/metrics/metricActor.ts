@@ -174,8 +174,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     async start(ctx) {
       const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
       await dropLegacyReports(opened.store);
-      const rounds = new RoundBook(opened.store, brokerToken(env.broker));
-      const dropped = await rounds.load(env.broker.kind !== 'memory');
+      const rounds = new RoundBook(opened.store, brokerToken(env.broker), env.broker.kind !== 'memory');
+      const dropped = await rounds.load();
       if (dropped.length > 0) {
         env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
       }
@@ -215,7 +215,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return lastPushed(state);
         case 'last-report': {
           const stored = await readLastReport(state.store);
-          return stored && (stored.token === state.rounds.token || env.broker.kind !== 'memory') ? stored.report : undefined;
+          return stored && state.rounds.trusts(stored.token) ? stored.report : undefined;
         }
       }
     },
@@ -638,28 +638,35 @@ class RoundBook {
   readonly #waiters = new Map<number, Array<{ expected: number; resolve: (a: RoundApplied) => void; reject: (e: unknown) => void }>>();
   #closed = false;
   /**
-   * @param token the broker client's id (see brokerToken), stored with each expected count:
-   *   a count written under another client is from an earlier process
+   * @param token the broker client's id (see brokerToken), stored with each expected count
+   *   and push report: one written under another client is from an earlier process
+   * @param redelivers true for a durable broker, which delivers an earlier process's
+   *   uncommitted messages again (the in-memory one lost them)
    */
   constructor(
     readonly store: Store,
     readonly token: string,
+    readonly redelivers: boolean,
   ) {}
+
+  /** True when the messages behind what was written under `token` can still all arrive. */
+  trusts(token: string): boolean {
+    return token === this.token || this.redelivers;
+  }
 
   /**
    * Loads the expected counts a previous incarnation left (rounds not all committed). Those
-   * of an earlier process are kept only when `redelivers` (a durable broker delivers their
-   * uncommitted messages again); otherwise they are deleted, since waiting for them would
-   * never end. @returns the rounds deleted
+   * it cannot `trust` are deleted, since waiting for them would never end.
+   * @returns the rounds deleted
    */
-  async load(redelivers: boolean): Promise<number[]> {
+  async load(): Promise<number[]> {
     const rounds: Array<[number, number, string]> = [];
     for await (const [key, value] of this.store.iterate(ColumnFamilies.meta, { prefix: EXPECTED })) {
       rounds.push([Number(key.toString('utf8', EXPECTED.length)), Number(decodeInt64(value.subarray(0, 8))), value.toString('utf8', 8)]);
     }
     const dropped: number[] = [];
     for (const [round, expected, token] of rounds) {
-      if (token !== this.token && !redelivers) {
+      if (!this.trusts(token)) {
         dropped.push(round);
         continue;
       }

@@ -50,6 +50,31 @@ export class UndecodableMessageError extends ShardflowError {
   }
 }
 
+/**
+ * A data dir cannot be used as asked: another partition count or scheme than it was written
+ * with, a partition store missing or damaged, a record that does not parse. Nothing was
+ * changed; the message says what to do.
+ */
+export class DataDirError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_DATA_DIR';
+  constructor(message = 'the data dir cannot be used', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DataDirError';
+  }
+}
+
+/**
+ * A job made no progress for its stall limit and cannot go on (what it waits for can no
+ * longer come: broker data lost, a partition gone). The message says what it waited for.
+ */
+export class JobStalledError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_JOB_STALLED';
+  constructor(message = 'the job made no progress', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'JobStalledError';
+  }
+}
+
 /** The broker connection is lost; supervisors back off and restart on this one. */
 export class BrokerDisconnectedError extends ShardflowError {
   override readonly code: string = 'SF_ERR_BROKER_DISCONNECTED';

@@ -9,6 +9,7 @@ import { MemoryBroker } from '../runtime/brokers/memory.js';
 import { RedisStreamsBroker } from '../runtime/brokers/redis-streams.js';
 import { PulsarBroker } from '../runtime/brokers/pulsar/broker.js';
 import { randomUUID } from 'node:crypto';
+import type { BrokerIdentity } from '../topology/dataDir.js';
 
 /**
  * Checks a `--weights` value (`uniform`, `reasonable` or a weight table .json) by building
@@ -75,22 +76,36 @@ export function cliLogger(level: string): Logger {
 }
 
 /**
- * The broker named by `--broker`:
+ * The broker identity a run on `--broker spec` gets when it does not reuse a recorded one:
+ * `memory`; for Redis a fresh key prefix `sf:<run>:`; for Pulsar a fresh tenant
+ * `shardflow-<run>` (`<run>`: 8 random hex digits).
+ * @throws commander's InvalidArgumentError for an unknown broker
+ */
+export function freshBrokerIdentity(spec: string): BrokerIdentity {
+  if (spec === 'memory') return { kind: 'memory' };
+  const run = randomUUID().slice(0, 8);
+  if (spec.startsWith('redis://')) return { kind: 'redis', url: spec, scope: `sf:${run}:` };
+  if (spec.startsWith('pulsar://')) return { kind: 'pulsar', url: spec, scope: `shardflow-${run}` };
+  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory, redis://host:port or pulsar://host:port`);
+}
+
+/**
+ * The broker named by `--broker`, under `identity` (default: a fresh one, see
+ * `freshBrokerIdentity`):
  * - `memory` (default): the embedded in-memory broker;
- * - `redis://host:port[/db]`: Redis Streams; keys under `sf:<run>:`, one fresh prefix per run;
- * - `pulsar://host:port`: Apache Pulsar's WebSocket and admin REST APIs on that HTTP port;
- *   tenant `shardflow-<run>`, one fresh tenant per run.
- * A fresh prefix or tenant per run keeps a run from consuming what an earlier run left
- * (the data dir is fresh too); `--data-dir` with an old run's broker state is not resumed.
+ * - `redis://host:port[/db]`: Redis Streams, keys under the identity's prefix;
+ * - `pulsar://host:port`: Apache Pulsar's WebSocket and admin REST APIs on that HTTP port,
+ *   topics under the identity's tenant.
+ * A job on a `--data-dir` passes the identity recorded there (DataDir.brokerIdentity), so
+ * that the data dir's topics stay under one scope that `shardflow clean` can remove.
  * @throws commander's InvalidArgumentError for an unknown broker; the broker's own
  *   connection errors (BrokerDisconnectedError) when it does not answer
  */
-export async function openBroker(spec: string): Promise<Broker> {
-  if (spec === 'memory') return new MemoryBroker();
-  const run = randomUUID().slice(0, 8);
-  if (spec.startsWith('redis://')) return RedisStreamsBroker.connect({ url: spec, prefix: `sf:${run}:` });
-  if (spec.startsWith('pulsar://')) return PulsarBroker.connect({ webUrl: `http://${spec.slice('pulsar://'.length)}`, tenant: `shardflow-${run}` });
-  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory, redis://host:port or pulsar://host:port`);
+export async function openBroker(spec: string, identity: BrokerIdentity = freshBrokerIdentity(spec)): Promise<Broker> {
+  if (identity.kind === 'memory') return new MemoryBroker();
+  if (identity.kind === 'redis') return RedisStreamsBroker.connect({ url: spec, prefix: identity.scope! });
+  if (identity.kind === 'pulsar') return PulsarBroker.connect({ webUrl: `http://${spec.slice('pulsar://'.length)}`, tenant: identity.scope! });
+  throw new InvalidArgumentError(`unsupported broker kind ${JSON.stringify(identity.kind)}`);
 }
 
 /** Actor kinds `--chaos` may fail: the web-index actors, never supervisors or partitions. */

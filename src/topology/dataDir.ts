@@ -1,0 +1,294 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Packr } from 'msgpackr';
+import { DataDirError, isShardflowError } from '../errors.js';
+import { decodeInt64 } from '../operators/mergeOperators.js';
+import { Store } from '../storage/index.js';
+import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
+
+/** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
+export const RECORD_FILE = 'shardflow.json';
+/** `meta` key of a partition store's shape: msgpack `PartitionShape`. */
+export const SHAPE_KEY = 'shape';
+/** `meta` key of the highest round a partition pushed (written by the metric actor). */
+const LAST_ROUND_KEY = 'last-round';
+
+const packr = new Packr({ useRecords: false });
+
+/**
+ * Where a data dir's messages live on the broker: the broker kind and the scope its topics
+ * are under (the Redis key prefix, or the Pulsar tenant; none for the in-memory broker).
+ * Recorded so that the next run on the data dir reopens the same scope, and so that
+ * `shardflow clean` can remove it.
+ */
+export interface BrokerIdentity {
+  /** `memory`, `redis` or `pulsar`. */
+  readonly kind: string;
+  /** The broker's address as given (`redis://host:port`, `pulsar://host:port`); absent for memory. */
+  readonly url?: string;
+  /** Redis key prefix (`sf:<run>:`) or Pulsar tenant (`shardflow-<run>`); absent for memory. */
+  readonly scope?: string;
+}
+
+/** What a data dir holds: the job that wrote it and its input. */
+export interface JobInput {
+  /** `graph` (`shardflow rank`: a graph file) or `crawl` (`demo`, `crawl`: seeds). */
+  readonly kind: 'graph' | 'crawl';
+  /** Human-readable: the files or seeds. */
+  readonly description: string;
+  /** A digest of the input (sha256 of the graph files), to tell another input from the same. */
+  readonly digest?: string;
+}
+
+/** The shape of a partition store, in its `meta` (SHAPE_KEY). */
+export interface PartitionShape {
+  readonly partition: number;
+  readonly partitions: number;
+  /** `Partitioner.describe()`, e.g. `fnv1a-host/16`. */
+  readonly partitioner: string;
+}
+
+/**
+ * The record file of a data dir (`shardflow.json`). `state` is `running` from the start of
+ * a run until a stop that found nothing in flight (`quiet`): a run that is killed, or
+ * stopped while messages were in flight, leaves `running`, and the next run repairs what
+ * those messages carried (see docs/ARCHITECTURE.md, "Crash and restart").
+ */
+export interface DataDirRecord {
+  readonly format: 1;
+  readonly partitions: number;
+  readonly partitioner: string;
+  readonly broker: BrokerIdentity;
+  readonly input?: JobInput;
+  readonly state: 'running' | 'quiet';
+  /** True from the start of a repair until it completed; a run killed during one repairs again. */
+  readonly repairing: boolean;
+  /** Runs started on this data dir. */
+  readonly runs: number;
+  /** ISO time of the last change. */
+  readonly updatedAt: string;
+}
+
+/** What the stores of an existing data dir hold, summed over its partitions. */
+export interface DataDirSummary {
+  readonly pages: number;
+  readonly outlinks: number;
+  readonly backlinks: number;
+  /** The highest metric round any partition pushed (0: none). */
+  readonly lastRound: number;
+}
+
+/** Options of `DataDir.open`. */
+export interface DataDirOpenOptions {
+  readonly partitions: number;
+  /** `Partitioner.describe()` of the run. */
+  readonly partitioner: string;
+}
+
+/**
+ * A data dir: one RocksDB store per partition (`p<i>`) and a record file. `open` checks its
+ * shape before anything runs on it: the partition count and scheme it was written with
+ * (recorded in the file and in each store's `meta`), that every partition store is there
+ * and opens, and it sums what the stores hold (the first line a job prints on it).
+ */
+export class DataDir {
+  #record: DataDirRecord | undefined;
+
+  private constructor(
+    readonly path: string,
+    readonly options: DataDirOpenOptions,
+    record: DataDirRecord | undefined,
+    /** Undefined for a new data dir. */
+    readonly summary: DataDirSummary | undefined,
+  ) {
+    this.#record = record;
+  }
+
+  /**
+   * Opens (or creates) the data dir at `path` for a run with `options`' shape.
+   * @throws DataDirError when it holds another partition count or scheme, when a partition
+   *   store is missing or does not open (its name and path in the message), or when its
+   *   record file does not parse. Nothing is written then.
+   */
+  static async open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
+    const record = readRecord(path);
+    const folders = partitionFolders(path);
+    if (!record && folders.length === 0) {
+      mkdirSync(path, { recursive: true });
+      await forEachStore(path, options, true, async () => undefined);
+      return new DataDir(path, options, undefined, undefined);
+    }
+    const partitions = record?.partitions ?? folders.length;
+    const partitioner = record?.partitioner ?? `fnv1a-host/${partitions}`;
+    if (partitions !== options.partitions || partitioner !== options.partitioner) {
+      throw new DataDirError(
+        `data dir ${path} holds ${partitions} partitions (${partitioner}); this run asks for ${options.partitions} (${options.partitioner}). ` +
+          `Run with --partitions ${partitions} to go on with it, or give a fresh --data-dir (re-partitioning a data dir is not supported).`,
+      );
+    }
+    for (let p = 0; p < partitions; p++) {
+      if (!existsSync(join(path, `p${p}`))) {
+        throw new DataDirError(`partition store p${p} (${join(path, `p${p}`)}) is missing from data dir ${path}, which holds ${partitions} partitions: restore it, or give a fresh --data-dir.`);
+      }
+    }
+    let pages = 0;
+    let outlinks = 0;
+    let backlinks = 0;
+    let lastRound = 0;
+    await forEachStore(path, options, false, async (store) => {
+      const counter = async (name: string) => {
+        const v = await store.get(ColumnFamilies.counters, name);
+        return v ? Number(decodeInt64(v)) : 0;
+      };
+      pages += await counter(Counters.pages);
+      outlinks += await counter(Counters.outlinks);
+      backlinks += await counter(Counters.backlinks);
+      const last = await store.get(ColumnFamilies.meta, LAST_ROUND_KEY);
+      if (last) lastRound = Math.max(lastRound, Number(decodeInt64(last)));
+    });
+    return new DataDir(path, options, record, { pages, outlinks, backlinks, lastRound });
+  }
+
+  /** The record file's content (undefined for a new data dir, or one written before records). */
+  get record(): DataDirRecord | undefined {
+    return this.#record;
+  }
+
+  /** True when the data dir held partition stores before this run. */
+  get existing(): boolean {
+    return this.summary !== undefined;
+  }
+
+  /**
+   * True when the last run on it did not stop quiet (killed, or stopped with messages in
+   * flight), or was killed while repairing: what was in flight is gone (or, on a durable
+   * broker, cannot be told from this run's messages) and must be re-derived from the stores.
+   * A data dir written before records existed is repaired too.
+   */
+  get needsRepair(): boolean {
+    if (!this.existing) return false;
+    return !this.#record || this.#record.state !== 'quiet' || this.#record.repairing;
+  }
+
+  /**
+   * The broker scope this run uses: the recorded one when the data dir stopped quiet on the
+   * same broker (nothing of it is in flight, so it is reused as it is); `fresh` otherwise
+   * (a new data dir, another broker, or a repair, which must not see the old run's messages).
+   */
+  brokerIdentity(fresh: BrokerIdentity): BrokerIdentity {
+    const recorded = this.#record?.broker;
+    if (recorded && !this.needsRepair && recorded.kind === fresh.kind && recorded.url === fresh.url) return recorded;
+    return fresh;
+  }
+
+  /** The first line a job prints: new, or what the data dir holds and how the last run ended. */
+  describe(): string {
+    if (!this.summary) return `data dir ${this.path}: new, ${this.options.partitions} partitions (${this.options.partitioner})`;
+    const s = this.summary;
+    const how = !this.#record
+      ? 'written before data dir records: repairing it'
+      : this.#record.repairing
+        ? 'the last run was stopped during a repair: repairing again'
+        : this.#record.state === 'running'
+          ? 'the last run did not stop quiet (killed or interrupted): repairing what was in flight'
+          : 'the last run stopped quiet';
+    const input = this.#record?.input ? `, holds ${this.#record.input.kind} ${this.#record.input.description}` : '';
+    return `data dir ${this.path}: existing, ${this.options.partitions} partitions${input}: ${s.pages} pages, ${s.outlinks} links, ${s.backlinks} backlinks, last round ${s.lastRound}; ${how}`;
+  }
+
+  /**
+   * Records the start of a run: state `running` (until `markStopped(true)`), the broker
+   * identity it uses, its input, and `repairing` when it repairs.
+   */
+  markRunning(broker: BrokerIdentity, input: JobInput | undefined, repairing: boolean): void {
+    this.#write({
+      format: 1,
+      partitions: this.options.partitions,
+      partitioner: this.options.partitioner,
+      broker,
+      ...(input ?? this.#record?.input ? { input: (input ?? this.#record?.input)! } : {}),
+      state: 'running',
+      repairing,
+      runs: (this.#record?.runs ?? 0) + 1,
+      updatedAt: new Date().toISOString(),
+    });
+  }
+
+  /** Records that the repair completed. */
+  markRepaired(): void {
+    if (this.#record) this.#write({ ...this.#record, repairing: false, updatedAt: new Date().toISOString() });
+  }
+
+  /** Records a stop; `quiet` only when nothing was in flight and everything folded was committed. */
+  markStopped(quiet: boolean): void {
+    if (this.#record) this.#write({ ...this.#record, state: quiet && !this.#record.repairing ? 'quiet' : 'running', updatedAt: new Date().toISOString() });
+  }
+
+  #write(record: DataDirRecord): void {
+    const file = join(this.path, RECORD_FILE);
+    const tmp = `${file}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
+    renameSync(tmp, file); // atomic: a kill leaves the old record or the new one
+    this.#record = record;
+  }
+}
+
+/**
+ * Reads a data dir's record file. @returns undefined when there is none
+ * @throws DataDirError when it does not parse
+ */
+export function readRecord(path: string): DataDirRecord | undefined {
+  const file = join(path, RECORD_FILE);
+  if (!existsSync(file)) return undefined;
+  try {
+    const record = JSON.parse(readFileSync(file, 'utf8')) as DataDirRecord;
+    if (record.format !== 1 || !Number.isInteger(record.partitions) || typeof record.partitioner !== 'string') throw new Error('unknown format');
+    return record;
+  } catch (err) {
+    throw new DataDirError(`data dir record ${file} is damaged (${(err as Error).message}): restore it, or give a fresh --data-dir`, { cause: err });
+  }
+}
+
+/** The partition folders (`p<i>`) in `path`, sorted by i. */
+function partitionFolders(path: string): number[] {
+  if (!existsSync(path)) return [];
+  return readdirSync(path, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && /^p\d+$/.test(e.name))
+    .map((e) => Number(e.name.slice(1)))
+    .sort((a, b) => a - b);
+}
+
+/**
+ * Opens each partition store in turn (one at a time: RocksDB allows one instance of a
+ * directory per process), checks or writes its shape in `meta`, calls `visit`, closes it.
+ * @throws DataDirError naming the store when it does not open or has another shape
+ */
+async function forEachStore(path: string, options: DataDirOpenOptions, create: boolean, visit: (store: Store) => Promise<void>): Promise<void> {
+  for (let p = 0; p < options.partitions; p++) {
+    const dir = join(path, `p${p}`);
+    let store: Store;
+    try {
+      store = await Store.open({ path: dir, columnFamilies: partitionColumnFamilies(), createIfMissing: create });
+    } catch (err) {
+      const why = isShardflowError(err) ? `${err.code}: ${err.message}` : (err as Error).message;
+      throw new DataDirError(`partition store p${p} (${dir}) does not open: ${why}. Restore it, or give a fresh --data-dir.`, { cause: err });
+    }
+    try {
+      const expected: PartitionShape = { partition: p, partitions: options.partitions, partitioner: options.partitioner };
+      const stored = await store.get(ColumnFamilies.meta, SHAPE_KEY);
+      if (stored) {
+        const shape = packr.unpack(stored) as PartitionShape;
+        if (shape.partition !== p || shape.partitions !== options.partitions || shape.partitioner !== options.partitioner) {
+          throw new DataDirError(
+            `partition store p${p} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${p} of ${options.partitions} (${options.partitioner}): the data dir was assembled from other data dirs, or re-partitioned by hand`,
+          );
+        }
+      } else {
+        await store.put(ColumnFamilies.meta, SHAPE_KEY, packr.pack(expected));
+      }
+      await visit(store);
+    } finally {
+      await store.close();
+    }
+  }
+}

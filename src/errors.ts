@@ -75,6 +75,15 @@ export class JobStalledError extends ShardflowError {
   }
 }
 
+/** A job was stopped by a signal (SIGINT, SIGTERM) and stopped cleanly; the same command goes on with it. */
+export class JobInterruptedError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_INTERRUPTED';
+  constructor(readonly signal: string, message = `stopped by ${signal}`, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'JobInterruptedError';
+  }
+}
+
 /** The broker connection is lost; supervisors back off and restart on this one. */
 export class BrokerDisconnectedError extends ShardflowError {
   override readonly code: string = 'SF_ERR_BROKER_DISCONNECTED';

@@ -49,6 +49,7 @@ export function reportError(err: unknown): number {
   // shardflow's typed errors say what happened; anything else is a bug: show where.
   const known = input || c.startsWith('SF_ERR_');
   process.stderr.write(`shardflow: ${e.message}\n`);
+  if (c === 'SF_ERR_INTERRUPTED') return (e as { signal?: string }).signal === 'SIGTERM' ? 143 : 130;
   if (!known || process.env.SHARDFLOW_DEBUG === '1') process.stderr.write(`${e.stack ?? ''}\n`);
   return input ? 2 : 1;
 }

@@ -5,7 +5,8 @@ import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, openBroker, runDataDir } from './options.js';
+import { chaosKinds, cliLogger } from './options.js';
+import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
 
@@ -16,7 +17,8 @@ export function rankCommand(setExit: (code: number) => void): Command {
       .description('load a graph through the pipeline (link operations, backlinks, metric messages) and write its scores, highest first')
       .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
       .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
-      .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1'),
+      .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
+      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it (pages it does not list are kept)'),
     { default: 'uniform', help: 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
@@ -25,10 +27,13 @@ export function rankCommand(setExit: (code: number) => void): Command {
       // Open --out first: a folder that does not exist fails now, not after the ranking.
       const out = createWriteStream(opts.out);
       await once(out, 'open');
-      const inspection = await openInspection(opts, command);
-      const broker = await openBroker(opts.broker);
+      const run = await openJobRun(opts, await graphInput('graph', opts.pages, opts.links), log);
+      const broker = run.broker;
+      const inspection = await openInspection(opts, command).catch(async (err) => {
+        await run.close();
+        throw err;
+      });
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
-      const data = runDataDir(opts.dataDir);
       try {
         const result = await rankGraph({
           // Handed over, so that the job drops the graph once it is loaded.
@@ -38,8 +43,10 @@ export function rankCommand(setExit: (code: number) => void): Command {
             return g;
           },
           partitions: opts.partitions,
-          dataDir: data.dir,
+          dataDir: run.dir.path,
           broker,
+          ...run.job,
+          stall: { onStall: (report) => process.stderr.write(`shardflow: ${report}\n`) },
           weigh: weightFunction(opts.weights),
           tolerance: opts.tolerance,
           log,
@@ -56,8 +63,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
       } finally {
         out.destroy();
         await inspection?.close();
-        await broker.close();
-        data.remove();
+        await run.close();
       }
     });
 }

@@ -6,7 +6,9 @@ import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import type { PartitionCounts } from '../actors/metrics/metricActor.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
-import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
+import type { RepairReport } from '../topology/repair.js';
+import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
 import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
@@ -30,6 +32,15 @@ export interface CrawlGraphOptions {
   /** Called once the index runs (for progress displays and fault injection). */
   readonly onStarted?: (index: WebIndex) => void;
   readonly onRound?: (r: RoundSummary) => void;
+  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
+  readonly repair?: boolean;
+  readonly onRepaired?: (report: RepairReport) => void;
+  /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Called with the web index's stop report, however the job ends. */
+  readonly onStopped?: (report: StopReport) => void;
+  /** The stall watchdog's limits and reports (see JobWatchdog). */
+  readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }
 
 /** What `crawlGraph` found. */
@@ -61,47 +72,68 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
   const server = new ReplayServer(options.graph);
   for (const [url, o] of options.overrides ?? []) server.overrides.set(canonicalUrl(url), o);
   const port = await server.listen();
-  const index = await startWebIndex({
-    partitions: options.partitions,
-    dataDir: options.dataDir,
-    broker: options.broker,
-    weigh: options.weigh,
-    log: options.log,
-    crawlers: options.crawlers ?? 4,
-    fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
-    ...(options.chaos ? { chaos: options.chaos } : {}),
-  });
+  const stop = aborted(options.signal);
+  let index: WebIndex;
+  try {
+    index = await raceStops(
+      startWebIndex({
+        partitions: options.partitions,
+        dataDir: options.dataDir,
+        broker: options.broker,
+        weigh: options.weigh,
+        log: options.log,
+        crawlers: options.crawlers ?? 4,
+        fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
+        ...(options.chaos ? { chaos: options.chaos } : {}),
+        ...(options.repair ? { repair: true } : {}),
+        ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+      }),
+      stop,
+    );
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+  let phase = 'crawling';
+  const watchdog = new JobWatchdog(index, { log: options.log, phase: () => phase, ...options.stall }).start();
   try {
     options.onStarted?.(index);
-    const t0 = performance.now();
-    const seeds: string[] = [];
-    const rejectedSeeds: Array<{ url: string; reason: string }> = [];
-    for (const url of [...options.graph.pages, ...(options.extraSeeds ?? [])]) {
-      try {
-        seeds.push(canonicalUrl(url));
-      } catch (err) {
-        rejectedSeeds.push({ url, reason: (err as Error).message });
-        options.log.warn({ url, reason: (err as Error).message }, 'seed refused');
+    const run = async () => {
+      const t0 = performance.now();
+      const seeds: string[] = [];
+      const rejectedSeeds: Array<{ url: string; reason: string }> = [];
+      for (const url of [...options.graph.pages, ...(options.extraSeeds ?? [])]) {
+        try {
+          seeds.push(canonicalUrl(url));
+        } catch (err) {
+          rejectedSeeds.push({ url, reason: (err as Error).message });
+          options.log.warn({ url, reason: (err as Error).message }, 'seed refused');
+        }
       }
-    }
-    await index.seed(seeds);
-    // Continuous mode: metric rounds run while the crawl goes on, and end once the crawl is
-    // quiet and the metric has converged on the final graph.
-    let crawled = false;
-    const metric = index.converge({
-      quiet: () => crawled && index.counters.balanced(),
-      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
-      ...(options.onRound ? { onRound: options.onRound } : {}),
-    });
-    // The metric cannot end before the crawl is quiet; it can only fail.
-    await Promise.race([index.quiescence(), metric.then(() => undefined)]);
-    crawled = true;
-    const crawlSeconds = (performance.now() - t0) / 1000;
-    const t1 = performance.now();
-    const result = await metric;
-    const convergeSeconds = (performance.now() - t1) / 1000;
-    const scores = await index.scores();
-    const counts = await index.counts();
+      await index.seed(seeds);
+      // Continuous mode: metric rounds run while the crawl goes on, and end once the crawl is
+      // quiet and the metric has converged on the final graph.
+      let crawled = false;
+      const metric = index.converge({
+        quiet: () => crawled && index.counters.balanced(),
+        ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+        onRound: (r) => {
+          phase = `${crawled ? 'metric' : 'crawling, metric'} round ${r.round}`;
+          options.onRound?.(r);
+        },
+      });
+      // The metric cannot end before the crawl is quiet; it can only fail.
+      await Promise.race([index.quiescence(), metric.then(() => undefined)]);
+      crawled = true;
+      const crawlSeconds = (performance.now() - t0) / 1000;
+      const t1 = performance.now();
+      const result = await metric;
+      const convergeSeconds = (performance.now() - t1) / 1000;
+      const scores = await index.scores();
+      const counts = await index.counts();
+      return { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds };
+    };
+    const { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds } = await raceStops(run(), watchdog.failed, stop);
     return {
       scores,
       converge: result,
@@ -114,7 +146,8 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       served: server.served,
     };
   } finally {
-    await index.stop();
+    watchdog.stop();
+    options.onStopped?.(await index.stop());
     await server.close();
   }
 }

@@ -4,7 +4,9 @@ import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
-import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
+import type { RepairReport } from '../topology/repair.js';
+import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
 import { graphPages, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
@@ -32,6 +34,15 @@ export interface RankGraphOptions {
   readonly onStarted?: (index: WebIndex) => void;
   /** Called once the graph is loaded, with the web index. */
   readonly onLoaded?: (index: WebIndex, seconds: number) => void;
+  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
+  readonly repair?: boolean;
+  readonly onRepaired?: (report: RepairReport) => void;
+  /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Called with the web index's stop report, however the job ends. */
+  readonly onStopped?: (report: StopReport) => void;
+  /** The stall watchdog's limits and reports (see JobWatchdog). */
+  readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }
 
 /** What `rankGraph` measured and computed. */
@@ -54,33 +65,48 @@ export interface RankGraphResult {
  * keeps them apart, as the reference rankings do.
  */
 export async function rankGraph(options: RankGraphOptions): Promise<RankGraphResult> {
-  const index = await startWebIndex({
-    partitions: options.partitions,
-    dataDir: options.dataDir,
-    broker: options.broker,
-    weigh: options.weigh,
-    log: options.log,
-    crawlers: 0,
-    ...(options.chaos ? { chaos: options.chaos } : {}),
-  });
+  const stop = aborted(options.signal);
+  const index = await raceStops(
+    startWebIndex({
+      partitions: options.partitions,
+      dataDir: options.dataDir,
+      broker: options.broker,
+      weigh: options.weigh,
+      log: options.log,
+      crawlers: 0,
+      ...(options.chaos ? { chaos: options.chaos } : {}),
+      ...(options.repair ? { repair: true } : {}),
+      ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+    }),
+    stop,
+  );
+  let phase = 'loading the graph';
+  const watchdog = new JobWatchdog(index, { log: options.log, phase: () => phase, ...options.stall }).start();
   try {
     options.onStarted?.(index);
-    let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
-    const t0 = performance.now();
-    await publishFetches(index.broker, index.partitioner, index.counters, graphPages(graph));
-    graph = undefined;
-    await index.quiescence({ pollMs: 10 });
-    const loadSeconds = (performance.now() - t0) / 1000;
-    options.onLoaded?.(index, loadSeconds);
-    const t1 = performance.now();
-    const result = await index.converge({
-      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
-      ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
-      ...(options.onRound ? { onRound: options.onRound } : {}),
-    });
-    const convergeSeconds = (performance.now() - t1) / 1000;
-    const scores = await index.scores();
-    const counts = await index.counts();
+    const run = async () => {
+      let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
+      const t0 = performance.now();
+      await publishFetches(index.broker, index.partitioner, index.counters, graphPages(graph));
+      graph = undefined;
+      await index.quiescence({ pollMs: 10 });
+      const loadSeconds = (performance.now() - t0) / 1000;
+      options.onLoaded?.(index, loadSeconds);
+      const t1 = performance.now();
+      phase = 'metric rounds';
+      const converged = await index.converge({
+        ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+        ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
+        onRound: (r) => {
+          phase = `metric round ${r.round}`;
+          options.onRound?.(r);
+        },
+      });
+      const convergeSeconds = (performance.now() - t1) / 1000;
+      phase = 'reading scores';
+      return { converged, loadSeconds, convergeSeconds, scores: await index.scores(), counts: await index.counts() };
+    };
+    const { converged: result, loadSeconds, convergeSeconds, scores, counts } = await raceStops(run(), watchdog.failed, stop);
     return {
       scores,
       converge: result,
@@ -89,7 +115,8 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       ...sumCounts(counts),
     };
   } finally {
-    await index.stop();
+    watchdog.stop();
+    options.onStopped?.(await index.stop());
   }
 }
 

@@ -30,6 +30,9 @@ import { partitionActor } from './partition.js';
 import { Mutex } from 'async-mutex';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
 import type { HostIndexTotal } from '../actors/partition/schema.js';
+import type { IndexerMessage } from '../actors/indexer/indexer.js';
+import { resetInFlightState } from '../actors/partition/repair.js';
+import { repairWebIndex, type RepairReport } from './repair.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -62,6 +65,24 @@ export interface WebIndexOptions {
   readonly crawlPolicy?: CrawlPolicyOptions;
   /** The garbage collectors' ages and interval (see `GcOptions`). */
   readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
+  /**
+   * Repair the stores before anything runs, because the data dir's last run did not stop
+   * quiet (`DataDir.needsRepair`): see `repairWebIndex`. The broker must not hold that
+   * run's messages (the in-memory broker, or a fresh scope). Default false.
+   */
+  readonly repair?: boolean;
+  /** Called once a repair completed, with what it did (before crawlers start). */
+  readonly onRepaired?: (report: RepairReport) => void;
+}
+
+/** What `WebIndex.stop()` found. */
+export interface StopReport {
+  /**
+   * True when nothing was in flight when the actors stopped (every message sent was
+   * settled, every folded contribution committed): the next run on the data dir needs no
+   * repair.
+   */
+  readonly quiet: boolean;
 }
 
 /** A running web index: the actor tree of DESIGN.md on one process. */
@@ -104,8 +125,12 @@ export interface WebIndex {
   gcSweep(cutoff?: number): Promise<GcSweepReport[]>;
   /** The read-only view of partition `p` from its reader (for the query API). */
   view(p: number): Promise<PartitionView>;
-  /** Commits what the metric actors folded, then stops every actor (children first), the fetcher, and closes the shared resources. */
-  stop(): Promise<void>;
+  /**
+   * Commits what the metric actors folded, then stops every actor (children first), the
+   * fetcher, and closes the shared resources. Safe to call twice.
+   * @returns whether the stop was quiet (see StopReport)
+   */
+  stop(): Promise<StopReport>;
 }
 
 /**
@@ -148,6 +173,18 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       adjacency: new AdjacencyCache(partitioner),
     });
   }
+  if (options.repair) {
+    // Step 1 of the repair, before any actor opens an outbox or consumes: local, per store.
+    for (const env of envs) {
+      const store = await env.store.acquire();
+      try {
+        const reset = await resetInFlightState(store, 1 - damping);
+        options.log.info({ partition: env.partition, ...reset }, 'repair: state of messages in flight reset');
+      } finally {
+        await env.store.release();
+      }
+    }
+  }
   const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
   const partitionStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
   system.supervise(
@@ -162,18 +199,6 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       }),
     })),
   );
-  if (fetcher) {
-    system.supervise(
-      'crawlers',
-      SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
-      Array.from({ length: options.crawlers! }, (_, i) => ({
-        name: `crawler-${i}`,
-        behavior: crawler({ name: `crawler-${i}`, broker, partitioner, fetcher, counters, log: options.log }),
-        options: { mailbox: { capacity: 64 } },
-      })),
-    );
-  }
-
   const ref = <M, R>(p: number, child: string) => (): ActorRef<M, R> => {
     const r = system.lookup<M, R>(`/partitions/p${p}/${child}`);
     if (!r) throw new Error(`/partitions/p${p}/${child} is not running`);
@@ -194,6 +219,28 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     return out;
   };
 
+  const indexerRefs = envs.map((e) => ref<IndexerMessage, unknown>(e.partition, 'indexer'));
+  if (options.repair) {
+    try {
+      const report = await repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log });
+      options.onRepaired?.(report);
+    } catch (err) {
+      await system.terminate();
+      throw err;
+    }
+  }
+  if (fetcher) {
+    system.supervise(
+      'crawlers',
+      SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
+      Array.from({ length: options.crawlers! }, (_, i) => ({
+        name: `crawler-${i}`,
+        behavior: crawler({ name: `crawler-${i}`, broker, partitioner, fetcher, counters, log: options.log }),
+        options: { mailbox: { capacity: 64 } },
+      })),
+    );
+  }
+
   const counts = async (): Promise<PartitionCounts[]> =>
     (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'counts' }, clock)))) as PartitionCounts[];
 
@@ -202,6 +249,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     const now = Date.now();
     return (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'index-hosts', now }, clock)))) as HostIndexTotal[];
   };
+  let stopping: Promise<StopReport> | undefined;
   return {
     system,
     partitioner,
@@ -257,11 +305,17 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     },
     counts,
     async stop() {
-      // Commit what the metric actors folded, so that a clean stop leaves no round with
-      // uncommitted messages (the in-memory broker loses them with the process).
-      await Promise.allSettled(metricRefs.map(async (r) => r().ask({ type: 'flush' }, { timeoutMs: 30_000 }))); // a partition not running has nothing folded
-      await system.terminate();
-      await fetcher?.close();
+      stopping ??= (async () => {
+        // Commit what the metric actors folded, so that a clean stop leaves no round with
+        // uncommitted messages (the in-memory broker loses them with the process).
+        await Promise.allSettled(metricRefs.map(async (r) => r().ask({ type: 'flush' }, { timeoutMs: 30_000 }))); // a partition not running has nothing folded
+        await system.terminate();
+        await fetcher?.close();
+        // After the actors stopped: a metric actor's stop() counts what it folded and did not
+        // commit as in flight again, and the crawl policies release what they held.
+        return { quiet: counters.balanced() };
+      })();
+      return stopping;
     },
   };
 }

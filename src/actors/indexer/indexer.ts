@@ -34,6 +34,17 @@ export interface IndexerOptions {
 
 type IndexerState = SubscribedState & { readonly outbox: Outbox };
 
+/**
+ * Messages of the indexer: fetch results from `fetches/<p>`, and `republish-links`, the
+ * repair step that sends every stored outlink again as an `add` link operation to the
+ * backlinks actor of its target (after `resetInFlightState` emptied `backlinks`); replies
+ * the number of link operations sent.
+ */
+export type IndexerMessage = Deliveries | { readonly type: 'republish-links' };
+
+/** Link operations per write batch of `republish-links`. */
+const REPUBLISH_OPS_PER_BATCH = 8192;
+
 const packr = new Packr({ useRecords: false });
 
 /**
@@ -55,13 +66,14 @@ const packr = new Packr({ useRecords: false });
  * malformed HTML keeps the links the forgiving parser found and records how many end tags
  * it had to imply; hrefs that do not parse are skipped and counted.
  */
-export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<Deliveries, IndexerState> {
+export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<IndexerMessage, IndexerState, unknown> {
   const owner = 'indexer';
   const deleteAfter = options.deleteAfter ?? 2;
   return {
     kind: 'indexer',
     start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.fetches, receiverQueueSize: 64, batching: { maxCount: 32, maxDelayMs: 2 }, withOutbox: true }) as Promise<IndexerState>,
     async receive(state, d) {
+      if (d.type === 'republish-links') return env.graphLock.runExclusive(() => republishLinks(state));
       if (d.consumer !== state.consumer) return; // from a previous incarnation: redelivered to this one
       const { store, outbox } = state;
       const overlay = new Map<string, IndexedPage>();
@@ -84,6 +96,33 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
     },
     stop: (state) => closeSubscribed(env, state),
   };
+
+  /**
+   * Sends every outlink of the partition as an `add` link operation through the outbox, in
+   * write batches of REPUBLISH_OPS_PER_BATCH, walking `outlinks` in key order.
+   * @returns link operations sent
+   */
+  async function republishLinks(state: IndexerState): Promise<number> {
+    const { store, outbox } = state;
+    let ops: LinkOp[] = [];
+    let sent = 0;
+    const send = async () => {
+      if (ops.length === 0) return;
+      const batch = store.batch();
+      await enqueueLinkOps(outbox, batch, env.partitioner, ops);
+      await store.write(batch);
+      await outbox.publish();
+      sent += ops.length;
+      ops = [];
+    };
+    for await (const [key, value] of store.iterate(ColumnFamilies.outlinks)) {
+      const [source, target] = splitLinkKey(key);
+      ops.push({ op: 'add', source, target, features: linkFeatures(value) });
+      if (ops.length >= REPUBLISH_OPS_PER_BATCH) await send();
+    }
+    await send();
+    return sent;
+  }
 
   /**
    * Adds one page's effects to `batch`: its record, its outlinks, the teleport residual of

@@ -113,25 +113,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   };
   let quietRounds = 0;
   let lastPushed = 1;
-  /** Waits until each partition q has applied `expected[q]` messages of `r`. @returns their mass */
-  const barrier = async (r: number, expected: readonly number[]): Promise<number> => {
-    let mass = 0;
-    await Promise.all(
-      metrics.map(async (m, q) => {
-        for (let attempt = 0; ; attempt++) {
-          const b = (await askWithRetry(m, { type: 'await-applied', round: r, expected: expected[q]! }, options.clock)) as Barrier;
-          try {
-            const applied = await b.ready; // read mass only after the await: `mass += await x` would add to a stale value
-            mass += applied.mass;
-            return;
-          } catch (err) {
-            if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
-          }
-        }
-      }),
-    );
-    return mass;
-  };
+  const barrier = (r: number, expected: readonly number[]) => roundBarrier(metrics, r, expected, options.clock);
   // An earlier call may have ended between the pushes of its last round and that round's
   // barrier (it failed): run that barrier first, so that the next push waits for those
   // messages after a restart, like those of any round.
@@ -179,6 +161,65 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
   return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual };
+}
+
+/**
+ * Waits until each partition q has applied `expected[q]` messages of round `r` (asked again
+ * when a partition restarts meanwhile, up to 60 times).
+ * @returns the mass (sum of |delta|) they carried
+ * @throws ActorStoppedError when a partition keeps stopping; what `askWithRetry` throws
+ */
+export async function roundBarrier(metrics: readonly MetricRef[], r: number, expected: readonly number[], clock: Clock): Promise<number> {
+  let mass = 0;
+  await Promise.all(
+    metrics.map(async (m, q) => {
+      for (let attempt = 0; ; attempt++) {
+        const b = (await askWithRetry(m, { type: 'await-applied', round: r, expected: expected[q]! }, clock)) as Barrier;
+        try {
+          const applied = await b.ready; // read mass only after the await: `mass += await x` would add to a stale value
+          mass += applied.mass;
+          return;
+        } catch (err) {
+          if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
+        }
+      }
+    }),
+  );
+  return mass;
+}
+
+/** What `repairResiduals` did. */
+export interface ResidualRepair {
+  readonly round: number;
+  /** Pages that sent the contributions of their x. */
+  readonly pages: number;
+  readonly messages: number;
+  readonly contributions: number;
+}
+
+/**
+ * The exchange of a repair (docs/ARCHITECTURE.md, "Crash and restart"): every partition sends
+ * d x_p w_pq / sum w_pq along every outlink as contributions of `round` (`repair`), and the
+ * round's barrier waits until each partition has folded all of them. With every residual
+ * set to t - x before (`resetInFlightState`), the residuals are then r = t - x + d W^T x
+ * exactly, whatever contributions the previous run lost. Number rounds on from the last
+ * one stored, as `converge` does.
+ * @throws what `askWithRetry` and `roundBarrier` throw
+ */
+export async function repairResiduals(metrics: readonly MetricRef[], options: { readonly round: number; readonly damping: number; readonly clock: Clock }): Promise<ResidualRepair> {
+  const reports = await Promise.all(metrics.map((m) => pushRound(m, { type: 'repair', round: options.round, damping: options.damping }, options.clock)));
+  const expected = metrics.map(() => 0);
+  let pages = 0;
+  let messages = 0;
+  let contributions = 0;
+  for (const r of reports) {
+    r.sent.forEach((c, q) => (expected[q]! += c));
+    pages += r.pushed;
+    contributions += r.contributions;
+    messages += r.sent.reduce((a, b) => a + b, 0);
+  }
+  await roundBarrier(metrics, options.round, expected, options.clock);
+  return { round: options.round, pages, messages, contributions };
 }
 
 /**

@@ -34,6 +34,13 @@ export type MetricMessage =
    * a restart or a lost reply), replies its stored report instead of pushing twice.
    */
   | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
+  /**
+   * The repair pass (docs/ARCHITECTURE.md, "Crash and restart"): sends d x_p w_pq / sum w_pq
+   * along every outlink as contributions of `round`, without changing `ranks`; replies its
+   * `PushReport` (stored like a push's, so asked again it is not sent twice). Run after
+   * `resetInFlightState` set every r to t - x, it makes r = t - x + d W^T x again.
+   */
+  | { readonly type: 'repair'; readonly round: number; readonly damping: number }
   /** Commits the pending contributions (sent to itself after a delay; also done before reads of `ranks`). */
   | { readonly type: 'flush' }
   /** Replies `RoundApplied` for `round`. */
@@ -195,6 +202,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           if (deferred) return { deferred } satisfies PushDeferred;
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));
         }
+        case 'repair':
+          return env.graphLock.runExclusive(() => repairPush(state, message.round, message.damping));
         case 'applied':
           return state.rounds.get(message.round);
         case 'await-applied':
@@ -406,6 +415,70 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     state.lastPushed = Math.max(last, round);
     for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
     state.mirror.current = next;
+    await outbox.publish();
+    return report;
+  }
+
+  /**
+   * Sends the contributions of x (d x_p w_pq / sum w_pq to every target q of every page p) as
+   * messages of `round`, in one synchronized walk of `ranks` and `outlinks`; `ranks` is not
+   * written. The outbox rows and the report are one write batch, as for a push.
+   */
+  async function repairPush(state: MetricState, round: number, damping: number): Promise<PushReport> {
+    const { store, outbox } = state;
+    const last = await lastPushed(state);
+    if (round === last) {
+      const stored = await readLastReport(store);
+      if (stored?.report.round === round) return stored.report;
+    }
+    const cache = env.adjacency;
+    const snapshot = store.snapshot();
+    const batch = store.batch();
+    const combiner = new Combiner(cache);
+    let pushed = 0;
+    let sumX = 0;
+    let contributions = 0;
+    const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
+    const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
+    const targets: string[] = [];
+    const weights: number[] = [];
+    try {
+      while (await ranks.ready()) {
+        const key = ranks.key;
+        const value = ranks.value;
+        const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
+        const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
+        ranks.advance();
+        targets.length = 0;
+        weights.length = 0;
+        while (await links.ready()) {
+          const lk = links.key;
+          const cmp = compareSource(lk, key);
+          if (cmp > 0) break;
+          if (cmp === 0) {
+            targets.push(lk.toString('utf8', key.length + 1));
+            weights.push(linkWeight(links.value));
+          }
+          links.advance();
+        }
+        sumX += x + r;
+        if (x === 0 || targets.length === 0) continue;
+        const adj = cache.set(key.toString('utf8'), targets, weights);
+        contributions += combiner.add(adj, damping * x);
+        pushed++;
+      }
+    } finally {
+      await ranks.close();
+      await links.close();
+      snapshot.release();
+    }
+    const { per, count } = combiner.byPartition(env.partitioner.partitions);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
+    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count };
+    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack([report, state.rounds.token]));
+    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
+    await store.write(batch);
+    state.lastPushed = Math.max(last, round);
     await outbox.publish();
     return report;
   }

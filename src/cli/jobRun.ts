@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { DataDirError, JobInterruptedError } from '../errors.js';
+import type { Broker } from '../runtime/brokers/broker.js';
+import { hostPartitioner } from '../runtime/partitioner.js';
+import { DataDir, type BrokerIdentity, type JobInput } from '../topology/dataDir.js';
+import type { RepairReport } from '../topology/repair.js';
+import type { StopReport } from '../topology/webIndex.js';
+import { freshBrokerIdentity, openBroker, runDataDir } from './options.js';
+
+/** The options of a job command that `openJobRun` reads. */
+export interface JobRunOptions {
+  readonly dataDir?: string;
+  readonly partitions: number;
+  /** `--broker`. */
+  readonly broker: string;
+  /** `--update`: accept another input than the one the data dir holds (applied as a change of it). */
+  readonly update?: boolean;
+}
+
+/** What a job command runs with: its data dir (checked), broker, stop signal and the options to hand its job. */
+export interface JobRun {
+  readonly dir: DataDir;
+  readonly broker: Broker;
+  readonly identity: BrokerIdentity;
+  /** Aborted by the first SIGINT or SIGTERM (reason: JobInterruptedError). */
+  readonly signal: AbortSignal;
+  /** Spread into `rankGraph` / `crawlGraph`: repair, signal, and the record updates. */
+  readonly job: {
+    readonly repair: boolean;
+    readonly signal: AbortSignal;
+    readonly onRepaired: (report: RepairReport) => void;
+    readonly onStopped: (report: StopReport) => void;
+  };
+  /** Closes the broker, removes a temp data dir and the signal handlers. */
+  close(): Promise<void>;
+}
+
+/**
+ * Prepares a job command's run on its data dir (a temp one without `--data-dir`):
+ * 1. opens the data dir and checks its shape (DataDir.open) and input: another graph than
+ *    the one it holds is refused unless `--update`;
+ * 2. prints its first line on stderr (new, or what it holds and how the last run ended);
+ * 3. opens the broker under the recorded identity, or a fresh one when repairing;
+ * 4. records the run as `running` (and `quiet` at a stop with nothing in flight);
+ * 5. turns the first SIGINT or SIGTERM into a clean stop (the job's `signal`), and a second
+ *    one into an immediate exit (130).
+ * @throws DataDirError (see DataDir.open; another input without `--update`), the broker's
+ *   connection errors
+ */
+export async function openJobRun(options: JobRunOptions, input: JobInput, log: Logger): Promise<JobRun> {
+  const data = runDataDir(options.dataDir);
+  let dir: DataDir;
+  try {
+    dir = await DataDir.open(data.dir, { partitions: options.partitions, partitioner: hostPartitioner(options.partitions).describe() });
+  } catch (err) {
+    data.remove();
+    throw err;
+  }
+  process.stderr.write(`${dir.describe()}\n`);
+  const held = dir.record?.input;
+  if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
+    throw new DataDirError(
+      `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
+        'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (pages it does not list are kept)',
+    );
+  }
+  const identity = dir.brokerIdentity(freshBrokerIdentity(options.broker));
+  const broker = await openBroker(options.broker, identity);
+  const repair = dir.needsRepair;
+  dir.markRunning(identity, input, repair);
+  if (repair) log.warn({ dataDir: data.dir, broker: identity }, 'the last run did not stop quiet: repairing the data dir before the job');
+
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (++signals > 1) {
+      process.stderr.write(`shardflow: ${signal} again: exiting without a clean stop (the next run repairs the data dir)\n`);
+      process.exit(130);
+    }
+    process.stderr.write(`shardflow: ${signal}: stopping cleanly (stop consuming, commit, close the stores); ${signal} again exits at once\n`);
+    controller.abort(new JobInterruptedError(signal, `stopped by ${signal}; the same command on --data-dir ${data.dir} goes on with it`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    dir,
+    broker,
+    identity,
+    signal: controller.signal,
+    job: {
+      repair,
+      signal: controller.signal,
+      onRepaired: (report) => {
+        dir.markRepaired();
+        process.stderr.write(`repaired: ${report.linkOps} links sent again to rebuild backlinks, residuals recomputed in round ${report.round} (${report.messages} messages) in ${report.seconds.toFixed(2)} s\n`);
+      },
+      onStopped: (report) => dir.markStopped(report.quiet),
+    },
+    async close() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      await broker.close();
+      data.remove();
+    },
+  };
+}
+
+/**
+ * The input of a job on a graph file: its two files' paths and a sha256 over their bytes
+ * (so a data dir tells the same graph, under any path, from another one).
+ * @throws the files' read errors (ENOENT, ...)
+ */
+export async function graphInput(kind: JobInput['kind'], pagesFile: string, linksFile: string): Promise<JobInput> {
+  const hash = createHash('sha256');
+  for (const file of [pagesFile, linksFile]) {
+    for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+    hash.update('\u0000');
+  }
+  return { kind, description: `${resolve(pagesFile)} + ${resolve(linksFile)}`, digest: hash.digest('hex') };
+}

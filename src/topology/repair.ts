@@ -1,0 +1,67 @@
+import type { Logger } from 'pino';
+import type { ActorRef } from '../runtime/actor/index.js';
+import type { Clock } from '../runtime/clock.js';
+import { Namespaces, type Namespace } from '../runtime/topics.js';
+import type { FlowCounters } from '../actors/progress.js';
+import type { IndexerMessage } from '../actors/indexer/indexer.js';
+import { askWithRetry, repairResiduals, type MetricRef } from '../actors/metrics/coordinator.js';
+
+/** What a repair did, summed over the partitions. */
+export interface RepairReport {
+  /** Link operations sent again to rebuild `backlinks` (one per stored outlink). */
+  readonly linkOps: number;
+  /** The round of the residual repair's exchange. */
+  readonly round: number;
+  /** Contribution messages of that exchange, and pages that sent their x. */
+  readonly messages: number;
+  readonly pages: number;
+  readonly seconds: number;
+}
+
+/** What `repairWebIndex` needs of a started web index. */
+export interface RepairTargets {
+  readonly indexers: ReadonlyArray<() => ActorRef<IndexerMessage, unknown>>;
+  readonly metrics: readonly MetricRef[];
+  readonly counters: FlowCounters;
+  readonly clock: Clock;
+  readonly damping: number;
+  readonly log: Logger;
+}
+
+/**
+ * The second step of a repair (the first, `resetInFlightState`, ran on every store before
+ * the actors started): derives again, from the stores, what the messages in flight of the
+ * previous run carried, through the broker:
+ * 1. every indexer sends its outlinks again as `add` link operations, and the backlinks
+ *    actors rebuild `backlinks` (emptied by the reset) from them;
+ * 2. every metric actor sends the contributions of its pages' x along their outlinks as
+ *    one round (`repairResiduals`), so that r = t - x + d W^T x holds again exactly.
+ * Returns once both are applied everywhere (no `links` or `metrics` message in flight).
+ * Nothing may change the graph meanwhile: call it before crawlers run and before a job
+ * loads anything.
+ * @throws what the asks throw (a partition that cannot start)
+ */
+export async function repairWebIndex(targets: RepairTargets): Promise<RepairReport> {
+  const t0 = performance.now();
+  const { clock, counters } = targets;
+  const linkOps = (await Promise.all(targets.indexers.map((r) => askWithRetry(r, { type: 'republish-links' }, clock)))) as number[];
+  const last = (await Promise.all(targets.metrics.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
+  const round = Math.max(0, ...last) + 1;
+  const residuals = await repairResiduals(targets.metrics, { round, damping: targets.damping, clock });
+  await settled(counters, [Namespaces.links, Namespaces.metrics], clock);
+  const report: RepairReport = {
+    linkOps: linkOps.reduce((a, b) => a + b, 0),
+    round,
+    messages: residuals.messages,
+    pages: residuals.pages,
+    seconds: (performance.now() - t0) / 1000,
+  };
+  targets.log.info(report, 'repair: backlinks rebuilt, residuals recomputed');
+  return report;
+}
+
+/** Resolves when every message of `namespaces` sent by this process is settled. */
+async function settled(counters: FlowCounters, namespaces: readonly Namespace[], clock: Clock): Promise<void> {
+  const open = () => namespaces.some((ns) => (counters.sent.get(ns) ?? 0) !== (counters.settled.get(ns) ?? 0));
+  while (open()) await new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+}

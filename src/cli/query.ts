@@ -8,7 +8,7 @@ import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
 import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
 
-/** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (400/401), 3 server unreachable or failing. */
+/** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (other 4xx: 400, 401, 403, 405, ...), 3 server unreachable or failing. */
 export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
 
 const KINDS = ['page', 'outlinks', 'backlinks', 'host', 'top-pages', 'top-hosts'] as const;

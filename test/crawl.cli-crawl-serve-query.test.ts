@@ -9,9 +9,9 @@ import { StaticSiteServer } from './kit/staticSites.js';
 const bin = join(repoRoot, 'bin/shardflow.mjs');
 
 /** Runs `shardflow ...args` to its end. */
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDFLOW_TOKEN: '', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -49,7 +49,9 @@ test('npx shardflow crawl --seed --map --max-pages, then serve and query page|ba
     const limited = await run(['crawl', '--seed', 'http://site.test/index.html', '--map', `site.test=127.0.0.1:${port}`, '--delay-ms', '0', '--partitions', '2', '--data-dir', join(dir, 'limited'), '--max-pages', '3', '--json', '--no-rank']);
     assert.equal(JSON.parse(limited.stdout).pages, 3);
 
-    serve = spawn(process.execPath, [bin, 'serve', '--data-dir', data, '--port', '0', '--token', 't0k'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, 't0k\n', { mode: 0o600 });
+    serve = spawn(process.execPath, [bin, 'serve', '--data-dir', data, '--port', '0', '--token-file', tokenFile], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     const api = await new Promise<string>((resolve, reject) => {
       let out = '';
       serve!.stdout!.on('data', (d) => {
@@ -59,7 +61,7 @@ test('npx shardflow crawl --seed --map --max-pages, then serve and query page|ba
       });
       serve!.on('close', (code) => reject(new Error(`serve exited ${code}`)));
     });
-    const q = (...args: string[]) => run(['query', ...args, '--api', api, '--token', 't0k']);
+    const q = (...args: string[]) => run(['query', ...args, '--api', api], { SHARDFLOW_TOKEN: 't0k' });
     const page = await q('page', 'http://site.test/0.html');
     assert.equal(page.code, 0, page.stderr);
     const body = JSON.parse(page.stdout);

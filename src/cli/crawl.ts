@@ -10,6 +10,7 @@ import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
+import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 
 /** Options of `crawlSites`. */
@@ -182,7 +183,7 @@ function collect(value: string, previous: string[] = []): string[] {
 
 /** `shardflow crawl`: crawl real sites from seeds, politely, then rank them. */
 export function crawlCommand(setExit: (code: number) => void): Command {
-  return new Command('crawl')
+  const command = new Command('crawl')
     .description('crawl real sites from seed URLs (politeness per host, robots.txt, recrawl), store pages, links and backlinks in the partitions, then compute the link metric')
     .requiredOption('--seed <url...>', '(required) start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
     .option('--map <host=address:port>', 'reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
@@ -199,12 +200,14 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
     .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')
-    .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count)
-    .option('--token <token>', 'bearer token the query API requires (with --serve)')
+    .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
+  return addTokenOptions(command, 'server')
     .option('--json', 'print the summary as one JSON object', false)
     .option('--broker <spec>', 'broker: memory', 'memory')
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts) => {
+      if (opts.serve === undefined && (opts.token !== undefined || opts.tokenFile !== undefined)) throw new CommanderArgumentError('--token and --token-file apply to --serve only');
+      const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
       const dir = dataDir(opts.dataDir);
       const broker = await openBroker(opts.broker);
@@ -236,7 +239,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
         else printSummary(dir, summary);
         if (index) {
           const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
-          server = await startQueryServer({ service, port: opts.serve, ...(opts.token ? { token: opts.token } : {}), dropHost: (h) => index.dropHost(h) });
+          server = await startQueryServer({ service, port: opts.serve, ...(token ? { token } : {}), dropHost: (h) => index.dropHost(h) });
           console.error(`query API on ${server.url} (Ctrl-C stops)`);
           await new Promise<void>((resolve) => {
             process.once('SIGINT', resolve);

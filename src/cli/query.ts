@@ -6,20 +6,27 @@ import { startWebIndex } from '../topology/webIndex.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
+import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
 
-/** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (400/401), 3 server unreachable or failing. */
+/** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (other 4xx: 400, 401, 403, 405, ...), 3 server unreachable or failing. */
 export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
 
 const KINDS = ['page', 'outlinks', 'backlinks', 'host', 'top-pages', 'top-hosts'] as const;
 type Kind = (typeof KINDS)[number];
 
-/** The API path and query of one `shardflow query` call. @throws commander's InvalidArgumentError */
+/**
+ * The API path and query of one `shardflow query` call.
+ * @throws commander's InvalidArgumentError for an unknown kind, a missing target, or `--limit` /
+ *   `--offset` on a query that does not take it (the API refuses unknown parameters)
+ */
 export function queryPath(kind: string, target: string | undefined, paging: { limit?: number; offset?: number }): string {
   if (!(KINDS as readonly string[]).includes(kind)) throw new CommanderArgumentError(`unknown query ${JSON.stringify(kind)}: use ${KINDS.join(', ')}`);
   const k = kind as Kind;
   const q = new URLSearchParams();
+  if (paging.limit !== undefined && k === 'page') throw new CommanderArgumentError('--limit does not apply to query page');
+  if (paging.offset !== undefined && k !== 'outlinks' && k !== 'backlinks') throw new CommanderArgumentError(`--offset applies to outlinks and backlinks only, not to query ${k}`);
   if (paging.limit !== undefined) q.set('limit', String(paging.limit));
-  if (paging.offset !== undefined && (k === 'outlinks' || k === 'backlinks')) q.set('offset', String(paging.offset));
+  if (paging.offset !== undefined) q.set('offset', String(paging.offset));
   if (k === 'top-pages' || k === 'top-hosts') return `/v1/top/${k.slice(4)}${q.size ? `?${q}` : ''}`;
   if (!target) throw new CommanderArgumentError(`query ${k} needs a ${k === 'host' ? 'host' : 'URL'}`);
   if (k === 'host') {
@@ -37,12 +44,12 @@ export function queryPath(kind: string, target: string | undefined, paging: { li
 
 /** `shardflow query page|outlinks|backlinks|host|top-pages|top-hosts [URL|HOST]`: asks a running query API. */
 export function queryCommand(setExit: (code: number) => void): Command {
-  return new Command('query')
+  const command = new Command('query')
     .description('ask the query API of a running index (`shardflow serve` or `shardflow crawl --serve`) and print its JSON answer')
     .argument('<kind>', KINDS.join(' | '))
     .argument('[target]', 'the URL (page, outlinks, backlinks) or host (host)')
-    .option('--api <url>', 'base URL of the query API', 'http://127.0.0.1:7070')
-    .option('--token <token>', 'bearer token of the API (default: $SHARDFLOW_TOKEN)')
+    .option('--api <url>', 'base URL of the query API', 'http://127.0.0.1:7070');
+  return addTokenOptions(command, 'client')
     .option('--limit <n>', 'items in a list answer (1..1000)', positiveInt)
     .option('--offset <n>', 'items to skip (outlinks, backlinks)', (v) => {
       const n = Number(v);
@@ -51,7 +58,7 @@ export function queryCommand(setExit: (code: number) => void): Command {
     })
     .action(async (kind: string, target: string | undefined, opts) => {
       const path = queryPath(kind, target, { ...(opts.limit !== undefined ? { limit: opts.limit } : {}), ...(opts.offset !== undefined ? { offset: opts.offset } : {}) });
-      const token: string | undefined = opts.token ?? process.env.SHARDFLOW_TOKEN;
+      const token = resolveToken(opts);
       let res;
       try {
         res = await request(new URL(path, opts.api), { method: 'GET', headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
@@ -81,19 +88,22 @@ export function queryCommand(setExit: (code: number) => void): Command {
 
 /** `shardflow serve`: open the stores of a data folder and serve the query API. */
 export function serveCommand(setExit: (code: number) => void): Command {
-  return new Command('serve')
+  const command = new Command('serve')
     .description('open the partitions of a data folder (left by `shardflow crawl --data-dir`) and serve the query API until interrupted')
     .requiredOption('--data-dir <dir>', '(required) folder holding p0 .. p<N-1>')
     .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', partitionCount)
-    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--host <address>', 'address to listen on; a non-loopback address needs a token (or --insecure)', '127.0.0.1')
     .option('--port <port>', 'port (0: any free port)', (v) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0 || n > 65535) throw new CommanderArgumentError(`expected a port in [0, 65535], got ${v}`);
       return n;
-    }, 7070)
-    .option('--token <token>', 'bearer token every request must carry (default: $SHARDFLOW_TOKEN; admin routes need one)')
+    }, 7070);
+  return addExposureOptions(addTokenOptions(command, 'server'))
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
+    .addHelpText('after', '\nThe token comes from --token-file, else $SHARDFLOW_TOKEN (--token works but shows in `ps`).\nA --host other than a loopback address is refused without a token unless --insecure.\nSee docs/query-api.md.')
     .action(async (opts) => {
+      const token = resolveToken(opts);
+      checkExposure({ host: opts.host, token, insecure: opts.insecure });
       if (!existsSync(opts.dataDir)) throw new CommanderArgumentError(`no such data folder: ${opts.dataDir}`);
       const found = readdirSync(opts.dataDir).filter((n) => /^p\d+$/.test(n)).length;
       const partitions: number = opts.partitions ?? found;
@@ -101,10 +111,9 @@ export function serveCommand(setExit: (code: number) => void): Command {
       if (found !== 0 && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
       const broker = await openBroker('memory');
       const index = await startWebIndex({ partitions, dataDir: opts.dataDir, broker, weigh: weightFunction('reasonable'), log: cliLogger(opts.logLevel), crawlers: 0 });
-      const token: string | undefined = opts.token ?? process.env.SHARDFLOW_TOKEN;
       try {
         const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
-        const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), dropHost: (h) => index.dropHost(h) });
+        const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure, dropHost: (h) => index.dropHost(h) });
         console.log(`query API on ${server.url} (${partitions} partitions from ${opts.dataDir})`);
         await new Promise<void>((resolve) => {
           process.once('SIGINT', resolve);

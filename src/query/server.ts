@@ -1,9 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteHandlerMethod } from 'fastify';
 import { InvalidArgumentError, isShardflowError } from '../errors.js';
+import { hostHeaderCheck, isLoopbackName } from '../runtime/http/hostCheck.js';
 import type { QueryResult, QueryService } from './queryService.js';
 import { checkHost } from './queryService.js';
+import { clientErrorAnswer, errorBody as err, frameworkErrorAnswer, guardRequest, MAX_REQUEST_TARGET, type Refusal } from './requestGuard.js';
+
+export type { ErrorBody } from './requestGuard.js';
 
 /** Options of `startQueryServer`. */
 export interface QueryServerOptions {
@@ -14,6 +18,13 @@ export interface QueryServerOptions {
   readonly port?: number;
   /** When set, every request needs `Authorization: Bearer <token>`; the admin routes need it always. */
   readonly token?: string;
+  /**
+   * `Host` header names answered besides loopback names (and, on a non-loopback bind, the bound
+   * name and IP addresses): `name` or `.domain` (see `hostHeaderCheck`). Default none.
+   */
+  readonly allowedHosts?: readonly string[];
+  /** Listen on a non-loopback `host` without a token. Default false: refused (see `startQueryServer`). */
+  readonly insecure?: boolean;
   /** Drops a host (`DELETE /v1/hosts/:host`); absent: the route answers 404. */
   readonly dropHost?: (host: string) => Promise<unknown>;
 }
@@ -26,12 +37,26 @@ export interface QueryServer {
   close(): Promise<void>;
 }
 
-/** Error answer of every route: `error` is a stable code, `reason` says what to fix. */
-export interface ErrorBody {
-  readonly error: 'invalid_url' | 'invalid_request' | 'not_found' | 'unauthorized' | 'unavailable' | 'internal';
-  readonly reason: string;
-  readonly detail?: unknown;
+/** Per-route settings kept in fastify's route `config`. */
+interface RouteConfig {
+  /** Query parameters the route reads; any other is refused. */
+  readonly query?: readonly string[];
+  /** Needs the token even when the server has none (then it is refused). */
+  readonly admin?: boolean;
+  /** Answered without a token (`/v1/health`). */
+  readonly open?: boolean;
 }
+
+/** One route of the API. */
+interface Route {
+  readonly method: 'GET' | 'DELETE';
+  readonly url: string;
+  readonly config: RouteConfig;
+  readonly handler: RouteHandlerMethod;
+}
+
+/** Methods answered 405 on a known path they are not routed for (HEAD comes with every GET). */
+const OTHER_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /**
  * The query API over HTTP (fastify), JSON in and out; shapes in docs/query-api.md.
@@ -47,26 +72,58 @@ export interface ErrorBody {
  * | `GET /v1/health`                   | `{ status: 'ok', partitions }` |
  * | `DELETE /v1/hosts/:host`           | `DropHostReport` (needs the token) |
  *
- * Status codes: 400 `invalid_url` / `invalid_request` with the reason, 401 `unauthorized`,
- * 404 `not_found` with the reason, 503 `unavailable` when a partition does not answer.
- * Listens on 127.0.0.1 unless told otherwise.
+ * Every other answer is an `ErrorBody`: 400 `invalid_url` / `invalid_request` with the reason
+ * (also for a bad percent-escape, an unknown or repeated query parameter, a request body),
+ * 401 `unauthorized`, 403 `forbidden` for a `Host` header the server does not answer to (DNS
+ * rebinding, see `hostHeaderCheck`), 404 `not_found` with the reason, 405 `method_not_allowed`
+ * with `Allow`, 408/414/431 `invalid_request` for a slow or over-long request, 503 `unavailable`
+ * when a partition does not answer, 500 `internal`.
  *
- * @throws (rejects) the listen error (EADDRINUSE, ...); InvalidArgumentError for an empty token
+ * Listens on 127.0.0.1 unless told otherwise; a non-loopback `host` needs a `token` or
+ * `insecure: true`.
+ *
+ * @throws (rejects) InvalidArgumentError for an empty token, a bad `allowedHosts` entry, or a
+ *   non-loopback `host` without a token nor `insecure`; the listen error (EADDRINUSE, ...)
  */
 export async function startQueryServer(options: QueryServerOptions): Promise<QueryServer> {
   const { service } = options;
+  const host = options.host ?? '127.0.0.1';
   if (options.token !== undefined && options.token.length === 0) throw new InvalidArgumentError('token must not be empty');
+  if (options.token === undefined && !options.insecure && !isLoopbackName(host)) {
+    throw new InvalidArgumentError(`refusing to serve the query API on ${host} without a token: anyone who can reach that address could read the index; give a token, or insecure: true to serve it unauthenticated`);
+  }
+  const hostRefusal = hostHeaderCheck({ bindHost: host, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) });
   const expected = options.token !== undefined ? Buffer.from(`Bearer ${options.token}`) : undefined;
-  const app = Fastify({ logger: false });
+  const send = (reply: FastifyReply, refusal: Refusal): FastifyReply => reply.code(refusal.status).send(refusal.body);
+  const app = Fastify({
+    logger: false,
+    // Requests without Host reach the Host check (403 in our shape) instead of Node's bare 400.
+    http: { requireHostHeader: false },
+    // Path parameters are bounded by the request-target limit, not the router's 100 characters.
+    routerOptions: { maxParamLength: MAX_REQUEST_TARGET },
+    clientErrorHandler: clientErrorAnswer,
+    frameworkErrors: (error, req, reply) => {
+      const refused = guardRequest(req.raw.url ?? '', req.headers, hostRefusal);
+      return send(reply, refused ?? frameworkErrorAnswer(error, req.raw.url ?? ''));
+    },
+  });
+  // No route reads a body: none is parsed (guardRequest refuses them before parsing anyway).
+  app.removeAllContentTypeParsers();
 
   app.addHook('onRequest', async (req, reply) => {
-    if (req.url.startsWith('/v1/health')) return;
-    const needs = expected !== undefined || req.method === 'DELETE';
-    if (!needs) return;
-    const given = Buffer.from(String(req.headers.authorization ?? ''));
-    if (!expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      reply.header('www-authenticate', 'Bearer');
-      return reply.code(401).send(err('unauthorized', expected ? 'a valid "Authorization: Bearer <token>" header is required' : 'admin routes need the server to run with a token'));
+    const refused = guardRequest(req.raw.url ?? '', req.headers, hostRefusal);
+    if (refused) return send(reply, refused);
+    const config = (req.routeOptions.config ?? {}) as RouteConfig;
+    if (!config.open && (expected !== undefined || config.admin)) {
+      const given = Buffer.from(String(req.headers.authorization ?? ''));
+      if (!expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        reply.header('www-authenticate', 'Bearer');
+        return reply.code(401).send(err('unauthorized', expected ? 'a valid "Authorization: Bearer <token>" header is required' : 'admin routes need the server to run with a token'));
+      }
+    }
+    if (config.query) {
+      const reason = queryParamsRefusal(req, config.query);
+      if (reason !== undefined) return reply.code(400).send(err('invalid_request', reason));
     }
   });
 
@@ -80,31 +137,55 @@ export async function startQueryServer(options: QueryServerOptions): Promise<Que
     if (status !== undefined && status >= 400 && status < 500) return reply.code(status).send(err('invalid_request', (error as Error).message));
     return reply.code(500).send(err('internal', (error as Error).message));
   });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send(err('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  app.setNotFoundHandler((req, reply) => reply.code(404).send(err('not_found', `no route ${req.method} ${(req.raw.url ?? '').split('?')[0]}`)));
 
-  app.get('/v1/health', async () => ({ status: 'ok', partitions: service.partitioner.partitions }));
-  app.get('/v1/page', async (req, reply) => answer(reply, await service.page(urlParam(req))));
-  app.get('/v1/outlinks', async (req, reply) => answer(reply, await service.outlinks(urlParam(req), paging(req))));
-  app.get('/v1/backlinks', async (req, reply) => answer(reply, await service.backlinks(urlParam(req), paging(req))));
-  app.get('/v1/hosts/:host', async (req, reply) => answer(reply, await service.host((req.params as { host: string }).host, { ...limitOnly(req) })));
-  app.get('/v1/top/pages', async (req) => service.topPages(limitOnly(req)));
-  app.get('/v1/top/hosts', async (req) => service.topHosts(limitOnly(req)));
-  app.delete('/v1/hosts/:host', async (req, reply) => {
-    if (!options.dropHost) return reply.code(404).send(err('not_found', 'this server does not drop hosts'));
-    const host = checkHost((req.params as { host: string }).host);
-    const report = await options.dropHost(host);
-    service.invalidate();
-    return report;
-  });
+  const routes: Route[] = [
+    { method: 'GET', url: '/v1/health', config: { open: true, query: [] }, handler: async () => ({ status: 'ok', partitions: service.partitioner.partitions }) },
+    { method: 'GET', url: '/v1/page', config: { query: ['url'] }, handler: async (req, reply) => answer(reply, await service.page(urlParam(req))) },
+    { method: 'GET', url: '/v1/outlinks', config: { query: ['url', 'limit', 'offset'] }, handler: async (req, reply) => answer(reply, await service.outlinks(urlParam(req), paging(req))) },
+    { method: 'GET', url: '/v1/backlinks', config: { query: ['url', 'limit', 'offset'] }, handler: async (req, reply) => answer(reply, await service.backlinks(urlParam(req), paging(req))) },
+    { method: 'GET', url: '/v1/hosts/:host', config: { query: ['limit'] }, handler: async (req, reply) => answer(reply, await service.host((req.params as { host: string }).host, { ...limitOnly(req) })) },
+    { method: 'GET', url: '/v1/top/pages', config: { query: ['limit'] }, handler: async (req) => service.topPages(limitOnly(req)) },
+    { method: 'GET', url: '/v1/top/hosts', config: { query: ['limit'] }, handler: async (req) => service.topHosts(limitOnly(req)) },
+    {
+      method: 'DELETE', url: '/v1/hosts/:host', config: { admin: true, query: [] }, handler: async (req, reply) => {
+        if (!options.dropHost) return reply.code(404).send(err('not_found', 'this server does not drop hosts'));
+        const dropped = checkHost((req.params as { host: string }).host);
+        const report = await options.dropHost(dropped);
+        service.invalidate();
+        return report;
+      },
+    },
+  ];
+  for (const route of routes) app.route(route);
+  // A known path with a method it does not take: 405 with the methods it takes.
+  for (const url of new Set(routes.map((r) => r.url))) {
+    const taken = routes.filter((r) => r.url === url).map((r) => r.method);
+    const allow = [...taken.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]))].join(', ');
+    const others = OTHER_METHODS.filter((m) => !(taken as string[]).includes(m));
+    app.route({
+      method: [...others],
+      url,
+      config: {} satisfies RouteConfig,
+      handler: async (req, reply) => reply.code(405).header('allow', allow).send(err('method_not_allowed', `${req.method} is not allowed on ${(req.raw.url ?? '').split('?')[0]}: use ${allow}`)),
+    });
+  }
 
-  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7070 });
+  await app.listen({ host, port: options.port ?? 7070 });
   const address = app.server.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return { url: `http://${shown}:${address.port}`, fastify: app, close: () => app.close() };
 }
 
-function err(error: ErrorBody['error'], reason: string, detail?: unknown): ErrorBody {
-  return { error, reason, ...(detail !== undefined ? { detail } : {}) };
+/** Why the query parameters of `req` do not fit a route reading `known`, or `undefined`. */
+function queryParamsRefusal(req: FastifyRequest, known: readonly string[]): string | undefined {
+  for (const [name, value] of Object.entries(query(req))) {
+    if (!known.includes(name)) {
+      return `unknown query parameter ${JSON.stringify(name)} for ${req.routeOptions.url}: it takes ${known.length ? known.map((k) => JSON.stringify(k)).join(', ') : 'none'}`;
+    }
+    if (Array.isArray(value)) return `query parameter ${JSON.stringify(name)} is given ${value.length} times: give it once`;
+  }
+  return undefined;
 }
 
 function answer<T>(reply: FastifyReply, result: QueryResult<T>): T | FastifyReply {

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { isIP, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { ActorSystem } from '../actor/system.js';
 import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
 import { summarizeError, type LifecycleEvent } from '../inspection.js';
+import { hostHeaderCheck, isLoopbackName } from '../http/hostCheck.js';
 import type { NamespaceFlowSource, TopicFlowSource } from './flowSource.js';
 import { createInspectionMetrics, type InspectionMetrics } from './metrics.js';
 import { loadPageAssets } from './pageAssets.js';
@@ -101,15 +102,17 @@ export async function listenInspection(options: InspectionListenOptions = {}): P
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError(`port must be an integer in 0..65535, got ${port}`);
   if (!(heartbeatMs > 0) || !Number.isFinite(heartbeatMs)) throw new InvalidArgumentError(`heartbeatMs must be a finite number > 0, got ${heartbeatMs}`);
   const assets = await loadPageAssets();
-  const loopbackOnly = isLoopbackName(host);
+  // On a loopback bind only loopback names pass (no allow-list: the endpoint is local by design).
+  const refusal = isLoopbackName(host) ? hostHeaderCheck({ bindHost: host }) : () => undefined;
   const registry = new Registry();
   /** The attached system and its metrics; undefined until `attach`. */
   let attached: { readonly system: ActorSystem; readonly metrics: InspectionMetrics } | undefined;
   let closed = false;
 
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    if (loopbackOnly && !isLoopbackName(hostnameOf(request.headers.host))) {
-      response.writeHead(403, { 'content-type': 'application/json' }).end('{"error":"host not allowed: this endpoint answers only to a loopback Host header"}');
+    const refused = refusal(request.headers.host);
+    if (refused !== undefined) {
+      response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `host not allowed: ${refused}` }));
       return;
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -214,22 +217,4 @@ function streamEvents(system: ActorSystem, request: IncomingMessage, response: S
     clearInterval(heartbeat);
     subscription.unsubscribe();
   });
-}
-
-/** The host name of a `Host` header (`127.0.0.1:9464` -> `127.0.0.1`, `[::1]:80` -> `::1`), or `''`. */
-function hostnameOf(header: string | undefined): string {
-  if (header === undefined) return '';
-  try {
-    return new URL(`http://${header}`).hostname.replace(/^\[(.*)\]$/, '$1');
-  } catch {
-    return ''; // a malformed Host header is no loopback name: the request is refused
-  }
-}
-
-/** `localhost`, `*.localhost`, an address in 127.0.0.0/8, or `::1`. */
-function isLoopbackName(name: string): boolean {
-  const n = name.toLowerCase();
-  if (n === 'localhost' || n.endsWith('.localhost')) return true;
-  if (isIP(n) === 4) return n.startsWith('127.');
-  return n === '::1' || n === '0:0:0:0:0:0:0:1';
 }

@@ -7,11 +7,14 @@ import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOption
 import { weightFunction, type WeightFunction } from '../actors/metrics/weights.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { hostOf } from '../runtime/partitioner.js';
-import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
+import type { RepairReport } from '../topology/repair.js';
+import { aborted, JobWatchdog, raceStops } from '../jobs/watchdog.js';
+import { openJobRun } from './jobRun.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
 import { addTokenOptions, resolveToken } from './serveOptions.js';
-import { cliLogger, dataDir, MAX_PARTITIONS, openBroker, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
+import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions {
@@ -47,6 +50,13 @@ export interface CrawlSitesOptions {
   readonly keepOpen?: boolean;
   /** Called about once a second while crawling. */
   readonly onProgress?: (p: { pages: number; seconds: number }) => void;
+  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
+  readonly repair?: boolean;
+  readonly onRepaired?: (report: RepairReport) => void;
+  /** Aborting stops the crawl cleanly; `crawlSites` then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Called with the web index's stop report when `crawlSites` stops it. */
+  readonly onStopped?: (report: StopReport) => void;
 }
 
 /** What `crawlSites` did. */
@@ -111,8 +121,13 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       scope,
       ...(options.maxPages !== undefined ? { budget: new CrawlBudget(options.maxPages) } : {}),
     },
+    ...(options.repair ? { repair: true } : {}),
+    ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
   });
   let ok = false;
+  let phase = 'crawling';
+  const watchdog = new JobWatchdog(index, { log: options.log, phase: () => phase }).start();
+  const stops = [watchdog.failed, aborted(options.signal)];
   try {
     const t0 = performance.now();
     const timer = options.onProgress
@@ -121,17 +136,17 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       }, 1000)
       : undefined;
     try {
-      await index.seed(seeds);
-      await index.quiescence();
+      await raceStops(index.seed(seeds).then(() => index.quiescence()), ...stops);
     } finally {
       if (timer) clearInterval(timer);
     }
+    phase = 'metric rounds';
     const crawlSeconds = (performance.now() - t0) / 1000;
     const t1 = performance.now();
     // thresholdFactor 0: plain rounds. The adaptive threshold (residual / pages) never pushes
     // the many small residuals of URLs without a page (out-of-scope and blocked link
     // targets), so its rounds stall above the tolerance on real crawls.
-    const converged = options.rank === false ? null : (await index.converge({ thresholdFactor: 0 })).converged;
+    const converged = options.rank === false ? null : (await raceStops(index.converge({ thresholdFactor: 0 }), ...stops)).converged;
     const rankSeconds = (performance.now() - t1) / 1000;
     const counts = await index.counts();
     const frontier: Record<string, number> = {};
@@ -157,7 +172,11 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       ...(options.keepOpen ? { index } : {}),
     };
   } finally {
-    if (!ok || !options.keepOpen) await index.stop();
+    watchdog.stop();
+    if (!ok || !options.keepOpen) {
+      const stopped = await index.stop();
+      options.onStopped?.(stopped);
+    }
   }
 }
 
@@ -210,7 +229,8 @@ export function crawlCommand(setExit: (code: number) => void): Command {
       const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
       const dir = dataDir(opts.dataDir);
-      const broker = await openBroker(opts.broker);
+      const run = await openJobRun({ ...opts, dataDir: dir, update: true }, { kind: 'crawl', description: `from ${(opts.seed as string[]).join(' ')}` }, log);
+      const broker = run.broker;
       let server: QueryServer | undefined;
       let result: CrawlSitesResult | undefined;
       try {
@@ -232,6 +252,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
           timeoutMs: opts.timeoutMs,
           rank: opts.rank,
           keepOpen: opts.serve !== undefined,
+          ...run.job,
           ...(opts.json ? {} : { onProgress: (p: { pages: number; seconds: number }) => console.error(`  ${p.seconds.toFixed(0)} s: ${p.pages} pages stored`) }),
         });
         const { index, ...summary } = result;
@@ -249,8 +270,8 @@ export function crawlCommand(setExit: (code: number) => void): Command {
         setExit(result.converged === false ? 1 : 0);
       } finally {
         await server?.close();
-        await result?.index?.stop();
-        await broker.close();
+        if (result?.index) run.job.onStopped(await result.index.stop());
+        await run.close();
       }
     });
 }

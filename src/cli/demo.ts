@@ -10,7 +10,8 @@ import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { chaosKinds, cliLogger, openBroker, positiveInt, runDataDir } from './options.js';
+import { chaosKinds, cliLogger, positiveInt } from './options.js';
+import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
 
@@ -25,18 +26,22 @@ export function demoCommand(setExit: (code: number) => void): Command {
       .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
       .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
       .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
-      .option('--crawlers <n>', 'crawler actors', positiveInt, 4),
+      .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
+      .option('--update', 'on a --data-dir that holds another graph: crawl this one into it (pages it does not list are kept)'),
     { default: 'uniform', help: 'link weights: uniform (PageRank), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const graph = await readGraph(opts.pages, opts.links);
-      const data = runDataDir(opts.dataDir);
-      const dir = data.dir;
-      console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${data.kept ? '' : ' (removed at the end; --data-dir keeps it)'}`);
+      const run = await openJobRun(opts, await graphInput('crawl', opts.pages, opts.links), log);
+      const dir = run.dir.path;
+      console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${opts.dataDir !== undefined ? '' : ' (removed at the end; --data-dir keeps it)'}`);
       console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
-      const inspection = await openInspection(opts, command);
-      const broker = await openBroker(opts.broker);
+      const broker = run.broker;
+      const inspection = await openInspection(opts, command).catch(async (err) => {
+        await run.close();
+        throw err;
+      });
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       const bar = new cliProgress.SingleBar({ format: 'crawl {bar} {value}/{total} pages | {phase}', hideCursor: true }, cliProgress.Presets.shades_classic);
       let timer: NodeJS.Timeout | undefined;
@@ -47,6 +52,8 @@ export function demoCommand(setExit: (code: number) => void): Command {
           partitions: opts.partitions,
           dataDir: dir,
           broker,
+          ...run.job,
+          stall: { onStall: (report) => bar.update({ phase: report }) },
           weigh: weightFunction(opts.weights),
           crawlers: opts.crawlers,
           tolerance: opts.tolerance,
@@ -98,8 +105,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
         await inspection?.close();
         if (timer) clearInterval(timer);
         bar.stop();
-        await broker.close();
-        data.remove();
+        await run.close();
       }
     });
 }

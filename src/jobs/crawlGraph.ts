@@ -119,6 +119,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
         ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
         onRound: (r) => {
           phase = `${crawled ? 'metric' : 'crawling, metric'} round ${r.round}`;
+          options.log.info({ round: r.round, pushed: r.pushed, messages: r.messages, bound: r.bound }, 'metric round');
           options.onRound?.(r);
         },
       });

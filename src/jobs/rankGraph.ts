@@ -91,6 +91,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       graph = undefined;
       await index.quiescence({ pollMs: 10 });
       const loadSeconds = (performance.now() - t0) / 1000;
+      options.log.info({ loadSeconds }, 'graph loaded');
       options.onLoaded?.(index, loadSeconds);
       const t1 = performance.now();
       phase = 'metric rounds';
@@ -99,6 +100,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
         ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
         onRound: (r) => {
           phase = `metric round ${r.round}`;
+          options.log.info({ round: r.round, pushed: r.pushed, messages: r.messages, bound: r.bound }, 'metric round');
           options.onRound?.(r);
         },
       });

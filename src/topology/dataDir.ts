@@ -116,7 +116,11 @@ export class DataDir {
     if (!record && folders.length === 0) {
       mkdirSync(path, { recursive: true });
       await forEachStore(path, options, true, async () => undefined);
-      return new DataDir(path, options, undefined, undefined);
+      const dir = new DataDir(path, options, undefined, undefined);
+      // Empty stores are quiet: a run that fails before it starts (broker not answering)
+      // leaves a data dir that the next run takes as new, not as one to repair.
+      dir.#write({ format: 1, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
+      return dir;
     }
     const partitions = record?.partitions ?? folders.length;
     const partitioner = record?.partitioner ?? `fnv1a-host/${partitions}`;
@@ -146,7 +150,9 @@ export class DataDir {
       const last = await store.get(ColumnFamilies.meta, LAST_ROUND_KEY);
       if (last) lastRound = Math.max(lastRound, Number(decodeInt64(last)));
     });
-    return new DataDir(path, options, record, { pages, outlinks, backlinks, lastRound });
+    // A data dir whose first run never started holds nothing: new, not existing.
+    const empty = record?.runs === 0 && pages + outlinks + backlinks + lastRound === 0;
+    return new DataDir(path, options, record, empty ? undefined : { pages, outlinks, backlinks, lastRound });
   }
 
   /** The record file's content (undefined for a new data dir, or one written before records). */

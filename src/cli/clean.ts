@@ -100,7 +100,7 @@ function recordedBroker(dir: string, given: string | undefined): BrokerIdentity 
     const recorded = b.kind === 'memory' ? 'memory' : b.url;
     if (url !== recorded) {
       throw new InvalidArgumentError(
-        `data dir ${dir} ran on ${recorded}${b.scope ? ` (scope ${b.scope})` : ''}, not on --broker ${given}: nothing was removed. Run without --broker to clean it where its record says.`,
+        `data dir ${dir} ran on ${b.kind === 'memory' ? 'the in-memory broker' : recorded}${b.scope ? ` (scope ${b.scope})` : ''}, not on --broker ${given}: nothing was removed. Run without --broker to clean it where its record says.`,
       );
     }
   }

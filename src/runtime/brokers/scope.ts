@@ -217,6 +217,7 @@ async function redisScope(redis: Redis, prefix: string, options: BrokerScopeOpti
   const live: string[] = [];
   await scanKeys(redis, `${escapeGlob(prefix)}*`, options.batch ?? DEFAULT_BATCH, async (batch) => {
     const fresh = batch.filter((k) => !seen.has(k));
+    if (fresh.length === 0) return;
     for (const k of fresh) seen.add(k);
     const dlqs = fresh.filter((k) => deadLetterKey.test(k));
     topics += fresh.filter((k) => topicKey.test(k)).length + dlqs.length;

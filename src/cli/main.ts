@@ -5,11 +5,13 @@ import { rankCommand } from './rank.js';
 import { crawlCommand } from './crawl.js';
 import { queryCommand, serveCommand } from './query.js';
 import { treeCommand } from './tree.js';
+import { cleanCommand } from './clean.js';
 
 /**
  * The `shardflow` command line: `demo` (the main job), `rank` (rank a graph file), `crawl`
  * (crawl real sites), `serve` (the query API over a data folder), `query` (ask it), `tree` (the
- * live supervision tree of a job started with `--inspect-port`).
+ * live supervision tree of a job started with `--inspect-port`), `clean` (remove a run's broker
+ * scope).
  * @returns the process exit code
  */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -25,6 +27,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(serveCommand((c) => (code = c)));
   program.addCommand(queryCommand((c) => (code = c)));
   program.addCommand(treeCommand((c) => (code = c)));
+  program.addCommand(cleanCommand((c) => (code = c)));
   try {
     await program.parseAsync([...argv]);
   } catch (err) {

@@ -5,6 +5,7 @@ import { DataDirError, isShardflowError } from '../errors.js';
 import { decodeInt64 } from '../operators/mergeOperators.js';
 import { Store } from '../storage/index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
+import type { BrokerIdentity } from '../runtime/brokers/identity.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';
@@ -15,20 +16,8 @@ const LAST_ROUND_KEY = 'last-round';
 
 const packr = new Packr({ useRecords: false });
 
-/**
- * Where a data dir's messages live on the broker: the broker kind and the scope its topics
- * are under (the Redis key prefix, or the Pulsar tenant; none for the in-memory broker).
- * Recorded so that the next run on the data dir reopens the same scope, and so that
- * `shardflow clean` can remove it.
- */
-export interface BrokerIdentity {
-  /** `memory`, `redis` or `pulsar`. */
-  readonly kind: string;
-  /** The broker's address as given (`redis://host:port`, `pulsar://host:port`); absent for memory. */
-  readonly url?: string;
-  /** Redis key prefix (`sf:<run>:`) or Pulsar tenant (`shardflow-<run>`); absent for memory. */
-  readonly scope?: string;
-}
+/** Where a data dir's messages live on the broker (moved to src/runtime/brokers/identity.ts). */
+export type { BrokerIdentity };
 
 /** What a data dir holds: the job that wrote it and its input. */
 export interface JobInput {

@@ -10,10 +10,30 @@ export class PulsarAdminError extends BrokerDisconnectedError {
   }
 }
 
+/** Pulsar's topic domains: durable (`persistent://`) or kept in broker memory only (`non-persistent://`). */
+export type TopicDomain = 'persistent' | 'non-persistent';
+
+/** The part of a topic's admin statistics that tells whether clients are connected. */
+export interface TopicStats {
+  readonly publishers?: readonly { readonly producerName?: string }[];
+  readonly subscriptions?: Readonly<Record<string, { readonly consumers?: readonly { readonly consumerName?: string }[] }>>;
+}
+
+/**
+ * `persistent/tenant/ns/local` (each segment URL-encoded) of a full topic name
+ * `persistent://tenant/ns/local` (or `non-persistent://...`).
+ * @throws InvalidArgumentError for anything else
+ */
+export function adminTopicPath(topic: string): string {
+  const m = /^(persistent|non-persistent):\/\/([^/]+)\/([^/]+)\/(.+)$/.exec(topic);
+  if (!m) throw new InvalidArgumentError(`not a full pulsar topic name: ${JSON.stringify(topic)}`);
+  return m.slice(1).map(encodeURIComponent).join('/');
+}
+
 /**
  * Pulsar's REST admin API (`/admin/v2`), the few calls the broker needs: tenants,
- * namespaces, topics, subscriptions, topic statistics. Creation calls are idempotent (409
- * Conflict counts as done).
+ * namespaces, topics, subscriptions, topic statistics, and deleting them (`shardflow clean`,
+ * ../scope.ts). Creation calls are idempotent (409 Conflict counts as done).
  */
 export class PulsarAdmin {
   /** @param webUrl e.g. `http://127.0.0.1:8080`. @param timeoutMs per request. */
@@ -61,12 +81,76 @@ export class PulsarAdmin {
     return stats === undefined ? undefined : (stats.numberOfEntries ?? 0);
   }
 
+  /** Tenant names (`GET /admin/v2/tenants`). */
+  async tenants(): Promise<string[]> {
+    return (await this.#request('GET', '/admin/v2/tenants')) as string[];
+  }
+
+  /** Namespaces of `tenant` as `tenant/namespace`; [] when the tenant does not exist. */
+  async namespaces(tenant: string): Promise<string[]> {
+    return ((await this.#request('GET', `/admin/v2/namespaces/${encodeURIComponent(tenant)}`, undefined, [404])) as string[] | undefined) ?? [];
+  }
+
+  /**
+   * Full names (`persistent://tenant/ns/local`) of the topics of `tenant/namespace` in
+   * `domain`: with `partitioned` the partitioned topics (not their `-partition-<i>` parts),
+   * else every non-partitioned topic and partition (system topics excluded). [] when the
+   * namespace does not exist.
+   */
+  async topics(domain: TopicDomain, tenant: string, namespace: string, partitioned = false): Promise<string[]> {
+    const path = `/admin/v2/${domain}/${encodeURIComponent(tenant)}/${encodeURIComponent(namespace)}${partitioned ? '/partitioned' : ''}`;
+    return ((await this.#request('GET', path, undefined, [404])) as string[] | undefined) ?? [];
+  }
+
+  /**
+   * Statistics of a topic given by full name: its connected publishers and, per
+   * subscription, its connected consumers (`/stats`, or `/partitioned-stats` summed over the
+   * partitions). Undefined when the topic does not exist.
+   */
+  async topicStats(topic: string, partitioned = false): Promise<TopicStats | undefined> {
+    return (await this.#request('GET', `/admin/v2/${adminTopicPath(topic)}/${partitioned ? 'partitioned-stats' : 'stats'}`, undefined, [404])) as TopicStats | undefined;
+  }
+
+  /**
+   * Deletes a topic given by full name, with `force=true`: its producers and consumers are
+   * disconnected and its subscriptions deleted; `partitioned` deletes a partitioned topic
+   * with all its partitions. @returns false when it did not exist
+   */
+  async deleteTopic(topic: string, partitioned = false): Promise<boolean> {
+    const { status } = await this.#send('DELETE', `/admin/v2/${adminTopicPath(topic)}${partitioned ? '/partitions' : ''}?force=true`, undefined, [404]);
+    return status !== 404;
+  }
+
+  /**
+   * Deletes an empty namespace (its system topic `__change_events` goes with it).
+   * @returns false when it did not exist
+   * @throws PulsarAdminError 409 when it still holds topics (a connected client recreated one)
+   */
+  async deleteNamespace(tenant: string, namespace: string): Promise<boolean> {
+    const { status } = await this.#send('DELETE', `/admin/v2/namespaces/${encodeURIComponent(tenant)}/${encodeURIComponent(namespace)}`, undefined, [404]);
+    return status !== 404;
+  }
+
+  /**
+   * Deletes a tenant without namespaces. @returns false when it did not exist
+   * @throws PulsarAdminError 409 when it still has namespaces
+   */
+  async deleteTenant(tenant: string): Promise<boolean> {
+    const { status } = await this.#send('DELETE', `/admin/v2/tenants/${encodeURIComponent(tenant)}`, undefined, [404]);
+    return status !== 404;
+  }
+
   /**
    * One request. Statuses in `tolerated` resolve with undefined.
    * @throws PulsarAdminError on other non-2xx answers; BrokerDisconnectedError when unreachable;
    *   InvalidArgumentError on 400/412 (a name Pulsar refuses).
    */
   async #request(method: string, path: string, body?: unknown, tolerated: number[] = []): Promise<unknown> {
+    return (await this.#send(method, path, body, tolerated)).body;
+  }
+
+  /** `#request`, also giving the answer's HTTP status (body undefined for a tolerated one). */
+  async #send(method: string, path: string, body?: unknown, tolerated: number[] = []): Promise<{ status: number; body: unknown }> {
     let res: Response;
     try {
       res = await fetch(this.webUrl + path, {
@@ -79,9 +163,9 @@ export class PulsarAdmin {
       throw new BrokerDisconnectedError(`pulsar admin ${method} ${path}: ${(err as Error).message}`, { cause: err });
     }
     const text = await res.text();
-    if (tolerated.includes(res.status)) return undefined;
+    if (tolerated.includes(res.status)) return { status: res.status, body: undefined };
     if (res.status === 400 || res.status === 412) throw new InvalidArgumentError(`pulsar admin ${method} ${path}: ${res.status} ${text}`);
     if (!res.ok) throw new PulsarAdminError(res.status, `pulsar admin ${method} ${path}: ${res.status} ${text}`);
-    return text.length > 0 ? JSON.parse(text) : undefined;
+    return { status: res.status, body: text.length > 0 ? JSON.parse(text) : undefined };
   }
 }

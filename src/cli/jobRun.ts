@@ -9,6 +9,7 @@ import { DataDir, type BrokerIdentity, type JobInput } from '../topology/dataDir
 import type { RepairReport } from '../topology/repair.js';
 import type { StopReport } from '../topology/webIndex.js';
 import { freshBrokerIdentity, openBroker, runDataDir } from './options.js';
+import { deleteBrokerScope } from '../runtime/brokers/scope.js';
 
 /** The options of a job command that `openJobRun` reads. */
 export interface JobRunOptions {
@@ -70,8 +71,16 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   const identity = dir.brokerIdentity(freshBrokerIdentity(options.broker));
   const broker = await openBroker(options.broker, identity);
   const repair = dir.needsRepair;
+  const previous = dir.record?.broker;
   dir.markRunning(identity, input, repair);
   if (repair) log.warn({ dataDir: data.dir, broker: identity }, 'the last run did not stop quiet: repairing the data dir before the job');
+  if (previous?.scope && previous.scope !== identity.scope && previous.kind === identity.kind && previous.url === identity.url) {
+    // The previous run's scope holds only messages the repair derives again: remove it.
+    await deleteBrokerScope(previous).then(
+      (removed) => log.info({ scope: previous.scope, ...removed }, 'removed the previous run\'s broker scope'),
+      (err: unknown) => log.warn({ scope: previous.scope, err: (err as Error).message }, 'could not remove the previous run\'s broker scope (shardflow clean removes it later)'),
+    );
+  }
 
   const controller = new AbortController();
   let signals = 0;
@@ -103,6 +112,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       await broker.close();
+      if (!data.kept && identity.scope) {
+        // A temp data dir goes with the run, and so does its broker scope.
+        await deleteBrokerScope(identity).catch((err: unknown) => log.warn({ scope: identity.scope, err: (err as Error).message }, 'could not remove the run\'s broker scope (shardflow clean --broker … --orphans lists it)'));
+      }
       data.remove();
     },
   };

@@ -9,7 +9,7 @@ import { MemoryBroker } from '../runtime/brokers/memory.js';
 import { RedisStreamsBroker } from '../runtime/brokers/redis-streams.js';
 import { PulsarBroker } from '../runtime/brokers/pulsar/broker.js';
 import { randomUUID } from 'node:crypto';
-import type { BrokerIdentity } from '../topology/dataDir.js';
+import { SCOPE_FAMILY, type BrokerIdentity } from '../runtime/brokers/identity.js';
 
 /**
  * Checks a `--weights` value (`uniform`, `reasonable` or a weight table .json) by building
@@ -84,8 +84,8 @@ export function cliLogger(level: string): Logger {
 export function freshBrokerIdentity(spec: string): BrokerIdentity {
   if (spec === 'memory') return { kind: 'memory' };
   const run = randomUUID().slice(0, 8);
-  if (spec.startsWith('redis://')) return { kind: 'redis', url: spec, scope: `sf:${run}:` };
-  if (spec.startsWith('pulsar://')) return { kind: 'pulsar', url: spec, scope: `shardflow-${run}` };
+  if (spec.startsWith('redis://')) return { kind: 'redis', url: spec, scope: `${SCOPE_FAMILY.redis}${run}:` };
+  if (spec.startsWith('pulsar://')) return { kind: 'pulsar', url: spec, scope: `${SCOPE_FAMILY.pulsar}${run}` };
   throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory, redis://host:port or pulsar://host:port`);
 }
 

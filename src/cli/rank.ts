@@ -58,7 +58,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
         }
         out.end();
         await once(out, 'finish');
-        console.error(`ranked ${result.pages} pages, ${result.outlinks} links in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
+        console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
         out.destroy();

@@ -153,8 +153,8 @@ export interface Consumer {
   deadLetter(message: BrokerMessage, reason: string): Promise<void>;
   /**
    * Entries this consumer found malformed and moved to the dead-letter topic (already acked),
-   * each with its reason, as it happens. Hot (late subscribers miss earlier ones); completes on
-   * `close()`. Optional so that wrappers may leave it out; every broker's consumer and the
+   * each with its reason, as it happens; a new subscriber first gets the last 100 (an entry
+   * may be met before the owner could subscribe). Completes on `close()`. Optional so that wrappers may leave it out; every broker's consumer and the
    * interceptors have it. The same entries are also logged as process warnings
    * (`SF_MALFORMED_ENTRY`, first ten and every 1000th).
    */

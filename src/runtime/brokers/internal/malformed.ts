@@ -1,4 +1,4 @@
-import { Subject, type Observable } from 'rxjs';
+import { ReplaySubject, type Observable } from 'rxjs';
 import { InvalidArgumentError } from '../../../errors.js';
 import { sequence as toSequence, type Sequence } from '../../ids.js';
 import type { DeadLetter } from '../broker.js';
@@ -79,13 +79,18 @@ export function oversized(bytes: number, maxPayloadBytes: number): string | unde
 /** Warnings printed per consumer with their reason before only every 1000th is. */
 const WARN_FIRST = 10;
 
+/** How many recent malformed dead letters `malformed$` replays to a new subscriber. */
+export const MALFORMED_REPLAY = 100;
+
 /**
- * A consumer's record of the malformed entries it dead-lettered: a count, a hot stream of
- * the dead letters (with reasons), and a process warning (`SF_MALFORMED_ENTRY`) for the first
- * ten and every 1000th after, so nothing is dropped in silence even when nobody subscribes.
+ * A consumer's record of the malformed entries it dead-lettered: a count, a stream of the
+ * dead letters (with reasons) that replays the last `MALFORMED_REPLAY` to a new subscriber
+ * (a consumer may meet malformed entries before its owner had a chance to subscribe), and a
+ * process warning (`SF_MALFORMED_ENTRY`) for the first ten and every 1000th after, so nothing
+ * is dropped in silence even when nobody subscribes.
  */
 export class MalformedLog {
-  readonly #subject = new Subject<DeadLetter>();
+  readonly #subject = new ReplaySubject<DeadLetter>(MALFORMED_REPLAY);
   readonly malformed$: Observable<DeadLetter> = this.#subject.asObservable();
   #count = 0;
 

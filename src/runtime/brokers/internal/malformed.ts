@@ -57,12 +57,16 @@ export function parseSequence(text: string): Sequence | undefined {
 
 /**
  * Why an entry with these fields is not a message, or undefined when it is one. Reasons start
- * with `malformed entry:` and name the problem: no fields of ours, which fields are missing,
+ * with `malformed entry:` and name the problem: no fields of ours (neither producer nor
+ * sequence), which fields are missing,
  * an empty producer, the sequence text, or the payload size against `maxPayloadBytes`.
  */
 export function entryProblem(f: RawFields, maxPayloadBytes: number, names: FieldNames): string | undefined {
   const missing = (['payload', 'producer', 'sequence'] as const).filter((k) => f[k] === undefined);
-  if (missing.length === 3) return `malformed entry: no fields of a shardflow message (${names.payload}, ${names.producer}, ${names.sequence} all absent)`;
+  // Producer and sequence are what make an entry ours (a Pulsar message always has a payload).
+  if (f.producer === undefined && f.sequence === undefined) {
+    return `malformed entry: no fields of a shardflow message (${missing.map((k) => names[k]).join(', ')} absent)`;
+  }
   if (missing.length > 0) return `malformed entry: missing field ${missing.map((k) => names[k]).join(', ')}`;
   if (f.producer === '') return `malformed entry: empty ${names.producer}`;
   if (parseSequence(f.sequence!) === undefined) {

@@ -76,7 +76,8 @@ interface RedisLimits {
  *
  * Durability is the server's: `send` resolves when Redis has the entry in memory; with
  * scripts/redis/start.sh's AOF (fsync every second) a clean restart loses nothing, a power
- * cut up to a second.
+ * cut up to a second. A restart without persistence loses the groups: live consumers then
+ * fail with `BrokerDataLostError`.
  *
  * Connections: one shared, auto-pipelined command connection, plus one per consumer for its
  * blocking reads.

@@ -93,6 +93,23 @@ export class BrokerDisconnectedError extends ShardflowError {
   }
 }
 
+/**
+ * The broker no longer has the data of a live subscription: the Redis stream or consumer
+ * group vanished under a consumer (NOGROUP: the key was deleted, or Redis restarted without
+ * persistence), or the Pulsar topic or subscription was deleted. Messages that were in flight
+ * (delivered and not acked, or not yet delivered) are gone and will not be redelivered.
+ * Not a `BrokerDisconnectedError`: backing off and resubscribing would start a fresh, empty
+ * subscription and hide the loss. `topic` is the topic name (`namespace/partition`),
+ * `subscription` the subscription's name.
+ */
+export class BrokerDataLostError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_BROKER_DATA_LOST';
+  constructor(readonly topic: string, readonly subscription: string, detail: string, options?: { cause?: unknown }) {
+    super(`broker lost the data of subscription ${subscription} on topic ${topic}: ${detail}`, options);
+    this.name = 'BrokerDataLostError';
+  }
+}
+
 /** An operation used a producer, consumer or broker after `close()`. */
 export class BrokerClosedError extends ShardflowError {
   override readonly code: string = 'SF_ERR_BROKER_CLOSED';

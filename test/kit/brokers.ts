@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Broker, BrokerMessage, Consumer, SubscribeOptions } from '../../src/runtime/brokers/broker.js';
+import { isShardflowError } from '../../src/errors.js';
+import type { Broker, BrokerMessage, Consumer, DeadLetter, SubscribeOptions } from '../../src/runtime/brokers/broker.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES, type RawFields } from '../../src/runtime/brokers/internal/malformed.js';
 import { batching } from '../../src/runtime/brokers/interceptors/batching.js';
 import { composeConsumer, composeProducer } from '../../src/runtime/brokers/interceptors/compose.js';
 import { compression, type CompressionCodec } from '../../src/runtime/brokers/interceptors/compression.js';
@@ -34,7 +36,24 @@ export interface BrokerFactory {
   readonly deadlineMs?: number;
   /** Removes what the suite left on the server (after all tests). */
   readonly cleanup?: () => Promise<void>;
+  /** `maxPayloadBytes` the brokers of `create` were configured with. Default 5 MiB. */
+  readonly maxPayloadBytes?: number;
+  /**
+   * Writes one entry on `t` the way a foreign producer would, past our producer: only the
+   * given fields (payload bytes, producer and sequence as text; an absent field is not
+   * written, and with none the entry has no field of ours). Redis: a raw XADD; Pulsar: a
+   * WebSocket produce with those properties; memory: `MemoryBroker.appendRaw`.
+   */
+  readonly injectForeign: (t: Topic, entry: ForeignEntry) => Promise<void>;
+  /**
+   * Deletes the broker's data of `t` under live consumers (Redis: DEL of the stream; Pulsar:
+   * forced topic delete). Absent for brokers that cannot lose data that way (memory).
+   */
+  readonly loseData?: (t: Topic) => Promise<void>;
 }
+
+/** An entry as a foreign producer writes it (see `BrokerFactory.injectForeign`). */
+export type ForeignEntry = RawFields;
 
 /**
  * Why a Pulsar admin API at `webUrl` cannot be used (the `unavailable` check of the Pulsar
@@ -418,11 +437,140 @@ export function brokerConformance(factory: BrokerFactory): void {
       await p.close();
     });
 
+    test('malformed entries are dead-lettered alone with their reason; the rest of their batch is delivered once', async (b) => {
+      const t = nextTopic();
+      const max = factory.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+      const p = await b.producer(t, { producer: producerId('good') });
+      // Written before anyone subscribes, so that one read (one XREADGROUP batch) holds them all.
+      const foreign: ForeignEntry[] = [
+        {},
+        { payload: text('bad-seq', 0), producer: 'foreign', sequence: 'abc' },
+        { payload: new Uint8Array(max + 1).fill(7), producer: 'foreign', sequence: '7' },
+        { payload: text('no-producer', 0), sequence: '3' },
+        { payload: text('neg-seq', 0), producer: 'foreign', sequence: '-1' },
+      ];
+      for (let i = 0; i < foreign.length; i++) {
+        await p.send(text('ok', i));
+        await factory.injectForeign(t, foreign[i]!);
+      }
+      await p.send(text('ok', foreign.length));
+      await p.flush();
+      const c = await b.subscribe(t, sub({ type: 'shared', subscription: 'malformed' }));
+      const reported: DeadLetter[] = [];
+      c.malformed$?.subscribe((d) => reported.push(d));
+      const got = await pullAck(c, foreign.length + 1, deadline);
+      assert.deepEqual(got.map(str), Array.from({ length: foreign.length + 1 }, (_, i) => `ok:${i}`));
+      assert.ok(got.every((m) => m.producer === 'good' && m.redeliveryCount === 0));
+      const dead = await eventually(() => b.deadLetters(t, 'malformed'), (d) => d.length >= foreign.length, deadline, 'malformed dead letters');
+      assert.equal(dead.length, foreign.length);
+      assert.ok(dead.every((d) => d.malformed === true), 'flagged malformed');
+      const reasons = dead.map((d) => d.reason);
+      assert.match(reasons[0]!, /no fields of a shardflow message/);
+      assert.match(reasons[1]!, /bad sequence "abc"/);
+      assert.match(reasons[2]!, new RegExp(`oversized payload of ${max + 1} bytes exceeds maxPayloadBytes ${max}`));
+      assert.match(reasons[3]!, /missing field .*producer/);
+      assert.match(reasons[4]!, /bad sequence "-1"/);
+      assert.equal(str(dead[1]!.message), 'bad-seq:0', 'the dead letter keeps the payload');
+      assert.equal(dead[2]!.message.payload.byteLength, max + 1);
+      await eventually(async () => reported.length, (n) => n === foreign.length, deadline, 'reported on malformed$');
+      assert.deepEqual(reported.map((d) => d.reason), reasons);
+      // Acked: neither this consumer nor a new one (which gets all unacked entries) sees any again.
+      assert.deepEqual(await c.receive(10, quiet), []);
+      await c.close();
+      const again = await b.subscribe(t, sub({ type: 'shared', subscription: 'malformed' }));
+      assert.deepEqual(await again.receive(10, quiet), []);
+      assert.equal((await b.deadLetters(t, 'malformed')).length, foreign.length, 'dead-lettered once');
+      await p.close();
+    });
+
+    test('an undecodable batch envelope or compression frame is dead-lettered alone; the other batches are delivered', async (b) => {
+      const t = nextTopic();
+      const wire = [batching({ maxMessages: 2, maxDelayMs: 1000 }), compression({ codec: 'lz4' })];
+      const p = composeProducer(await b.producer(t, { producer: producerId('batcher') }), ...wire);
+      // Tag 0x00 (uncompressed), then an envelope announcing 3 items that holds one.
+      const truncated = Uint8Array.from([0x00, 0x42, 0x01, 0, 0, 0, 3, ...new Uint8Array(8), 0, 0, 0, 2, 0x61, 0x62]);
+      // Tag 0x01 (lz4), size 100, then a literal run that overruns the body.
+      const corrupt = Uint8Array.from([0x01, 100, 0, 0, 0, 0xf0, 0x00]);
+      await Promise.all([p.send(text('b', 0)), p.send(text('b', 1))]);
+      await factory.injectForeign(t, { payload: truncated, producer: 'batcher', sequence: '100' });
+      await Promise.all([p.send(text('b', 2)), p.send(text('b', 3))]);
+      await factory.injectForeign(t, { payload: corrupt, producer: 'batcher', sequence: '101' });
+      await Promise.all([p.send(text('b', 4)), p.send(text('b', 5))]);
+      await p.flush();
+      const c = composeConsumer(await b.subscribe(t, sub({ type: 'exclusive', subscription: 'envelope' })), ...wire);
+      const reported: DeadLetter[] = [];
+      c.malformed$?.subscribe((d) => reported.push(d));
+      const got = await pullAck(c, 6, deadline);
+      assert.deepEqual(got.map(str), ['b:0', 'b:1', 'b:2', 'b:3', 'b:4', 'b:5']);
+      // The two are dead-lettered by different interceptors, concurrently: order by sequence.
+      const dead = (await eventually(() => b.deadLetters(t, 'envelope'), (d) => d.length >= 2, deadline, 'envelope dead letters')).sort(
+        (x, y) => x.message.sequence - y.message.sequence,
+      );
+      assert.equal(dead.length, 2);
+      assert.match(dead[0]!.reason, /undecodable batch envelope: batch envelope truncated at item 1 of 3/);
+      assert.match(dead[1]!.reason, /undecodable compression frame: corrupt lz4 payload/);
+      assert.deepEqual(dead.map((d) => d.message.sequence), [100, 101]);
+      assert.deepEqual([...dead[0]!.message.payload], [...truncated], 'the bytes as they were on the wire');
+      await eventually(async () => reported.length, (n) => n === 2, deadline, 'reported on malformed$');
+      assert.deepEqual(await c.receive(1, quiet), []);
+      await p.close();
+    });
+
+    test('send refuses a payload over maxPayloadBytes', async (b) => {
+      const t = nextTopic();
+      const max = factory.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+      const p = await b.producer(t, { producer: producerId('big') });
+      await assert.rejects(p.send(new Uint8Array(max + 1)), (e: unknown) => isShardflowError(e) && e.code === 'SF_ERR_INVALID_ARGUMENT');
+      await p.send(new Uint8Array(max));
+      await p.close();
+    });
+
+    if (factory.loseData) {
+      const loseData = factory.loseData;
+      test('a live consumer whose topic data is deleted fails with BrokerDataLostError', async (b) => {
+        const t = nextTopic();
+        const pulled = await b.subscribe(t, sub({ type: 'shared', subscription: 'lost-pull' }));
+        const pushed = await b.subscribe(t, sub({ type: 'exclusive', subscription: 'lost-push' }));
+        const pushError = new Promise<unknown>((resolve) => pushed.messages$.subscribe({ error: resolve, complete: () => resolve('completed') }));
+        await send(b, t, 'p', 'lost', 3);
+        const held = await pull(pulled, 1, deadline);
+        assert.equal(held.length, 1);
+        await loseData(t);
+        const isLoss = (e: unknown, subscription: string): boolean =>
+          isShardflowError(e) && e.code === 'SF_ERR_BROKER_DATA_LOST' && (e as unknown as { subscription: string }).subscription === subscription &&
+          (e as unknown as { topic: string }).topic === `${t.namespace}/${t.partition}` && e.message.includes(subscription);
+        // Pull: drain what was delivered before the loss, then receive fails.
+        const failure = await (async () => {
+          const end = Date.now() + deadline;
+          while (Date.now() < end) {
+            try {
+              await pulled.receive(10, 500);
+            } catch (err) {
+              return err;
+            }
+          }
+          return undefined;
+        })();
+        assert.ok(isLoss(failure, 'lost-pull'), `receive failed with ${String(failure)}`);
+        await assert.rejects(pulled.ack(held[0]!), (e: unknown) => isLoss(e, 'lost-pull'), 'an ack after the loss says so');
+        const pushFailure = await Promise.race([pushError, new Promise((r) => setTimeout(() => r('no error'), deadline))]);
+        assert.ok(isLoss(pushFailure, 'lost-push'), `messages$ ended with ${String(pushFailure)}`);
+        // Closing after the loss is clean (no "resources may leak").
+        await pulled.close();
+        await pushed.close();
+      });
+    }
+
     if (factory.restart) {
       const restart = factory.restart;
       test('a broker process restart loses nothing', async (b) => {
         const t = nextTopic();
         const c = await b.subscribe(t, sub({ type: 'shared', subscription: 'restart' }));
+        // A consumer that stays open through the restart: it must reconnect, not take the
+        // restart for lost data (BrokerDataLostError), and get every message.
+        const keeper = await factory.create();
+        clients.push(keeper);
+        const live = await keeper.subscribe(t, sub({ type: 'shared', subscription: 'restart-live' }));
         await send(b, t, 'p', 'rs', 20);
         const first = await pull(c, 5, deadline);
         assert.equal(first.length, 5);
@@ -437,6 +585,15 @@ export function brokerConformance(factory: BrokerFactory): void {
         const rest = await pullAck(c2, 25, deadline * 2);
         const names = new Set(rest.map(str));
         for (let i = 5; i < 30; i++) assert.ok(names.has(`rs:${i}`), `rs:${i} survived the restart`);
+        const seen = new Set<string>();
+        const end = Date.now() + deadline * 2;
+        while (seen.size < 30 && Date.now() < end) {
+          for (const m of await live.receive(30, 1000)) {
+            seen.add(str(m));
+            await live.ack(m).catch(() => undefined); // an ack lost to the restart only means a redelivery
+          }
+        }
+        assert.equal(seen.size, 30, `the consumer that stayed open got ${seen.size} of 30`);
       });
     }
   });

@@ -13,6 +13,16 @@ import type { Topic } from '../topics.js';
  *
  * Delivery is at-least-once. Per topic, messages of one producer are delivered in the order
  * sent, except that a nacked message comes back after its delay.
+ *
+ * Malformed entries (written by a foreign or broken producer: none of our fields, a missing
+ * field, a sequence that is not a decimal integer, a payload over the broker's
+ * `maxPayloadBytes`) never block the others: the consumer that reads one moves it alone to
+ * the subscription's dead-letter topic with the reason (`DeadLetter.malformed`), acks it,
+ * reports it on `Consumer.malformed$` and delivers the rest of its batch.
+ *
+ * Data loss: when the broker no longer has a live subscription's data (Redis NOGROUP, a
+ * deleted Pulsar topic or subscription), the consumer fails `messages$` and `receive` with
+ * `BrokerDataLostError` instead of retrying.
  */
 export interface Broker {
   /** `memory`, `redis` or `pulsar`. */
@@ -45,7 +55,8 @@ export interface Producer {
    * Sends one payload. `sequence` defaults to the producer's next number (0, 1, ...);
    * callers that replay an outbox pass the sequence they stored. Resolves when the broker
    * has the message durably (per the broker's own guarantee).
-   * @throws BrokerClosedError, BrokerDisconnectedError
+   * @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError when the payload
+   *   is longer than the broker's `maxPayloadBytes` (default 5 MiB).
    */
   send(payload: Uint8Array, options?: SendOptions): Promise<void>;
   /** Resolves when all sent messages are persisted. */
@@ -83,7 +94,8 @@ export interface SubscribeOptions {
   readonly nackRedeliveryDelayMs?: number;
   /**
    * After this many redeliveries a nacked message goes to the dead-letter topic with its
-   * reason instead. Default: unlimited (no dead-letter topic).
+   * reason instead. Default: unlimited (a nacked message is never dead-lettered; `deadLetter`
+   * and malformed entries still are).
    */
   readonly maxRedeliveries?: number;
 }
@@ -105,8 +117,15 @@ export interface BrokerMessage {
 
 /** A message that was given up on, with why. */
 export interface DeadLetter {
+  /**
+   * The message. For a malformed entry, what could be read: the payload bytes (empty when
+   * absent), the producer text (`?` when absent or empty) and the sequence (0 when absent or
+   * unreadable); the reason says which.
+   */
   readonly message: BrokerMessage;
   readonly reason: string;
+  /** True when the entry never became a message (see "Malformed entries" on `Broker`). */
+  readonly malformed?: boolean;
 }
 
 /**
@@ -132,6 +151,14 @@ export interface Consumer {
   nack(message: BrokerMessage, reason?: string): Promise<void>;
   /** Moves the message to the dead-letter topic now (e.g. it does not decode) and acks it. */
   deadLetter(message: BrokerMessage, reason: string): Promise<void>;
+  /**
+   * Entries this consumer found malformed and moved to the dead-letter topic (already acked),
+   * each with its reason, as it happens; a new subscriber first gets the last 100 (an entry
+   * may be met before the owner could subscribe). Completes on `close()`. Optional so that wrappers may leave it out; every broker's consumer and the
+   * interceptors have it. The same entries are also logged as process warnings
+   * (`SF_MALFORMED_ENTRY`, first ten and every 1000th).
+   */
+  readonly malformed$?: Observable<DeadLetter>;
   /** Leaves the subscription; unacked messages go to other consumers. Safe twice. */
   close(): Promise<void>;
 }

@@ -3,6 +3,9 @@ import { BrokerClosedError, InvalidArgumentError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import { Delivery } from './internal/delivery.js';
+import {
+  DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, oversized, parseSequence, positiveInteger, type RawFields,
+} from './internal/malformed.js';
 import type {
   Broker, BrokerMessage, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions, SubscriptionType,
 } from './broker.js';
@@ -15,17 +18,52 @@ import type {
  * Retention: a message is dropped once every subscription that existed when it was sent
  * has acked it; a subscription created later starts at the earliest retained message.
  * Not durable: a process crash loses everything in it (use Redis or Pulsar for that).
+ *
+ * Dead letters: at most `maxDeadLetters` per subscription, the oldest dropped first.
+ * Malformed entries can only come in through `appendRaw` (our producers write none); they are
+ * dead-lettered as on the other brokers.
  */
 export class MemoryBroker implements Broker {
   readonly kind = 'memory';
   readonly #topics = new Map<string, MemoryTopic>();
   readonly #consumers = new Set<MemoryConsumer>();
+  readonly #limits: MemoryLimits;
   #closed = false;
+
+  /** @throws InvalidArgumentError when a limit is not an integer >= 1. */
+  constructor(options: MemoryBrokerOptions = {}) {
+    this.#limits = {
+      maxPayloadBytes: positiveInteger('maxPayloadBytes', options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES),
+      maxDeadLetters: positiveInteger('maxDeadLetters', options.maxDeadLetters ?? DEFAULT_MAX_DEAD_LETTERS),
+    };
+  }
 
   /** A producer on `topic`. @throws BrokerClosedError after `close()`. */
   async producer(topic: Topic, options: ProducerOptions): Promise<Producer> {
     this.#assertOpen();
-    return new MemoryProducer(this.#topic(topic), topic, options.producer, () => this.#closed);
+    return new MemoryProducer(this.#topic(topic), topic, options.producer, () => this.#closed, this.#limits.maxPayloadBytes);
+  }
+
+  /**
+   * Test hook: appends an entry with the given fields as a foreign producer could write it on
+   * a wire broker (a Redis `XADD` or a Pulsar produce with properties of its choice): any
+   * field may be absent, the sequence is text. An entry whose fields do not make a message
+   * (see `internal/malformed.ts`) is dead-lettered by each subscription that reaches it; a
+   * well-formed one is delivered like a sent message. Payload bytes are copied.
+   * @throws BrokerClosedError after `close()`.
+   */
+  appendRaw(topic: Topic, fields: RawFields & { readonly key?: string }): void {
+    this.#assertOpen();
+    const problem = entryProblem(fields, this.#limits.maxPayloadBytes, { payload: 'payload', producer: 'producer', sequence: 'sequence' });
+    const seq = fields.sequence === undefined ? undefined : parseSequence(fields.sequence);
+    this.#topic(topic).append({
+      payload: fields.payload ? Uint8Array.prototype.slice.call(fields.payload) : new Uint8Array(0),
+      producer: (fields.producer || '?') as ProducerId,
+      sequence: seq ?? toSequence(0),
+      ...(fields.key !== undefined ? { key: fields.key } : {}),
+      publishTime: Date.now(),
+      ...(problem !== undefined ? { problem } : {}),
+    });
   }
 
   /** @throws InvalidArgumentError on a second consumer of an exclusive subscription or a type change. */
@@ -69,7 +107,7 @@ export class MemoryBroker implements Broker {
     const name = topicName(topic);
     let t = this.#topics.get(name);
     if (!t) {
-      t = new MemoryTopic(topic);
+      t = new MemoryTopic(topic, this.#limits);
       this.#topics.set(name, t);
     }
     return t;
@@ -80,6 +118,19 @@ export class MemoryBroker implements Broker {
   }
 }
 
+/** Options of `new MemoryBroker`. */
+export interface MemoryBrokerOptions {
+  /**
+   * Longest payload in bytes: a longer `send` throws InvalidArgumentError, a longer raw entry
+   * is dead-lettered. Default 5 MiB (`DEFAULT_MAX_PAYLOAD_BYTES`, Pulsar's default).
+   */
+  readonly maxPayloadBytes?: number;
+  /** Dead letters kept per subscription; the oldest go first. Default 10 000. */
+  readonly maxDeadLetters?: number;
+}
+
+type MemoryLimits = Required<MemoryBrokerOptions>;
+
 /** One retained message. `offset` is its position in the topic, never reused. */
 interface Entry {
   readonly offset: number;
@@ -88,6 +139,8 @@ interface Entry {
   readonly sequence: Sequence;
   readonly key?: string;
   readonly publishTime: number;
+  /** Why the entry is not a message (raw entries only); producer and sequence are then placeholders. */
+  readonly problem?: string;
 }
 
 class MemoryTopic {
@@ -96,7 +149,7 @@ class MemoryTopic {
   base = 0;
   next = 0;
   readonly subscriptions = new Map<string, MemorySubscription>();
-  constructor(readonly topic: Topic) {}
+  constructor(readonly topic: Topic, readonly limits: MemoryLimits) {}
 
   append(entry: Omit<Entry, 'offset'>): void {
     this.log.push({ ...entry, offset: this.next++ });
@@ -163,6 +216,18 @@ class MemorySubscription {
     for (;;) {
       const next = this.redeliver[0] ?? this.#fresh();
       if (!next) return;
+      const problem = next.entry.problem;
+      if (problem !== undefined && next !== this.redeliver[0]) {
+        // Malformed: never delivered; dead-lettered alone, reported by a consumer of the subscription.
+        const reporter = this.consumers[0];
+        if (!reporter) return;
+        this.cursor++;
+        const dead: DeadLetter = { message: toMessage(this.topic.topic, next), reason: problem, malformed: true };
+        this.#bury(dead);
+        this.topic.trim();
+        reporter.reportMalformed(dead);
+        continue;
+      }
       const consumer = this.#pick(next.entry);
       if (!consumer) return;
       if (next === this.redeliver[0]) this.redeliver.shift();
@@ -216,7 +281,7 @@ class MemorySubscription {
     const again: InFlight = { entry: f.entry, redeliveryCount: f.redeliveryCount + 1, consumer: undefined };
     if (maxRedeliveries !== undefined && again.redeliveryCount > maxRedeliveries) {
       this.pending.delete(offset);
-      this.deadLetters.push({ message: toMessage(this.topic.topic, f), reason });
+      this.#bury({ message: toMessage(this.topic.topic, f), reason });
       this.topic.trim();
       this.schedule();
       return true;
@@ -236,10 +301,17 @@ class MemorySubscription {
     const f = this.pending.get(offset);
     if (!f || f.consumer !== consumer) return false;
     this.pending.delete(offset);
-    this.deadLetters.push({ message: toMessage(this.topic.topic, f), reason });
+    this.#bury({ message: toMessage(this.topic.topic, f), reason });
     this.topic.trim();
     this.schedule();
     return true;
+  }
+
+  /** Adds a dead letter, dropping the oldest beyond `maxDeadLetters`. */
+  #bury(dead: DeadLetter): void {
+    this.deadLetters.push(dead);
+    const over = this.deadLetters.length - this.topic.limits.maxDeadLetters;
+    if (over > 0) this.deadLetters.splice(0, over);
   }
 
   /** A consumer left: its unacked messages go back for redelivery, oldest first. */
@@ -291,10 +363,14 @@ class MemoryProducer implements Producer {
     readonly topic: Topic,
     readonly producer: ProducerId,
     readonly brokerClosed: () => boolean,
+    readonly maxPayloadBytes: number,
   ) {}
 
+  /** @throws BrokerClosedError; InvalidArgumentError for a payload over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
+    const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
+    if (tooBig) throw new InvalidArgumentError(`send on ${topicName(this.topic)}: ${tooBig}`);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     this.t.append({
@@ -319,6 +395,7 @@ class MemoryConsumer implements Consumer {
   readonly #maxRedeliveries: number | undefined;
   /** What was delivered here and not settled, push or pull: the bookkeeping every broker shares. */
   readonly #delivery: Delivery;
+  readonly #malformed: MalformedLog;
 
   constructor(
     readonly sub: MemorySubscription,
@@ -330,6 +407,16 @@ class MemoryConsumer implements Consumer {
     this.#maxRedeliveries = options.maxRedeliveries;
     this.#delivery = new Delivery(options.receiverQueueSize ?? 1000);
     this.messages$ = this.#delivery.messages$;
+    this.#malformed = new MalformedLog(`memory consumer of ${options.subscription} on ${topicName(topic)}`);
+  }
+
+  get malformed$(): Observable<DeadLetter> {
+    return this.#malformed.malformed$;
+  }
+
+  /** Called by the subscription after it dead-lettered a malformed entry. */
+  reportMalformed(dead: DeadLetter): void {
+    this.#malformed.record(dead);
   }
 
   hasCapacity(): boolean {
@@ -359,6 +446,7 @@ class MemoryConsumer implements Consumer {
   async close(): Promise<void> {
     if (this.#delivery.closed) return;
     this.#delivery.close();
+    this.#malformed.complete();
     this.sub.leave(this);
     this.onClose(this);
   }

@@ -6,6 +6,7 @@ import { sequence as toSequence, type ProducerId } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions } from './broker.js';
 import { RedisConsumer, type RedisConsumerTimings } from './redis/consumer.js';
+import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, oversized, positiveInteger } from './internal/malformed.js';
 import { entryFields, toDeadLetter } from './redis/entry.js';
 import { streamKey, subscriptionKeys } from './redis/keys.js';
 
@@ -28,8 +29,26 @@ export interface RedisStreamsBrokerOptions {
   readonly reconnectTimeoutMs?: number;
   /** Connect (and first PING) timeout of `connect`. Default 5000. */
   readonly connectTimeoutMs?: number;
+  /**
+   * Longest payload in bytes: a longer `send` throws InvalidArgumentError, a longer entry
+   * read from the stream (a foreign producer's) is dead-lettered as malformed. Default 5 MiB
+   * (`DEFAULT_MAX_PAYLOAD_BYTES`, Pulsar's default `maxMessageSize`).
+   */
+  readonly maxPayloadBytes?: number;
+  /**
+   * Bound of each dead-letter stream: `XADD ... MAXLEN ~ maxDeadLetters`, so it keeps at
+   * least that many and at most about 100 more (Redis trims whole nodes of
+   * `stream-node-max-entries`), the oldest going first. Default 10 000.
+   */
+  readonly maxDeadLetters?: number;
   /** Extra ioredis options (TLS, password, ...), merged under ours. */
   readonly redis?: RedisOptions;
+}
+
+/** Size limits of a Redis broker (resolved `maxPayloadBytes`, `maxDeadLetters`). */
+interface RedisLimits {
+  readonly maxPayloadBytes: number;
+  readonly maxDeadLetters: number;
 }
 
 /**
@@ -44,7 +63,10 @@ export interface RedisStreamsBrokerOptions {
  * - nack -> the id goes to a per-subscription "ready" sorted set due after the delay; a
  *   consumer claims it with XCLAIM, which bumps Redis' delivery counter (redeliveryCount =
  *   counter - 1). Past `maxRedeliveries` the entry is copied to the dead-letter stream
- *   `sf:<ns>/<p>:<sub>:dlq` with `reason`, then acked.
+ *   `sf:<ns>/<p>:<sub>:dlq` (capped, `maxDeadLetters`) with `reason`, then acked.
+ * - an entry that is not a message (foreign fields, bad sequence, oversized payload) -> the
+ *   dead-letter stream as well, flagged `malformed`; the rest of its batch is delivered.
+ * - stream or group gone under a consumer (NOGROUP) -> `BrokerDataLostError`.
  * - consumer leaves -> its pending entries go to "ready" at once; consumer dies (no
  *   heartbeat for `deadAfterMs`) -> the others do that for it.
  * - exclusive/failover -> a lock key per subscription (SET NX PX, renewed each heartbeat);
@@ -54,7 +76,8 @@ export interface RedisStreamsBrokerOptions {
  *
  * Durability is the server's: `send` resolves when Redis has the entry in memory; with
  * scripts/redis/start.sh's AOF (fsync every second) a clean restart loses nothing, a power
- * cut up to a second.
+ * cut up to a second. A restart without persistence loses the groups: live consumers then
+ * fail with `BrokerDataLostError`.
  *
  * Connections: one shared, auto-pipelined command connection, plus one per consumer for its
  * blocking reads.
@@ -64,16 +87,18 @@ export class RedisStreamsBroker implements Broker {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #timings: RedisConsumerTimings;
+  readonly #limits: RedisLimits;
   readonly #consumers = new Set<RedisConsumer>();
   readonly #producers = new Set<RedisProducer>();
   #closed = false;
   /** Last connection-level error, for messages (ioredis reports them as events). */
   #lastError: Error | undefined;
 
-  private constructor(redis: Redis, prefix: string, timings: RedisConsumerTimings) {
+  private constructor(redis: Redis, prefix: string, timings: RedisConsumerTimings, limits: RedisLimits) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#timings = timings;
+    this.#limits = limits;
     redis.on('error', (err: Error) => {
       this.#lastError = err;
     });
@@ -98,6 +123,10 @@ export class RedisStreamsBroker implements Broker {
     if (timings.deadAfterMs <= 2 * timings.heartbeatMs) {
       throw new InvalidArgumentError(`deadAfterMs (${timings.deadAfterMs}) must exceed 2 * heartbeatMs (${timings.heartbeatMs})`);
     }
+    const limits: RedisLimits = {
+      maxPayloadBytes: positiveInteger('maxPayloadBytes', options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES),
+      maxDeadLetters: positiveInteger('maxDeadLetters', options.maxDeadLetters ?? DEFAULT_MAX_DEAD_LETTERS),
+    };
     const url = options.url ?? 'redis://127.0.0.1:6379';
     const connectTimeout = options.connectTimeoutMs ?? 5000;
     const redis = new Redis(url, {
@@ -106,7 +135,7 @@ export class RedisStreamsBroker implements Broker {
       enableAutoPipelining: true,
       connectTimeout,
     });
-    const broker = new RedisStreamsBroker(redis, options.prefix ?? 'sf:', timings);
+    const broker = new RedisStreamsBroker(redis, options.prefix ?? 'sf:', timings, limits);
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -127,7 +156,9 @@ export class RedisStreamsBroker implements Broker {
   /** @throws BrokerClosedError after `close()`. */
   async producer(topic: Topic, options: ProducerOptions): Promise<Producer> {
     this.#assertOpen();
-    const p = new RedisProducer(this.#redis, streamKey(this.#prefix, topic), topic, options.producer, () => this.#closed, (x) => this.#producers.delete(x));
+    const p = new RedisProducer(
+      this.#redis, streamKey(this.#prefix, topic), topic, options.producer, () => this.#closed, (x) => this.#producers.delete(x), this.#limits.maxPayloadBytes,
+    );
     this.#producers.add(p);
     return p;
   }
@@ -172,6 +203,8 @@ export class RedisStreamsBroker implements Broker {
         receiverQueueSize: options.receiverQueueSize ?? 1000,
         nackRedeliveryDelayMs: options.nackRedeliveryDelayMs ?? 1000,
         maxRedeliveries: options.maxRedeliveries ?? -1,
+        maxPayloadBytes: this.#limits.maxPayloadBytes,
+        maxDeadLetters: this.#limits.maxDeadLetters,
         timings: this.#timings,
         onClose: (x) => this.#consumers.delete(x),
       });
@@ -239,11 +272,14 @@ class RedisProducer implements Producer {
     readonly producer: ProducerId,
     readonly brokerClosed: () => boolean,
     readonly onClose: (p: RedisProducer) => void,
+    readonly maxPayloadBytes: number,
   ) {}
 
-  /** @throws BrokerClosedError, BrokerDisconnectedError */
+  /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
+    const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
+    if (tooBig) throw new InvalidArgumentError(`send on ${topicName(this.topic)}: ${tooBig}`);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     const p = this.redis.xadd(this.stream, '*', ...entryFields(payload, this.producer, seq, options?.key));

@@ -79,6 +79,8 @@ function countingConsumer(consumer: Consumer, counts: Counts, maxRedeliveries: n
     get messages$(): Observable<BrokerMessage> {
       return consumer.messages$;
     },
+    // Malformed entries were never sent by our producers, so they count nothing; passed through.
+    ...(consumer.malformed$ !== undefined ? { malformed$: consumer.malformed$ } : {}),
     receive: (max: number, timeoutMs?: number) => consumer.receive(max, timeoutMs),
     async ack(message: BrokerMessage): Promise<void> {
       await consumer.ack(message);

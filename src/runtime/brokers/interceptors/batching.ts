@@ -1,8 +1,9 @@
 import { Observable, type Subscription } from 'rxjs';
 import { BrokerClosedError, InvalidArgumentError, UndecodableMessageError } from '../../../errors.js';
 import { sequence as toSequence, type Sequence } from '../../ids.js';
-import type { BrokerMessage, Consumer, Producer, SendOptions } from '../broker.js';
-import type { Interceptor } from './compose.js';
+import type { BrokerMessage, Consumer, DeadLetter, Producer, SendOptions } from '../broker.js';
+import { MalformedLog } from '../internal/malformed.js';
+import { mergeMalformed, receiveSkipping, rejectUndecodable, type Interceptor } from './compose.js';
 
 /** Options of `batching`. A batch is sent when any limit is reached. */
 export interface BatchingOptions {
@@ -37,7 +38,9 @@ const ITEM_HEADER = 12;
  * the whole batch (a broker redelivers or dead-letters messages, not parts of them): the
  * first nack or dead letter of one of its messages applies to the batch and later calls for
  * its other messages are ignored, so at-least-once holds and consumers skip what they
- * already applied by sequence.
+ * already applied by sequence. A broker message that is not a well-formed envelope
+ * (truncated, wrong magic or version, a bad item) is dead-lettered alone with reason
+ * `undecodable batch envelope: ...` and reported on `malformed$`; the others are delivered.
  * @throws InvalidArgumentError for limits that are not positive integers.
  */
 export function batching(options: BatchingOptions = {}): Interceptor {
@@ -155,12 +158,15 @@ function pack(items: Item[]): Uint8Array {
 
 /**
  * The messages inside a batch envelope.
- * @throws UndecodableMessageError when `payload` is not a well-formed version-1 envelope.
+ * @throws UndecodableMessageError when `payload` is not a well-formed version-1 envelope:
+ *   short or wrong header, 0 items, an item cut short (truncated), a sequence that is not a
+ *   non-negative safe integer, or bytes after the last item.
  */
 export function unpack(payload: Uint8Array): Array<{ sequence: Sequence; payload: Uint8Array }> {
   if (payload.byteLength < HEADER || payload[0] !== MAGIC || payload[1] !== 1) throw new UndecodableMessageError('not a batch envelope (v1)');
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const count = view.getUint32(2);
+  if (count === 0) throw new UndecodableMessageError('empty batch envelope (0 items)');
   const out: Array<{ sequence: Sequence; payload: Uint8Array }> = [];
   let at = HEADER;
   for (let n = 0; n < count; n++) {
@@ -173,6 +179,7 @@ export function unpack(payload: Uint8Array): Array<{ sequence: Sequence; payload
     out.push({ sequence: seq as Sequence, payload: payload.subarray(at + ITEM_HEADER, at + ITEM_HEADER + len) });
     at += ITEM_HEADER + len;
   }
+  if (at !== payload.byteLength) throw new UndecodableMessageError(`batch envelope has ${payload.byteLength - at} bytes after its ${count} items`);
   return out;
 }
 
@@ -185,7 +192,9 @@ interface OpenBatch {
 
 class UnbatchingConsumer implements Consumer {
   readonly messages$: Observable<BrokerMessage>;
+  readonly malformed$: Observable<DeadLetter>;
   readonly #inner: Consumer;
+  readonly #log = new MalformedLog('batch envelope check of a consumer');
   /** Batches by broker message id. */
   readonly #batches = new Map<string, OpenBatch>();
   /** Unpacked messages not yet returned by `receive`. */
@@ -193,6 +202,7 @@ class UnbatchingConsumer implements Consumer {
 
   constructor(inner: Consumer) {
     this.#inner = inner;
+    this.malformed$ = mergeMalformed(inner, this.#log);
     this.messages$ = new Observable<BrokerMessage>((subscriber) => {
       const s: Subscription = inner.messages$.subscribe({
         next: (m) => {
@@ -200,7 +210,7 @@ class UnbatchingConsumer implements Consumer {
           try {
             parts = this.#open(m);
           } catch (err) {
-            subscriber.error(err);
+            void this.#reject(m, err);
             return;
           }
           for (const p of parts) subscriber.next(p);
@@ -212,10 +222,19 @@ class UnbatchingConsumer implements Consumer {
     });
   }
 
-  /** @throws UndecodableMessageError when a delivered payload is not a batch (it stays unacked). */
+  /** Unpacked messages; a delivered payload that is not a batch is dead-lettered (see the class doc). */
   async receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
     if (this.#buffer.length === 0) {
-      for (const m of await this.#inner.receive(max, timeoutMs)) this.#buffer.push(...this.#open(m));
+      await receiveSkipping(this.#inner, max, timeoutMs, async (ms) => {
+        for (const m of ms) {
+          try {
+            this.#buffer.push(...this.#open(m));
+          } catch (err) {
+            await this.#reject(m, err);
+          }
+        }
+        return this.#buffer;
+      });
     }
     return this.#buffer.splice(0, max);
   }
@@ -242,7 +261,12 @@ class UnbatchingConsumer implements Consumer {
   async close(): Promise<void> {
     this.#batches.clear();
     this.#buffer = [];
+    this.#log.complete();
     await this.#inner.close();
+  }
+
+  #reject(m: BrokerMessage, err: unknown): Promise<void> {
+    return rejectUndecodable(this.#inner, this.#log, 'undecodable batch envelope', m, err);
   }
 
   #open(m: BrokerMessage): BrokerMessage[] {

@@ -44,7 +44,7 @@ export function compression(options: CompressionOptions): Interceptor {
       flush: () => next.flush(),
       close: () => next.close(),
     }),
-    consumer: (next) => mapPayloads(next, decompress),
+    consumer: (next) => mapPayloads(next, decompress, 'undecodable compression frame'),
   };
 }
 

@@ -73,6 +73,35 @@ export class PulsarAdmin {
     );
   }
 
+  /**
+   * The properties of subscription `name` on `t` (Pulsar >= 2.11; persisted with the cursor),
+   * or undefined when the topic or subscription does not exist.
+   */
+  async subscriptionProperties(t: PulsarTopicName, name: string): Promise<Record<string, string> | undefined> {
+    return (await this.#request('GET', `/admin/v2/${topicPath(t)}/subscription/${encodeURIComponent(name)}/properties`, undefined, [404])) as
+      | Record<string, string>
+      | undefined;
+  }
+
+  /** Replaces the properties of subscription `name` on `t`. */
+  async setSubscriptionProperties(t: PulsarTopicName, name: string, properties: Record<string, string>): Promise<void> {
+    await this.#request('PUT', `/admin/v2/${topicPath(t)}/subscription/${encodeURIComponent(name)}/properties`, properties);
+  }
+
+  /**
+   * Topic-level backlog quota (topic policies, on by default since Pulsar 3.0): once the
+   * backlog of `t` exceeds `limitBytes`, Pulsar drops its oldest messages
+   * (`consumer_backlog_eviction`) at its next quota check (`backlogQuotaCheckIntervalInSeconds`,
+   * 60 s by default), at ledger granularity.
+   */
+  async setBacklogQuota(t: PulsarTopicName, limitBytes: number): Promise<void> {
+    await this.#request('POST', `/admin/v2/${topicPath(t)}/backlogQuota?backlogQuotaType=destination_storage`, {
+      limitSize: limitBytes,
+      limitTime: -1,
+      policy: 'consumer_backlog_eviction',
+    });
+  }
+
   /** Entries retained in `t`'s ledgers, or undefined when the topic does not exist. */
   async retainedEntries(t: PulsarTopicName): Promise<number | undefined> {
     const stats = (await this.#request('GET', `/admin/v2/${topicPath(t)}/internalStats`, undefined, [404])) as

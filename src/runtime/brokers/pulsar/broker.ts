@@ -1,7 +1,8 @@
 import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
-import { producerId, sequence } from '../../ids.js';
+import { producerId } from '../../ids.js';
 import type { Topic } from '../../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SubscribeOptions } from '../broker.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../internal/malformed.js';
 import { PulsarAdmin } from './admin.js';
 import { parseFrame, PulsarConsumer } from './consumer.js';
 import { deadLetterTopic, Props, pulsarTopic, topicPath, type PulsarTopicName } from './names.js';
@@ -23,6 +24,21 @@ export interface PulsarBrokerOptions {
   readonly maxPendingSends?: number;
   /** A consumer that cannot reconnect for this long errors. Default 60000. */
   readonly reconnectTimeoutMs?: number;
+  /**
+   * Longest payload in bytes: a longer `send` throws InvalidArgumentError, a longer message
+   * delivered (a foreign producer's) is dead-lettered as malformed. Default 5 MiB
+   * (`DEFAULT_MAX_PAYLOAD_BYTES`, Pulsar's own default `maxMessageSize`).
+   */
+  readonly maxPayloadBytes?: number;
+  /**
+   * Bound of each dead-letter topic, in bytes of backlog: a topic-level backlog quota with
+   * `consumer_backlog_eviction`, so Pulsar drops the oldest dead letters beyond it (checked
+   * every `backlogQuotaCheckIntervalInSeconds`, 60 s by default, at ledger granularity: an
+   * approximate bound, in bytes because Pulsar quotas have no message count). Default 64 MiB.
+   */
+  readonly maxDeadLetterBytes?: number;
+  /** Period of each consumer's data-loss check (deleted topic or subscription), ms. Default 5000. */
+  readonly dataLossCheckMs?: number;
 }
 
 /** Resolved numeric options. */
@@ -38,7 +54,10 @@ const KEEP = 'shardflow-retain';
  * Mapping: tenant `shardflow` (configurable), one Pulsar namespace per shardflow namespace
  * (created on first use), topic `persistent://shardflow/<namespace>/<partition>`
  * (non-partitioned, auto-created), subscriptions and their types are Pulsar's, dead letters
- * go to `<topic>-<subscription>-DLQ` with a `sf-reason` property (see `consumer.ts`).
+ * go to `<topic>-<subscription>-DLQ` with a `sf-reason` property (see `consumer.ts`), bounded
+ * by a backlog quota (`maxDeadLetterBytes`). Malformed messages (not ours, or oversized) go
+ * there too (`sf-malformed=1`); a deleted topic or subscription fails its consumers with
+ * `BrokerDataLostError` (see `consumer.ts`).
  * Producer and sequence travel as message properties `sf-producer`, `sf-sequence`.
  *
  * Durability is Pulsar's: a send resolves once the bookie journal has it (the standalone of
@@ -75,6 +94,9 @@ export class PulsarBroker implements Broker {
       sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
       maxPendingSends: options.maxPendingSends ?? 1000,
       reconnectTimeoutMs: options.reconnectTimeoutMs ?? 60_000,
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      maxDeadLetterBytes: options.maxDeadLetterBytes ?? 64 * 1024 * 1024,
+      dataLossCheckMs: options.dataLossCheckMs ?? 5000,
     };
     for (const [k, v] of Object.entries(o)) {
       if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`${k} must be a positive integer, got ${v}`);
@@ -97,6 +119,7 @@ export class PulsarBroker implements Broker {
       connectTimeoutMs: this.#o.connectTimeoutMs,
       sendTimeoutMs: this.#o.sendTimeoutMs,
       maxPending: this.#o.maxPendingSends,
+      maxPayloadBytes: this.#o.maxPayloadBytes,
     });
     this.#producers.add(p);
     return p;
@@ -124,6 +147,9 @@ export class PulsarBroker implements Broker {
       connectTimeoutMs: this.#o.connectTimeoutMs,
       reconnectTimeoutMs: this.#o.reconnectTimeoutMs,
       deadLetters: () => this.#deadLetterProducer(topic, dlq),
+      maxPayloadBytes: this.#o.maxPayloadBytes,
+      admin: this.#admin,
+      dataLossCheckMs: this.#o.dataLossCheckMs,
       onClose: (x) => this.#consumers.delete(x),
     });
     this.#consumers.add(c);
@@ -167,12 +193,11 @@ export class PulsarBroker implements Broker {
         message: {
           ...f.message,
           id: p[Props.origin] ?? f.message.id,
-          producer: producerId(p[Props.producer] ?? 'pulsar'),
-          sequence: sequence(Number(p[Props.sequence] ?? '0')),
           redeliveryCount: Number(p[Props.redeliveryCount] ?? f.message.redeliveryCount),
           publishTime: Number(p[Props.publishTime] ?? f.message.publishTime),
         },
         reason: p[Props.reason] ?? 'exceeded maxRedeliveries (Pulsar dead-letter policy)',
+        ...(p[Props.malformed] === '1' ? { malformed: true } : {}),
       });
       if (out.length >= n) done();
     };
@@ -220,6 +245,10 @@ export class PulsarBroker implements Broker {
       p = (async () => {
         await this.#admin.ensureTopic(dlq);
         await this.#admin.ensureSubscription(dlq, KEEP);
+        await this.#admin.setBacklogQuota(dlq, this.#o.maxDeadLetterBytes).catch((err: unknown) => {
+          // Topic policies off on this cluster: dead letters still work, unbounded.
+          process.emitWarning(`pulsar dead-letter topic ${topicPath(dlq)}: no backlog quota (${(err as Error).message}); it is unbounded`);
+        });
         return PulsarProducer.open({
           wsUrl: this.#wsUrl,
           target: dlq,
@@ -228,6 +257,7 @@ export class PulsarBroker implements Broker {
           connectTimeoutMs: this.#o.connectTimeoutMs,
           sendTimeoutMs: this.#o.sendTimeoutMs,
           maxPending: this.#o.maxPendingSends,
+          maxPayloadBytes: this.#o.maxPayloadBytes,
         });
       })();
       p.catch(() => this.#deadLetterProducers.delete(key));

@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import type WebSocket from 'ws';
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, BrokerDisconnectedError } from '../../../errors.js';
-import { producerId, sequence } from '../../ids.js';
+import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError } from '../../../errors.js';
+import { producerId, sequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
-import type { BrokerMessage, Consumer, SubscriptionType } from '../broker.js';
+import type { BrokerMessage, Consumer, DeadLetter, SubscriptionType } from '../broker.js';
 import { Delivery } from '../internal/delivery.js';
-import { fullName, Props, topicPath, type PulsarTopicName } from './names.js';
+import { entryProblem, MalformedLog, parseSequence } from '../internal/malformed.js';
+import type { PulsarAdmin } from './admin.js';
+import { fullName, INCARNATION, Props, topicPath, type PulsarTopicName } from './names.js';
 import { closeSocket, type PulsarProducer } from './producer.js';
 import { openSocket } from './socket.js';
 
@@ -35,6 +38,12 @@ export interface PulsarConsumerConfig {
   readonly reconnectTimeoutMs: number;
   /** The dead-letter producer of this subscription, opened on first use. */
   readonly deadLetters: () => Promise<PulsarProducer>;
+  /** Messages with a longer payload are dead-lettered as malformed. */
+  readonly maxPayloadBytes: number;
+  /** For the subscription's incarnation mark (data-loss check). */
+  readonly admin: PulsarAdmin;
+  /** Period of the data-loss check, ms. */
+  readonly dataLossCheckMs: number;
   readonly onClose: (c: PulsarConsumer) => void;
 }
 
@@ -70,6 +79,20 @@ interface WsMessage {
  *
  * Disconnects: the consumer reconnects with backoff; messages in flight come again from
  * Pulsar (same ids; acks by id stay valid across sessions).
+ *
+ * Malformed messages (no `sf-producer` / `sf-sequence` property, a sequence that is not a
+ * decimal integer, a payload over `maxPayloadBytes`) are not delivered: they go to the DLQ
+ * topic with `sf-reason` and `sf-malformed=1` (their own properties kept), are acked, and are
+ * reported on `malformed$`. If that fails they are nacked, so they come back and are tried
+ * again.
+ *
+ * Data loss: when the topic or the subscription is deleted, the WebSocket proxy does not
+ * close the socket: its client resubscribes, Pulsar recreates both, empty, and the consumer
+ * would wait forever. So the subscription carries a property `sf-incarnation` (set by the
+ * first consumer); every `dataLossCheckMs` the consumer reads it through the admin API, and
+ * when it is gone (the subscription was recreated) fails `messages$` and `receive` with
+ * `BrokerDataLostError`. An admin API that does not answer proves nothing: the check is
+ * skipped then.
  */
 export class PulsarConsumer implements Consumer {
   readonly #c: PulsarConsumerConfig;
@@ -81,16 +104,36 @@ export class PulsarConsumer implements Consumer {
   #closing: Promise<void> | undefined;
   /** Waiters for a (re)connected socket. */
   #waiters: Array<{ resolve: (ws: WebSocket) => void; reject: (e: Error) => void }> = [];
+  readonly #malformed: MalformedLog;
+  /** Data-loss check timer (see the class doc). */
+  #check: NodeJS.Timeout | undefined;
+  #lost: BrokerDataLostError | undefined;
 
   private constructor(config: PulsarConsumerConfig) {
     this.#c = config;
     this.#delivery = new Delivery(config.receiverQueueSize);
+    this.#malformed = new MalformedLog(`pulsar consumer of ${config.subscription} on ${topicName(config.topic)}`);
   }
 
-  /** Subscribes. @throws InvalidArgumentError (exclusive taken, type mismatch), BrokerDisconnectedError. */
+  /**
+   * Subscribes, then marks the subscription's incarnation (unless marked) and starts the
+   * data-loss check. A Pulsar without subscription properties gets no check (a warning says so).
+   * @throws InvalidArgumentError (exclusive taken, type mismatch), BrokerDisconnectedError.
+   */
   static async open(config: PulsarConsumerConfig): Promise<PulsarConsumer> {
     const c = new PulsarConsumer(config);
     c.#attach(await openSocket(c.#url(), config.connectTimeoutMs, c.#listener));
+    try {
+      await c.#mark();
+      c.#check = setInterval(() => void c.#checkData(), config.dataLossCheckMs);
+      c.#check.unref();
+    } catch (err) {
+      if (err instanceof BrokerDisconnectedError && !(err as { status?: number }).status) {
+        await c.close();
+        throw err;
+      }
+      process.emitWarning(`pulsar consumer of ${config.subscription} on ${topicName(config.topic)}: no data-loss check (${(err as Error).message})`);
+    }
     return c;
   }
 
@@ -98,12 +141,45 @@ export class PulsarConsumer implements Consumer {
     return this.#delivery.messages$;
   }
 
+  get malformed$(): Observable<DeadLetter> {
+    return this.#malformed.malformed$;
+  }
+
+  /** Sets the incarnation property unless the subscription has one. */
+  async #mark(): Promise<void> {
+    const { admin, target, subscription } = this.#c;
+    const props = await admin.subscriptionProperties(target, subscription);
+    if (props?.[INCARNATION]) return;
+    await admin.setSubscriptionProperties(target, subscription, { ...props, [INCARNATION]: randomBytes(8).toString('hex') });
+  }
+
+  /** One data-loss check: the incarnation property gone means the subscription was recreated. */
+  async #checkData(): Promise<void> {
+    if (this.#closed || this.#lost) return;
+    let props: Record<string, string> | undefined;
+    try {
+      props = await this.#c.admin.subscriptionProperties(this.#c.target, this.#c.subscription);
+    } catch {
+      return; // admin unreachable (e.g. Pulsar restarting): proves nothing
+    }
+    if (this.#closed || props?.[INCARNATION]) return;
+    this.#lost = new BrokerDataLostError(
+      topicName(this.#c.topic),
+      this.#c.subscription,
+      `pulsar ${props === undefined ? 'topic or subscription no longer exists' : 'subscription was recreated (its sf-incarnation property is gone)'} on ${fullName(this.#c.target)}; messages in flight are lost`,
+    );
+    if (this.#check) clearInterval(this.#check);
+    this.#delivery.fail(this.#lost);
+    this.#malformed.complete();
+  }
+
   receive(max: number, timeoutMs?: number): Promise<BrokerMessage[]> {
     return this.#delivery.receive(max, timeoutMs);
   }
 
-  /** @throws BrokerDisconnectedError when the connection is down for longer than reconnectTimeoutMs. */
+  /** @throws BrokerDisconnectedError when the connection is down for longer than reconnectTimeoutMs; BrokerDataLostError after data loss. */
   async ack(message: BrokerMessage): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     await this.#send({ messageId: message.id });
     this.#nacks.delete(message.id);
@@ -112,6 +188,7 @@ export class PulsarConsumer implements Consumer {
 
   /** Redelivery after the delay, or the dead-letter topic once `maxRedeliveries` would be exceeded. */
   async nack(message: BrokerMessage, reason = 'nacked'): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     if (this.#c.maxRedeliveries >= 0 && message.redeliveryCount + 1 > this.#c.maxRedeliveries) {
       await this.deadLetter(message, reason);
@@ -124,6 +201,7 @@ export class PulsarConsumer implements Consumer {
 
   /** Publishes to the DLQ topic with `reason`, then acks. */
   async deadLetter(message: BrokerMessage, reason: string): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     const dlq = await this.#c.deadLetters();
     await dlq.sendRaw(
@@ -147,7 +225,9 @@ export class PulsarConsumer implements Consumer {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#closed = true;
+      if (this.#check) clearInterval(this.#check);
       this.#delivery.close();
+      this.#malformed.complete();
       const err = new BrokerClosedError('consumer is closed');
       for (const w of this.#waiters.splice(0)) w.reject(err);
       const ws = this.#ws;
@@ -236,29 +316,74 @@ export class PulsarConsumer implements Consumer {
     }
     if (typeof m.messageId !== 'string' || typeof m.payload !== 'string') return; // e.g. an answer to a command
     const message = toMessage(this.#c.topic, m);
+    const props = m.properties ?? {};
+    const problem = entryProblem(
+      { payload: message.payload, producer: props[Props.producer], sequence: props[Props.sequence] },
+      this.#c.maxPayloadBytes,
+      { payload: 'payload', producer: `property ${Props.producer}`, sequence: `property ${Props.sequence}` },
+    );
+    if (problem !== undefined) {
+      void this.#bury({ message, reason: problem, malformed: true }, props);
+      return;
+    }
     const counted = this.#nacks.get(message.id);
     this.#delivery.deliver(counted !== undefined && counted > message.redeliveryCount ? { ...message, redeliveryCount: counted } : message);
   }
+
+  /**
+   * Moves a malformed message to the DLQ topic (its own properties kept, ours added), acks
+   * it and reports it; on failure nacks it so that it comes back. Never rejects.
+   */
+  async #bury(dead: DeadLetter, properties: Record<string, string>): Promise<void> {
+    const m = dead.message;
+    try {
+      const dlq = await this.#c.deadLetters();
+      await dlq.sendRaw(
+        m.payload,
+        {
+          ...properties,
+          [Props.reason]: dead.reason,
+          [Props.origin]: m.id,
+          [Props.redeliveryCount]: String(m.redeliveryCount),
+          [Props.publishTime]: String(m.publishTime),
+          [Props.malformed]: '1',
+        },
+        m.key,
+      );
+      await this.#send({ messageId: m.id });
+      this.#malformed.record(dead);
+    } catch (err) {
+      if (this.#closed) return; // unacked: Pulsar delivers it again to the next consumer
+      process.emitWarning(
+        `pulsar consumer of ${this.#c.subscription} on ${topicName(this.#c.topic)}: could not dead-letter malformed ${m.id} (${dead.reason}): ${(err as Error).message}; nacked to retry`,
+        { code: 'SF_MALFORMED_ENTRY' },
+      );
+      await this.#send({ type: 'negativeAcknowledge', messageId: m.id }).catch(() => undefined);
+    }
+  }
 }
 
-/** A WebSocket message as a `BrokerMessage`; messages from foreign producers get producer `pulsar`, sequence 0. */
+/**
+ * A WebSocket message as a `BrokerMessage`, leniently: a missing or empty producer reads
+ * `?`, a missing or unreadable sequence 0 (callers check `entryProblem` before delivering).
+ */
 function toMessage(topic: Topic, m: WsMessage): BrokerMessage {
   const props = m.properties ?? {};
   const payload = Buffer.from(m.payload, 'base64');
-  const seq = Number(props[Props.sequence] ?? '0');
+  const producer = props[Props.producer];
   return {
     id: m.messageId,
     topic,
     payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
-    producer: producerId(props[Props.producer] ?? 'pulsar'),
-    sequence: sequence(Number.isSafeInteger(seq) && seq >= 0 ? seq : 0),
+    producer: producer ? producerId(producer) : ('?' as ProducerId),
+    sequence: (props[Props.sequence] !== undefined ? parseSequence(props[Props.sequence]!) : undefined) ?? sequence(0),
     ...(m.key !== undefined ? { key: m.key } : {}),
     redeliveryCount: m.redeliveryCount ?? 0,
     publishTime: m.publishTime ? Date.parse(m.publishTime) : 0,
   };
 }
 
-/** Parses a WebSocket message frame (for readers of dead-letter topics). */
+/** Parses a WebSocket message frame (for readers of dead-letter topics); lenient like `toMessage`. */
 export function parseFrame(topic: Topic, text: string): { message: BrokerMessage; properties: Record<string, string> } | undefined {
   const m = JSON.parse(text) as WsMessage;
   if (typeof m.messageId !== 'string' || typeof m.payload !== 'string') return undefined;

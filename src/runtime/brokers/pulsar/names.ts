@@ -44,4 +44,13 @@ export const Props = Object.freeze({
   origin: 'sf-origin',
   redeliveryCount: 'sf-redelivery-count',
   publishTime: 'sf-publish-time',
+  /** `1` on a dead letter of a message that was not one of ours (see `internal/malformed.ts`). */
+  malformed: 'sf-malformed',
 } as const);
+
+/**
+ * Subscription property that marks the subscription's lifetime: set by the first consumer
+ * (random value), gone when Pulsar recreates the subscription after it or its topic was
+ * deleted (the WebSocket proxy resubscribes silently), which is how a consumer notices.
+ */
+export const INCARNATION = 'sf-incarnation';

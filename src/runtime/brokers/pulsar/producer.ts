@@ -1,5 +1,6 @@
 import type WebSocket from 'ws';
-import { BrokerClosedError, BrokerDisconnectedError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { oversized } from '../internal/malformed.js';
 import { sequence as toSequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
 import type { Producer, SendOptions } from '../broker.js';
@@ -19,6 +20,8 @@ export interface PulsarProducerConfig {
   readonly sendTimeoutMs: number;
   /** Most sends awaiting Pulsar's receipt; further sends wait (backpressure). */
   readonly maxPending: number;
+  /** Longest payload `send` takes, bytes. */
+  readonly maxPayloadBytes: number;
 }
 
 interface Pending {
@@ -70,9 +73,11 @@ export class PulsarProducer implements Producer {
     return p;
   }
 
-  /** @throws BrokerClosedError, BrokerDisconnectedError */
+  /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
+    const tooBig = oversized(payload.byteLength, this.#c.maxPayloadBytes);
+    if (tooBig) throw new InvalidArgumentError(`send on ${topicName(this.topic)}: ${tooBig}`);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     await this.sendRaw(payload, { [Props.producer]: this.producer, [Props.sequence]: String(seq) }, options?.key);

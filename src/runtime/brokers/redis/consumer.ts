@@ -1,10 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
 import { topicName, type Topic } from '../../topics.js';
-import type { BrokerMessage, Consumer, SubscriptionType } from '../broker.js';
+import type { BrokerMessage, Consumer, DeadLetter, SubscriptionType } from '../broker.js';
 import { Delivery } from '../internal/delivery.js';
-import { compareIds, toMessage } from './entry.js';
+import { MalformedLog } from '../internal/malformed.js';
+import { compareIds, decodeEntry } from './entry.js';
 import type { SubscriptionKeys } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -17,6 +18,17 @@ export interface RedisConsumerTimings {
 }
 
 type Entry = [id: Buffer, fields: Buffer[] | null];
+
+/**
+ * True for the errors Redis gives when a subscription's stream or consumer group is gone:
+ * `NOGROUP` (a command on a missing key or group) and `UNBLOCKED the stream key no longer
+ * exists` / `... consumer group ... destroyed` (a blocked XREADGROUP whose key or group was
+ * deleted; Redis 7).
+ */
+export function isDataLoss(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return err.message.startsWith('NOGROUP') || /^UNBLOCKED .*(no longer exists|destroyed)/.test(err.message);
+}
 
 /**
  * The entries of an XREADGROUP reply for one or more streams. ioredis 6 returns it as the
@@ -53,6 +65,10 @@ export interface RedisConsumerConfig {
   readonly nackRedeliveryDelayMs: number;
   /** -1 = unlimited. */
   readonly maxRedeliveries: number;
+  /** Entries with a longer payload are dead-lettered as malformed. */
+  readonly maxPayloadBytes: number;
+  /** `MAXLEN ~` of the dead-letter stream. */
+  readonly maxDeadLetters: number;
   readonly timings: RedisConsumerTimings;
   readonly onClose: (c: RedisConsumer) => void;
 }
@@ -75,6 +91,16 @@ export interface RedisConsumerConfig {
  * Exclusive and failover: only the holder of the lock key (`SET NX PX deadAfterMs`, renewed
  * each heartbeat) reads. A failover standby polls the lock each heartbeat; on taking it, it
  * reaps first, so the old holder's entries come before new ones.
+ *
+ * Malformed entries (see `internal/malformed.ts`): a read or claimed entry that is not a
+ * message is not delivered; after the valid ones of its batch are, it is dead-lettered
+ * (`sfDeadLetter`, flagged malformed), which acks it, and reported on `malformed$`. One that
+ * could not be moved yet (Redis unreachable) is retried before the next fetch.
+ *
+ * Data loss: NOGROUP (the stream or the group vanished: a `DEL`, a flushed or restarted Redis
+ * without persistence) fails `messages$` and `receive` with `BrokerDataLostError`; so does an
+ * ack, nack or dead letter that meets it. The consumer stops fetching; `close()` then only
+ * cleans up its keys.
  */
 export class RedisConsumer implements Consumer {
   readonly #c: RedisConsumerConfig;
@@ -86,6 +112,11 @@ export class RedisConsumer implements Consumer {
   #timer: NodeJS.Timeout | undefined;
   #wake: (() => void) | undefined;
   #beating = false;
+  readonly #malformed: MalformedLog;
+  /** Malformed entries read but not moved to the dead-letter stream yet. */
+  #toBury: DeadLetter[] = [];
+  /** Set once the subscription's data is gone. */
+  #lost: BrokerDataLostError | undefined;
   /** Resolves on close: fetches race it, since a command queued while ioredis reconnects
    * never settles once its connection is disconnected. */
   readonly #stopped: Promise<void>;
@@ -96,6 +127,7 @@ export class RedisConsumer implements Consumer {
     this.#c = config;
     this.#delivery = new Delivery(config.receiverQueueSize, () => this.#poke());
     this.#active = config.type === 'shared';
+    this.#malformed = new MalformedLog(`redis consumer ${config.name} of ${config.subscription} on ${topicName(config.topic)}`);
     this.#stopped = new Promise((resolve) => {
       this.#stop = resolve;
     });
@@ -103,6 +135,10 @@ export class RedisConsumer implements Consumer {
 
   get messages$(): Observable<BrokerMessage> {
     return this.#delivery.messages$;
+  }
+
+  get malformed$(): Observable<DeadLetter> {
+    return this.#malformed.malformed$;
   }
 
   /** The consumer's name in the group (`XINFO CONSUMERS`). */
@@ -138,32 +174,35 @@ export class RedisConsumer implements Consumer {
     return this.#delivery.receive(max, timeoutMs);
   }
 
-  /** @throws BrokerDisconnectedError when Redis cannot be reached. */
+  /** @throws BrokerDisconnectedError when Redis cannot be reached; BrokerDataLostError after data loss. */
   async ack(message: BrokerMessage): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     const { keys, subscription, name } = this.#c;
     await this.#command('ack', () => runScript(this.#c.redis, 'sfAck', [keys.stream, keys.ready], [subscription, name, message.id]));
     this.#delivery.settle(message.id);
   }
 
-  /** @throws BrokerDisconnectedError when Redis cannot be reached. */
+  /** @throws BrokerDisconnectedError when Redis cannot be reached; BrokerDataLostError after data loss. */
   async nack(message: BrokerMessage, reason = 'nacked'): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     const { keys, subscription, name } = this.#c;
     await this.#command('nack', () =>
       runScript(this.#c.redis, 'sfNack', [keys.stream, keys.ready, keys.dlq], [
-        subscription, name, message.id, this.#c.nackRedeliveryDelayMs, this.#c.maxRedeliveries, reason,
+        subscription, name, message.id, this.#c.nackRedeliveryDelayMs, this.#c.maxRedeliveries, reason, this.#c.maxDeadLetters,
       ]),
     );
     this.#delivery.settle(message.id);
   }
 
-  /** @throws BrokerDisconnectedError when Redis cannot be reached. */
+  /** @throws BrokerDisconnectedError when Redis cannot be reached; BrokerDataLostError after data loss. */
   async deadLetter(message: BrokerMessage, reason: string): Promise<void> {
+    if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     const { keys, subscription, name } = this.#c;
     await this.#command('deadLetter', () =>
-      runScript(this.#c.redis, 'sfDeadLetter', [keys.stream, keys.ready, keys.dlq], [subscription, name, message.id, reason]),
+      runScript(this.#c.redis, 'sfDeadLetter', [keys.stream, keys.ready, keys.dlq], [subscription, name, message.id, reason, this.#c.maxDeadLetters, '0']),
     );
     this.#delivery.settle(message.id);
   }
@@ -183,6 +222,7 @@ export class RedisConsumer implements Consumer {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#delivery.close();
+    this.#malformed.complete();
     this.#stop();
     this.#poke();
     this.#c.blocking.disconnect();
@@ -190,7 +230,13 @@ export class RedisConsumer implements Consumer {
     const { redis, keys, subscription, name } = this.#c;
     try {
       await this.#command('close', async () => {
-        await runScript(redis, 'sfHandover', [keys.stream, keys.ready, keys.alivePrefix + name], [subscription, name]);
+        try {
+          await runScript(redis, 'sfHandover', [keys.stream, keys.ready, keys.alivePrefix + name], [subscription, name]);
+        } catch (err) {
+          // The group is gone: nothing is pending to hand over (that loss was reported).
+          if (!isDataLoss(err)) throw err;
+          await redis.del(keys.alivePrefix + name);
+        }
         if (this.#c.type !== 'shared') await this.#releaseLock();
       });
     } finally {
@@ -236,13 +282,10 @@ export class RedisConsumer implements Consumer {
         backoff = 50;
       } catch (err) {
         if (this.#closed) break;
-        if (err instanceof Error && err.message.startsWith('NOGROUP')) {
-          // The stream or group was deleted (e.g. a flushed server): recreate and go on.
-          await this.#c.redis
-            .xgroup('CREATE', this.#c.keys.stream, this.#c.subscription, '0', 'MKSTREAM')
-            .catch((e: unknown) => (e instanceof Error && e.message.startsWith('BUSYGROUP') ? 'OK' : Promise.reject(e)))
-            .catch(() => undefined); // a failure shows up again as the next fetch error
-          continue;
+        if (isDataLoss(err)) {
+          // Not recreated: a fresh group would hide that the pending and unread entries are gone.
+          this.#dataLost(err);
+          break;
         }
         failingSince ??= Date.now();
         if (Date.now() - failingSince > timings.reconnectTimeoutMs) {
@@ -262,14 +305,16 @@ export class RedisConsumer implements Consumer {
 
   /** One round: claim due entries, then read new ones (blocking when nothing was claimed). */
   async #fetch(): Promise<void> {
-    const { redis, blocking, keys, subscription, name, topic, timings } = this.#c;
+    const { redis, blocking, keys, subscription, name, timings } = this.#c;
+    await this.#bury();
     const reply = (await runScript(redis, 'sfClaimReady', [keys.stream, keys.ready], [subscription, name, this.#delivery.free], true)) as [
       Array<[Buffer, Buffer[], number]>,
       Buffer | null,
     ];
     const [claimed, nextDue] = reply;
     claimed.sort((a, b) => compareIds(a[0].toString(), b[0].toString()));
-    for (const [id, fields, count] of claimed) this.#delivery.deliver(toMessage(topic, id.toString(), fields, count));
+    for (const [id, fields, count] of claimed) this.#take(id.toString(), fields, count);
+    await this.#bury();
     const free = this.#delivery.free;
     if (free === 0 || this.#closed) return;
     let block = timings.blockMs;
@@ -278,7 +323,47 @@ export class RedisConsumer implements Consumer {
     if (claimed.length === 0) args.push('BLOCK', block);
     args.push('STREAMS', keys.stream, '>');
     const read = await blocking.callBuffer('XREADGROUP', ...args);
-    for (const [id, fields] of streamEntries(read)) this.#delivery.deliver(toMessage(topic, id.toString(), fields, 1));
+    for (const [id, fields] of streamEntries(read)) this.#take(id.toString(), fields, 1);
+    await this.#bury();
+  }
+
+  /** Delivers a read or claimed entry, or queues it for the dead-letter stream when it is not a message. */
+  #take(id: string, fields: Buffer[], deliveryCount: number): void {
+    const d = decodeEntry(this.#c.topic, id, fields, deliveryCount, this.#c.maxPayloadBytes);
+    if ('message' in d) this.#delivery.deliver(d.message);
+    else this.#toBury.push(d.malformed);
+  }
+
+  /**
+   * Moves the queued malformed entries to the dead-letter stream (acking them), oldest first,
+   * and reports each. One that fails stays queued with those after it.
+   * @throws what Redis throws (the fetch loop backs off and retries).
+   */
+  async #bury(): Promise<void> {
+    const { redis, keys, subscription, name, maxDeadLetters } = this.#c;
+    while (this.#toBury.length > 0) {
+      const dead = this.#toBury[0]!;
+      const moved = await runScript(redis, 'sfDeadLetter', [keys.stream, keys.ready, keys.dlq], [
+        subscription, name, dead.message.id, dead.reason, maxDeadLetters, '1',
+      ]);
+      this.#toBury.shift();
+      if (moved === 1) this.#malformed.record(dead); // 0: handed over meanwhile, its new owner moves it
+    }
+  }
+
+  /** Fails the consumer with BrokerDataLostError (once); returns the error. */
+  #dataLost(cause: unknown): BrokerDataLostError {
+    this.#lost ??= new BrokerDataLostError(
+      topicName(this.#c.topic),
+      this.#c.subscription,
+      `redis stream ${this.#c.keys.stream} or its consumer group is gone (${(cause as Error).message}); entries in flight are lost`,
+      { cause },
+    );
+    if (this.#timer) clearInterval(this.#timer);
+    this.#delivery.fail(this.#lost);
+    this.#malformed.complete();
+    this.#poke();
+    return this.#lost;
   }
 
   /** Heartbeat: liveness, lock, reaping dead consumers, trimming. Errors wait for the next beat. */
@@ -306,8 +391,10 @@ export class RedisConsumer implements Consumer {
         await this.#reap();
         await runScript(redis, 'sfTrim', [keys.stream], []);
       }
-    } catch {
-      // Redis unreachable: the fetch loop reports a lasting outage; the next beat retries.
+    } catch (err) {
+      // NOGROUP: the group is gone (noticed here when the fetch loop is idle at full capacity).
+      // Otherwise Redis is unreachable: the fetch loop reports a lasting outage; the next beat retries.
+      if (isDataLoss(err) && !this.#closed) this.#dataLost(err);
     } finally {
       this.#beating = false;
     }
@@ -323,12 +410,17 @@ export class RedisConsumer implements Consumer {
     await redis.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, keys.lock, name);
   }
 
-  /** Runs one command, mapping connection failures to BrokerDisconnectedError. */
+  /**
+   * Runs one command, mapping NOGROUP to BrokerDataLostError (and failing the consumer) and
+   * connection failures to BrokerDisconnectedError.
+   */
   async #command<T>(what: string, f: () => Promise<T>): Promise<T> {
     if (this.#closed && what !== 'close') throw new BrokerClosedError(`consumer ${this.#c.name} is closed`);
+    if (this.#lost && what !== 'close') throw this.#lost;
     try {
       return await f();
     } catch (err) {
+      if (isDataLoss(err) && what !== 'close') throw this.#dataLost(err);
       throw new BrokerDisconnectedError(`redis ${what} on ${topicName(this.#c.topic)} failed: ${(err as Error).message}`, { cause: err });
     }
   }

@@ -1,12 +1,13 @@
-import { producerId, sequence } from '../../ids.js';
+import { producerId, sequence, type ProducerId } from '../../ids.js';
 import type { Topic } from '../../topics.js';
 import type { BrokerMessage, DeadLetter } from '../broker.js';
+import { entryProblem, parseSequence, type RawFields } from '../internal/malformed.js';
 
 /**
  * Stream entry fields (binary-safe): `payload` (bytes), `producer` (utf-8), `sequence`
  * (decimal), optional `key`; dead-letter entries add `reason`, `origin` (the entry id in the
- * topic stream) and `redeliveryCount`. The publish time is the entry id's millisecond part
- * (Redis server clock).
+ * topic stream), `redeliveryCount`, and `malformed` = `1` for an entry that was not a message.
+ * The publish time is the entry id's millisecond part (Redis server clock).
  */
 export const Fields = Object.freeze({
   payload: 'payload',
@@ -16,6 +17,7 @@ export const Fields = Object.freeze({
   reason: 'reason',
   origin: 'origin',
   redeliveryCount: 'redeliveryCount',
+  malformed: 'malformed',
 } as const);
 
 /** Field/value list for XADD. */
@@ -48,37 +50,66 @@ export function compareIds(a: string, b: string): number {
   return Number(am) - Number(bm) || Number(as) - Number(bs);
 }
 
-/**
- * A delivered entry as a `BrokerMessage`.
- * @param deliveryCount Redis' delivery counter (1 on first delivery).
- * @throws RangeError when a field is missing or malformed (not a shardflow entry).
- */
-export function toMessage(topic: Topic, id: string, flat: Buffer[], deliveryCount: number): BrokerMessage {
-  const f = fieldMap(flat);
+/** Our three fields of an entry, as found (undefined = absent). */
+function rawFields(f: Map<string, Buffer>): RawFields {
   const payload = f.get(Fields.payload);
-  const producer = f.get(Fields.producer);
-  const seq = f.get(Fields.sequence);
-  if (!payload || !producer || !seq) throw new RangeError(`stream entry ${id} lacks payload/producer/sequence`);
+  return {
+    ...(payload ? { payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) } : {}),
+    ...(f.has(Fields.producer) ? { producer: f.get(Fields.producer)!.toString() } : {}),
+    ...(f.has(Fields.sequence) ? { sequence: f.get(Fields.sequence)!.toString() } : {}),
+  };
+}
+
+/**
+ * A delivered entry: the message, or, when it is not one, the dead letter it makes (reason
+ * from `internal/malformed.ts`, placeholders as in `DeadLetter.message`).
+ */
+export type Decoded = { readonly message: BrokerMessage } | { readonly malformed: DeadLetter };
+
+/**
+ * A delivered entry as a `BrokerMessage`, or the reason it is none (missing fields, a bad
+ * sequence, a payload over `maxPayloadBytes`). Never throws: one bad entry must not take its
+ * batch down with it.
+ * @param deliveryCount Redis' delivery counter (1 on first delivery).
+ */
+export function decodeEntry(topic: Topic, id: string, flat: Buffer[], deliveryCount: number, maxPayloadBytes: number): Decoded {
+  const problem = entryProblem(rawFields(fieldMap(flat)), maxPayloadBytes, Fields);
+  if (problem !== undefined) return { malformed: { message: lenientMessage(topic, id, flat, deliveryCount), reason: problem, malformed: true } };
+  return { message: lenientMessage(topic, id, flat, deliveryCount) };
+}
+
+/**
+ * The message an entry makes, with placeholders where it is malformed (payload empty,
+ * producer `?`, sequence 0; see `DeadLetter.message`).
+ */
+function lenientMessage(topic: Topic, id: string, flat: Buffer[], deliveryCount: number): BrokerMessage {
+  const f = fieldMap(flat);
+  const raw = rawFields(f);
   const key = f.get(Fields.key)?.toString();
   return {
     id,
     topic,
-    payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
-    producer: producerId(producer.toString()),
-    sequence: sequence(Number(seq.toString())),
+    payload: raw.payload ?? new Uint8Array(0),
+    producer: raw.producer ? producerId(raw.producer) : ('?' as ProducerId),
+    sequence: (raw.sequence !== undefined ? parseSequence(raw.sequence) : undefined) ?? sequence(0),
     ...(key !== undefined ? { key } : {}),
     redeliveryCount: Math.max(0, deliveryCount - 1),
     publishTime: idTime(id),
   };
 }
 
-/** A dead-letter stream entry as a `DeadLetter` (message id = origin id in the topic stream). */
+/**
+ * A dead-letter stream entry as a `DeadLetter` (message id = origin id in the topic stream).
+ * Malformed originals come back with placeholders and `malformed: true`.
+ */
 export function toDeadLetter(topic: Topic, flat: Buffer[]): DeadLetter {
   const f = fieldMap(flat);
   const origin = f.get(Fields.origin)?.toString() ?? '0-0';
   const count = Number(f.get(Fields.redeliveryCount)?.toString() ?? '0');
+  const message = lenientMessage(topic, origin, flat, count + 1);
   return {
-    message: toMessage(topic, origin, flat, count + 1),
+    message: { ...message, publishTime: idTime(origin) },
     reason: f.get(Fields.reason)?.toString() ?? '',
+    ...(f.get(Fields.malformed)?.toString() === '1' ? { malformed: true } : {}),
   };
 }

@@ -26,17 +26,24 @@ local function now_ms()
 end
 `;
 
-/** Moves entry `id` (owned by anyone) to the dead-letter stream with `reason`, then acks it. */
+/**
+ * Moves entry `id` (owned by anyone) to the dead-letter stream with `reason`, then acks it.
+ * The dead-letter stream is capped with `MAXLEN ~ maxlen`: Redis trims whole stream nodes, so
+ * it keeps at least `maxlen` and at most about `maxlen` + `stream-node-max-entries` (100 by
+ * default) entries, the oldest going first. `malformed` is '1' for an entry that was not a
+ * message, '0' otherwise (written last, so a foreign field of that name does not count).
+ */
 const DEAD_LETTER_FN = `
-local function dead_letter(stream, ready, dlq, group, id, reason, redeliveries)
+local function dead_letter(stream, ready, dlq, group, id, reason, redeliveries, maxlen, malformed)
   local e = redis.call('XRANGE', stream, id, id)
   if #e > 0 then
-    local args = {dlq, '*'}
+    local args = {dlq, 'MAXLEN', '~', maxlen, '*'}
     local f = e[1][2]
     for i = 1, #f do args[#args + 1] = f[i] end
     args[#args + 1] = 'reason'; args[#args + 1] = reason
     args[#args + 1] = 'origin'; args[#args + 1] = id
     args[#args + 1] = 'redeliveryCount'; args[#args + 1] = tostring(redeliveries)
+    args[#args + 1] = 'malformed'; args[#args + 1] = malformed
     redis.call('XADD', unpack(args))
   end
   redis.call('XACK', stream, group, id)
@@ -96,8 +103,8 @@ return 1
   /**
    * Negative ack by its owner: schedules redelivery after `delayMs`, or dead-letters once
    * the next delivery would exceed `maxRedeliveries` (-1 = unlimited).
-   * KEYS: stream, ready, dlq. ARGV: group, consumer, id, delayMs, maxRedeliveries, reason.
-   * Returns 0 ignored (not owned), 1 scheduled, 2 dead-lettered.
+   * KEYS: stream, ready, dlq. ARGV: group, consumer, id, delayMs, maxRedeliveries, reason,
+   * maxDeadLetters. Returns 0 ignored (not owned), 1 scheduled, 2 dead-lettered.
    */
   sfNack: {
     numberOfKeys: 3,
@@ -108,7 +115,7 @@ local delay, max, reason = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local count = owner_count(stream, group, id, consumer)
 if count == nil then return 0 end
 if max >= 0 and count > max then
-  dead_letter(stream, ready, dlq, group, id, reason, count - 1)
+  dead_letter(stream, ready, dlq, group, id, reason, count - 1, ARGV[7], '0')
   return 2
 end
 redis.call('ZADD', ready, now_ms() + delay, id)
@@ -117,15 +124,16 @@ return 1
   },
 
   /**
-   * Explicit dead letter by the owner. KEYS: stream, ready, dlq. ARGV: group, consumer, id,
-   * reason. Returns 1 when moved, 0 when ignored (not owned).
+   * Dead letter by the owner: explicit (`deadLetter`), or an entry that is not a message.
+   * KEYS: stream, ready, dlq. ARGV: group, consumer, id, reason, maxDeadLetters, malformed
+   * ('1' or '0'). Returns 1 when moved, 0 when ignored (not owned).
    */
   sfDeadLetter: {
     numberOfKeys: 3,
     lua: `${DEAD_LETTER_FN}
 local count = owner_count(KEYS[1], ARGV[1], ARGV[3], ARGV[2])
 if count == nil then return 0 end
-dead_letter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[4], count - 1)
+dead_letter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[4], count - 1, ARGV[5], ARGV[6])
 return 1
 `,
   },

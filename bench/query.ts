@@ -28,7 +28,7 @@ import { tempDir } from '../test/kit/datasets.js';
  * Graph: synthetic by default, `--pages` pages over `--hosts` hosts, each page with 8
  * outlinks to random pages, and a hub that `--backlinks` pages (on every host, so on every
  * partition) link to; or `--graph DIR` (pages.txt[.xz], links.tsv[.xz], e.g.
- * ../shared/datasets/cnr-2000), whose most linked page is the hub.
+ * bench/data/cnr-2000), whose most linked page is the hub.
  * Other args: `--partitions` (16), `--limit` (100), `--requests` (300), `--seed` (1).
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {

@@ -13,7 +13,7 @@ import pagerank from 'graphology-metrics/centrality/pagerank.js';
 const here = dirname(fileURLToPath(import.meta.url));
 
 /**
- * Ranks a graph (default cnr-2000 from ../shared/datasets, 325,557 pages and 3,216,152
+ * Ranks a graph (default cnr-2000 from bench/data (copied from the LAW dataset, see its README), 325,557 pages and 3,216,152
  * links) through the full pipeline with uniform weights and reports pages, links, load
  * and converge seconds, rounds, pushes, messages, peak RSS and the L1 distance to the
  * reference; then, in the same run, graphology-metrics' in-memory PageRank of the same
@@ -28,7 +28,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const i = args.indexOf(name);
     return i >= 0 && args[i + 1] ? args[i + 1]! : def;
   };
-  const dir = resolve(arg('--graph', join(here, '../../shared/datasets/cnr-2000')));
+  const dir = resolve(arg('--graph', join(here, 'data/cnr-2000')));
   const partitions = Number(arg('--partitions', '16'));
   const tolerance = Number(arg('--tolerance', '1e-6'));
   const thresholdFactor = args.includes('--threshold-factor') ? Number(arg('--threshold-factor', '1')) : undefined;

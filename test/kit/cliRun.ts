@@ -23,10 +23,11 @@ export interface KillPoint {
 
 /**
  * Runs `shardflow <args>` (bin/shardflow.mjs, as a user does) and, with `kill`, sends it a
- * signal at the first stderr line that matches. Resolves when the process has exited.
+ * signal at the first stderr line that matches; `onLine` sees every stderr line. Resolves
+ * when the process has exited.
  * @param timeoutMs SIGKILL after this long (the run then counts as hung: code null)
  */
-export function runCli(args: readonly string[], options: { readonly kill?: KillPoint; readonly timeoutMs?: number; readonly env?: Record<string, string> } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { readonly kill?: KillPoint; readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly env?: Record<string, string> } = {}): Promise<CliRun> {
   const child = spawn(process.execPath, [resolve(repoRoot, 'bin/shardflow.mjs'), ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -37,12 +38,12 @@ export function runCli(args: readonly string[], options: { readonly kill?: KillP
   child.stderr.on('data', (d: Buffer) => {
     const text = d.toString('utf8');
     stderr += text;
-    if (!options.kill || killed) return;
     pending += text;
     const lines = pending.split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
-      if (killed || !options.kill.when(line)) continue;
+      options.onLine?.(line);
+      if (killed || !options.kill?.when(line)) continue;
       killed = true;
       const k = options.kill;
       setTimeout(() => child.kill(k.signal), k.delayMs ?? 0);

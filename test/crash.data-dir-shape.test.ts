@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { graphs, tempDir } from './kit/datasets.js';
+import { runCli } from './kit/cliRun.js';
+
+// A data dir records its shape (partition count and scheme, the graph it holds); a run that
+// does not fit it is refused at once with what to do, and leaves it as it was.
+
+const rank = (dataDir: string, out: string, partitions: number, graph: string = graphs.polblogs, extra: string[] = []) =>
+  runCli(['rank', '--pages', join(graph, 'pages.txt'), '--links', join(graph, 'links.tsv'), '--out', out, '--data-dir', dataDir, '--partitions', String(partitions), ...extra], { timeoutMs: 120_000 });
+
+describe('a data dir refuses runs that do not fit it', () => {
+  const tmp = tempDir('shardflow-shape-');
+  after(() => tmp.cleanup());
+  const dataDir = join(tmp.dir, 'data');
+  const out = join(tmp.dir, 'scores.tsv');
+
+  it('holds its partition count: another --partitions is refused, and the data dir is unchanged', async () => {
+    const first = await rank(dataDir, out, 4);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr.split('\n')[0]!, /^data dir .*: new, 4 partitions \(fnv1a-host\/4\)/);
+    const record = readFileSync(join(dataDir, 'shardflow.json'), 'utf8');
+    const again = await rank(dataDir, out, 8);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /holds 4 partitions \(fnv1a-host\/4\); this run asks for 8 .*--partitions 4/);
+    assert.doesNotMatch(again.stderr, /\n\s+at /, 'no stack trace');
+    assert.equal(readFileSync(join(dataDir, 'shardflow.json'), 'utf8'), record);
+  });
+
+  it('says on its first line what an existing data dir holds', async () => {
+    const again = await rank(dataDir, out, 4);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr.split('\n')[0]!, /^data dir .*: existing, 4 partitions, holds graph .*polblogs.*: 1489 pages, 18938 links, 18938 backlinks, last round \d+; the last run stopped quiet$/);
+    assert.match(again.stderr, /ranked 1489 pages, 18938 links, 18938 backlinks/);
+  });
+
+  it('holds its graph: another graph is refused unless --update', async () => {
+    const other = await rank(dataDir, out, 4, graphs.epa);
+    assert.notEqual(other.code, 0);
+    assert.match(other.stderr, /holds graph .*polblogs.*; this run gives .*epa.*--update/);
+  });
+
+  it('names a partition store that is damaged, and one that is missing', async () => {
+    writeFileSync(join(dataDir, 'p1', 'CURRENT'), 'not a manifest name\n');
+    const damaged = await rank(dataDir, out, 4);
+    assert.notEqual(damaged.code, 0);
+    assert.match(damaged.stderr, /partition store p1 \(.*p1\) does not open/);
+    rmSync(join(dataDir, 'p2'), { recursive: true });
+    const missing = await rank(dataDir, out, 4);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /partition store p2 \(.*p2\) is missing from data dir/);
+  });
+});

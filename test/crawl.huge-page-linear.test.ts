@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { crawlSites } from '../src/cli/crawl.js';
 import { DEFAULT_MAX_OUTLINKS, extractLinks, extractLinksChunked } from '../src/actors/crawler/extractLinks.js';
+import { FETCH_MESSAGE_BODY_BYTES, fetchMessageRuns } from '../src/actors/crawler/crawler.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { ColumnFamilies, Counters } from '../src/actors/partition/schema.js';
 import { decodeInt64 } from '../src/operators/mergeOperators.js';
@@ -88,6 +89,19 @@ test('extractLinks caps distinct targets: the first ones in document order, dupl
   assert.equal(whole.outlinks.length, 5);
   assert.deepEqual(await extractLinksChunked(bigPage(70_000), page, { maxOutlinks: 100 }), extractLinks(bigPage(70_000), page, { maxOutlinks: 100 }), 'parsed in slices: the same result');
   assert.throws(() => extractLinks(html, page, { maxOutlinks: 0 }), /maxOutlinks must be >= 1/);
+});
+
+test('fetches/<p> messages: the bodies of one delivery are split at 4 MiB per message, a larger body travels alone, order kept', () => {
+  const page = (name: string, bytes: number) => ({ url: `http://h.test/${name}`, status: 200, fetchedAt: 0, body: 'x'.repeat(bytes) });
+  const mib = 1024 * 1024;
+  const results = [page('a', 3 * mib), page('b', 0.5 * mib), page('c', 1 * mib), page('d', 9 * mib), page('e', 10)];
+  const runs = fetchMessageRuns(results);
+  assert.deepEqual(runs.map((r) => r.map((x) => x.url.slice(-1))), [['a', 'b'], ['c'], ['d'], ['e']]);
+  for (const run of runs) {
+    const bytes = run.reduce((n, r) => n + (r.body?.length ?? 0), 0);
+    assert.ok(bytes <= FETCH_MESSAGE_BODY_BYTES || run.length === 1, `a run of ${run.length} carries ${bytes} bytes`);
+  }
+  assert.deepEqual(runs.flat(), results, 'nothing lost, nothing reordered');
 });
 
 test('a page of 200,000 links: stored with its first 10,000, the truncation recorded on the page, counted and logged; pages of other hosts are indexed while it is parsed', { timeout: 300_000 }, async (t) => {

@@ -142,7 +142,9 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<De
       next = result.outlinks;
       if (next.length > maxOutlinks) {
         found = next.length;
-        next = next.slice(0, maxOutlinks);
+        // As extractLinks does: a trailing rel=canonical target keeps its place.
+        const last = next[next.length - 1]!;
+        next = last.features.rel.includes('canonical') ? [...next.slice(0, maxOutlinks - 1), last] : next.slice(0, maxOutlinks);
       }
     } else if (result.body !== undefined && result.status >= 200 && result.status < 300) {
       contentHash = createHash('sha1').update(result.body).digest('hex');

@@ -40,6 +40,8 @@ export interface CrawlSitesOptions {
   readonly crawlers?: number;
   /** Politeness, recrawl (scope and budget come from the fields above). */
   readonly policy?: Omit<CrawlPolicyOptions, 'scope' | 'budget' | 'robots'>;
+  /** Most distinct outlinks stored per page (the rest left out, the truncation recorded). Default 10,000. */
+  readonly maxOutlinks?: number;
   /** Largest body in bytes. Default 8 MiB. */
   readonly maxBodyBytes?: number;
   /** Per-fetch inactivity timeout in ms. Default 10000. */
@@ -109,6 +111,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
     weigh: options.weigh,
     log: options.log,
     crawlers: options.crawlers ?? 4,
+    ...(options.maxOutlinks !== undefined ? { maxOutlinksPerPage: options.maxOutlinks } : {}),
     fetcher: {
       ...(options.hostMap ? { hostMap: options.hostMap } : {}),
       maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
@@ -217,6 +220,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
     .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
     .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
+    .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
     .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')
     .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
@@ -249,6 +253,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
           crawlers: opts.crawlers,
           policy: { maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000 },
           maxBodyBytes: opts.maxBodyBytes,
+          maxOutlinks: opts.maxOutlinks,
           timeoutMs: opts.timeoutMs,
           rank: opts.rank,
           keepOpen: opts.serve !== undefined,

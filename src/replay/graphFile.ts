@@ -7,7 +7,9 @@ import { Readable } from 'node:stream';
  * A web graph in the plain format of shared/datasets: `pages.txt` (one absolute URL per
  * line, every page) and `links.tsv` (`source<TAB>target` per line, duplicates and
  * self-links kept). Files ending in `.xz` are decompressed with `xz-decompress` (WASM, no
- * native build).
+ * native build). A UTF-8 byte order mark (U+FEFF, as Windows tools write at the start of a
+ * file, and as concatenated files carry in the middle) is no part of any URL: it is removed
+ * from the start of every field of every line, in all three files (`field`).
  */
 export interface WebGraph {
   /** Every page, in file order. */
@@ -27,7 +29,7 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
   const pages: string[] = [];
   const known = new Set<string>();
   for await (const line of lines(pagesFile)) {
-    const url = line.trim();
+    const url = field(line);
     if (url.length === 0 || known.has(url)) continue;
     known.add(url);
     pages.push(url);
@@ -40,8 +42,9 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
     if (line.length === 0) continue;
     const tab = line.indexOf('\t');
     if (tab < 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target`);
-    const source = line.slice(0, tab);
-    const target = line.slice(tab + 1).trimEnd();
+    const source = field(line.slice(0, tab));
+    const target = field(line.slice(tab + 1));
+    if (source.length === 0 || target.length === 0) throw new InvalidArgumentError(`${linksFile}:${n}: empty ${source.length === 0 ? 'source' : 'target'} URL`);
     for (const u of [source, target]) if (!known.has(u)) { known.add(u); pages.push(u); }
     let list = links.get(source);
     if (!list) links.set(source, (list = []));
@@ -57,9 +60,18 @@ export async function readScores(file: string): Promise<Map<string, number>> {
   for await (const line of lines(file)) {
     if (line.length === 0) continue;
     const tab = line.lastIndexOf('\t');
-    scores.set(line.slice(0, tab), Number(line.slice(tab + 1)));
+    scores.set(field(line.slice(0, tab)), Number(field(line.slice(tab + 1))));
   }
   return scores;
+}
+
+/**
+ * One field of a graph file line, without byte order marks (U+FEFF) or white space around
+ * it: `String.prototype.trim`, since ECMAScript counts U+FEFF as white space (ECMA-262,
+ * "White Space": <ZWNBSP>). test/rank.graph-file-bom.test.ts holds it to that.
+ */
+export function field(text: string): string {
+  return text.trim();
 }
 
 /** Lines of a text file, `.xz` decompressed on the fly. */

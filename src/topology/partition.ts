@@ -24,6 +24,8 @@ export interface PartitionOptions {
    * with the GC's defaults (30 days, hourly) and a non-crawling one only on request.
    */
   readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
+  /** The indexer's cap on distinct outlinks stored per page (see `IndexerOptions.maxOutlinksPerPage`). Default 10,000. */
+  readonly maxOutlinksPerPage?: number;
   /** Strategy for the four children. */
   readonly childStrategy?: SupervisorStrategy;
 }
@@ -54,7 +56,7 @@ export function partitionActor(env: PartitionEnv, options: PartitionOptions): Be
       // the only unbounded source (fetch results are bounded by the consumer's unacked
       // limit), and the first one drains `pending`, so the rest are cheap no-ops.
       const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision }) : undefined;
-      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping }), { supervision, mailbox });
+      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping, ...(options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: options.maxOutlinksPerPage } : {}) }), { supervision, mailbox });
       ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
       ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
       const gcOptions = { ...(options.crawl ? {} : { intervalMs: Infinity }), ...options.gc, damping: options.damping, ...(policy ? { crawlPolicy: policy } : {}) };

@@ -63,6 +63,11 @@ export interface WebIndexOptions {
    * settings. robots.txt is fetched through the crawlers' fetcher unless `robots` is given.
    */
   readonly crawlPolicy?: CrawlPolicyOptions;
+  /**
+   * Most distinct outlinks the indexers store per page; the rest are left out and the
+   * truncation recorded (`IndexerOptions.maxOutlinksPerPage`). Default 10,000.
+   */
+  readonly maxOutlinksPerPage?: number;
   /** The garbage collectors' ages and interval (see `GcOptions`). */
   readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
   /**
@@ -196,6 +201,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
         weigh: options.weigh, damping, crawl: crawling,
         crawlPolicy: { ...unthrottled, ...(fetcher ? { robots: fetcher } : {}), ...options.crawlPolicy },
         ...(options.gc ? { gc: options.gc } : {}),
+        ...(options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: options.maxOutlinksPerPage } : {}),
       }),
     })),
   );

@@ -11,6 +11,37 @@ import { messageKey, type FlowCounters } from '../progress.js';
 import { feedMailbox, type Deliveries } from '../partition/inbox.js';
 import type { HttpFetcher } from './httpFetch.js';
 
+/**
+ * Most bytes of page bodies (as UTF-16 code units, about bytes for HTML) per `fetches/<p>`
+ * message: a delivery of 16 requests could otherwise put 16 bodies of `maxBodyBytes` (8 MiB
+ * for `shardflow crawl`) in one 128 MiB message. A result larger than this travels alone,
+ * so a broker's message size limit must stay above the fetcher's `maxBodyBytes` (Pulsar's
+ * default `maxMessageSize` is 5 MiB).
+ */
+export const FETCH_MESSAGE_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * `results` in runs for one `fetches/<p>` message each, in order: a run's bodies (and 64
+ * bytes per outlink) sum to at most `budget`, except a run of one larger result.
+ */
+export function fetchMessageRuns(results: readonly FetchResult[], budget = FETCH_MESSAGE_BODY_BYTES): FetchResult[][] {
+  const runs: FetchResult[][] = [];
+  let run: FetchResult[] = [];
+  let size = 0;
+  for (const r of results) {
+    const bytes = (r.body?.length ?? 0) + 64 * (r.outlinks?.length ?? 0);
+    if (run.length > 0 && size + bytes > budget) {
+      runs.push(run);
+      run = [];
+      size = 0;
+    }
+    run.push(r);
+    size += bytes;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+
 /** What a crawler needs. */
 export interface CrawlerOptions {
   readonly name: string;
@@ -35,7 +66,8 @@ interface CrawlerState {
 /**
  * A crawler: joins the shared subscription `crawlers` of every `crawl-requests/<p>` topic,
  * fetches each requested URL, and publishes the result to `fetches/<p>`, p the partition of
- * the URL's host. Stateless: a result is published before its request is acked, so a crash
+ * the URL's host (the results of one delivery per partition in as few messages as
+ * `FETCH_MESSAGE_BODY_BYTES` allows). Stateless: a result is published before its request is acked, so a crash
  * can fetch a page twice but never loses one (the indexer stores pages idempotently). Each
  * incarnation is a new producer, so its sequences start at 0 under a fresh name.
  */
@@ -92,11 +124,14 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
           producer = await options.broker.producer(topic(Namespaces.fetches, partitionId(p)), { producer: state.producerName });
           state.producers.set(p, producer);
         }
-        // Sequences of this actor's producer name, so that the counters know each message.
-        const seq = state.sequences.get(p) ?? 0;
-        state.sequences.set(p, seq + 1);
-        const key = { producer: state.producerName, topic: topicName(topic(Namespaces.fetches, partitionId(p))), sequence: seq };
-        await options.counters.sending(Namespaces.fetches, key, () => producer.send(fetchCodec.encode({ type: 'fetches', results: list }), { sequence: sequence(seq) }));
+        const send = producer;
+        for (const run of fetchMessageRuns(list)) {
+          // Sequences of this actor's producer name, so that the counters know each message.
+          const seq = state.sequences.get(p) ?? 0;
+          state.sequences.set(p, seq + 1);
+          const key = { producer: state.producerName, topic: topicName(topic(Namespaces.fetches, partitionId(p))), sequence: seq };
+          await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: run }), { sequence: sequence(seq) }));
+        }
       }
       // Dead letters are settled already; each ack settles its message (if one fails, the
       // rest come back and are counted then), in the order delivered.

@@ -154,7 +154,7 @@ export class HttpFetcher {
     const header = robotsHeader(headers['x-robots-tag'], this.#token);
     const note = decoded.note;
     if (header.noIndex || header.noFollow || /<meta[^>]+name\s*=\s*["']?(robots|shardflow)\b/i.test(decoded.text)) {
-      const found = extractLinks(decoded.text, url, { robotsDirectives: [header.noIndex ? 'noindex' : '', header.noFollow ? 'nofollow' : ''].join(' '), userAgentToken: this.#token });
+      const found = extractLinks(decoded.text, url, { robotsDirectives: [header.noIndex ? 'noindex' : '', header.noFollow ? 'nofollow' : ''].join(' '), userAgentToken: this.#token, maxOutlinks: Infinity }); // the indexer applies its cap and records it
       if (found.noIndex) {
         const why = [`noindex (${header.noIndex ? 'X-Robots-Tag' : 'meta robots'})`, found.noFollow ? 'nofollow' : '', note ?? ''].filter(Boolean).join('; ');
         return { ...base, error: why, outlinks: found.outlinks };

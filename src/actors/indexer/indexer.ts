@@ -5,7 +5,7 @@ import { Namespaces } from '../../runtime/topics.js';
 import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import { fetchCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
-import { extractLinks } from '../crawler/extractLinks.js';
+import { DEFAULT_MAX_OUTLINKS, extractLinksChunked } from '../crawler/extractLinks.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
@@ -30,6 +30,13 @@ export interface IndexerOptions {
   readonly damping: number;
   /** A page answering 404 or 410 this many times in a row is deleted. Default 2. */
   readonly deleteAfter?: number;
+  /**
+   * Most distinct outlinks stored per page: a page with more keeps its first ones (document
+   * order; for graph files, file order), its record says so in `error` and
+   * `outlinksFound`, the `outlinksTruncated` counter counts it and a warning is logged.
+   * Default `DEFAULT_MAX_OUTLINKS` (10,000; its docstring gives the reason).
+   */
+  readonly maxOutlinksPerPage?: number;
 }
 
 type IndexerState = SubscribedState & { readonly outbox: Outbox };
@@ -64,11 +71,22 @@ const packr = new Packr({ useRecords: false });
  * no response (status 0), a 5xx or another 4xx, or an oversized body keeps the page's
  * previous outlinks (a new page has none); a 2xx body that is not HTML has no links;
  * malformed HTML keeps the links the forgiving parser found and records how many end tags
- * it had to imply; hrefs that do not parse are skipped and counted.
+ * it had to imply; hrefs that do not parse are skipped and counted; a page with more than
+ * `maxOutlinksPerPage` distinct outlinks is stored with its first ones and the truncation
+ * recorded (see the option).
+ *
+ * Bounded work per page: links are parsed in slices that yield to the event loop
+ * (`extractLinksChunked`), at most `maxOutlinksPerPage` are diffed, written and sent, and
+ * every step after the parse is linear in the links kept, so one huge page neither blocks
+ * the other partitions' actors nor costs more than its capped links.
+ *
+ * @throws RangeError (from the factory) when `maxOutlinksPerPage` is not a number >= 1
  */
 export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<IndexerMessage, IndexerState, unknown> {
   const owner = 'indexer';
   const deleteAfter = options.deleteAfter ?? 2;
+  const maxOutlinks = options.maxOutlinksPerPage ?? DEFAULT_MAX_OUTLINKS;
+  if (!(maxOutlinks >= 1)) throw new RangeError(`maxOutlinksPerPage must be >= 1, got ${maxOutlinks}`);
   return {
     kind: 'indexer',
     start: (ctx) => openSubscribed(env, ctx, { owner, namespace: Namespaces.fetches, receiverQueueSize: 64, batching: { maxCount: 32, maxDelayMs: 2 }, withOutbox: true }) as Promise<IndexerState>,
@@ -89,7 +107,11 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
         // them unchanged until this batch commits).
         const ranks = new Map<string, number>();
         (await store.multiGet(ColumnFamilies.ranks, fresh)).forEach((v, i) => ranks.set(fresh[i]!, v && v.length >= 8 ? v.readDoubleLE(0) : 0));
-        for (const result of value.results) ops.push(...(await indexPage(store, batch, result, overlay, corrections, records, ranks)));
+        // (appended one by one: a spread of a page's operations as call arguments overflows
+        // the stack beyond about 120,000 of them, and the delivery was retried without end)
+        for (const result of value.results) {
+          for (const op of await indexPage(store, batch, result, overlay, corrections, records, ranks)) ops.push(op);
+        }
         await enqueueContributions(outbox, batch, env.partitioner, 0, corrections);
         await enqueueLinkOps(outbox, batch, env.partitioner, ops);
       }));
@@ -147,6 +169,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
     let contentHash: string | undefined;
     let missCount = 0;
     let deleted = false;
+    let found: number | undefined;
     if (result.status === 404 || result.status === 410) {
       missCount = (live ? previous.record.missCount ?? 0 : 0) + 1;
       // A page that is gone `deleteAfter` times in a row leaves the graph; before that
@@ -156,13 +179,20 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       env.log.info({ url, status: result.status, reason: error, missCount, deleted }, deleted ? 'page deleted' : 'page gone');
     } else if (result.outlinks) {
       next = result.outlinks;
+      if (next.length > maxOutlinks) {
+        found = next.length;
+        // As extractLinks does: a trailing rel=canonical target keeps its place.
+        const last = next[next.length - 1]!;
+        next = last.features.rel.includes('canonical') ? [...next.slice(0, maxOutlinks - 1), last] : next.slice(0, maxOutlinks);
+      }
     } else if (result.body !== undefined && result.status >= 200 && result.status < 300) {
       contentHash = createHash('sha1').update(result.body).digest('hex');
-      const found = extractLinks(result.body, url);
-      next = found.outlinks;
+      const extracted = await extractLinksChunked(result.body, url, { maxOutlinks });
+      next = extracted.outlinks;
+      found = extracted.truncated?.found;
       const notes: string[] = [];
-      if (found.impliedEndTags > 0) notes.push(`malformed HTML: ${found.impliedEndTags} implied end tags`);
-      if (found.rejected.length > 0) notes.push(`${found.rejected.length} hrefs rejected (first: ${found.rejected[0]!.reason})`);
+      if (extracted.impliedEndTags > 0) notes.push(`malformed HTML: ${extracted.impliedEndTags} implied end tags`);
+      if (extracted.rejected.length > 0) notes.push(`${extracted.rejected.length} hrefs rejected (first: ${extracted.rejected[0]!.reason})`);
       if (notes.length > 0) {
         error = [error, ...notes].filter(Boolean).join('; ');
         env.log.info({ url, notes }, 'page indexed with warnings');
@@ -173,6 +203,12 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       // No response, a 5xx or another 4xx, an oversized body: keep what we had.
       next = live ? undefined : [];
       env.log.info({ url, status: result.status, reason: error }, 'page stored without content');
+    }
+    if (found !== undefined && next !== undefined) {
+      const why = outlinksTruncated(found, next.length);
+      error = [error, why].filter(Boolean).join('; ');
+      batch.merge(ColumnFamilies.counters, Counters.outlinksTruncated, encodeInt64(1));
+      env.log.warn({ url, found, kept: next.length, maxOutlinksPerPage: maxOutlinks, reason: why }, 'outlinks truncated');
     }
 
     const before = live ? previous.outlinks : new Map<string, StoredLink>();
@@ -215,6 +251,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       ...(result.contentType ? { contentType: result.contentType } : {}),
       ...(contentHash ? { contentHash } : {}),
       ...(error ? { error } : {}),
+      ...(found !== undefined ? { outlinksFound: found } : {}),
       ...(missCount > 0 ? { missCount } : {}),
       ...(deleted ? { deleted: true } : {}),
     };
@@ -258,6 +295,14 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       if (now !== old) out.set(target, (out.get(target) ?? 0) + scale * (now - old));
     }
   }
+}
+
+/**
+ * The reason stored in a page's `error` when its outlinks were cut to the cap, e.g.
+ * `outlinks truncated: first 10000 of 200000 distinct targets kept (maxOutlinksPerPage)`.
+ */
+export function outlinksTruncated(found: number, kept: number): string {
+  return `outlinks truncated: first ${kept} of ${found} distinct targets kept (maxOutlinksPerPage)`;
 }
 
 /** A stored outlink: features and raw weight. */

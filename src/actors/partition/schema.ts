@@ -106,6 +106,8 @@ export const Counters = Object.freeze({
   pages: 'pages',
   outlinks: 'outlinks',
   backlinks: 'backlinks',
+  /** Pages stored with only their first `maxOutlinksPerPage` outlinks (the indexer's cap). */
+  outlinksTruncated: 'outlinksTruncated',
 } as const);
 
 /** Stored per page in `pages`. */
@@ -119,8 +121,10 @@ export interface PageRecord {
   /** FNV-1a of the body, hex; absent without a body. */
   readonly contentHash?: string;
   readonly outlinkCount: number;
-  /** Why the page has no content (network error, oversized, malformed, ...). */
+  /** Why the page has no content (network error, oversized, malformed, ...), or what was left out of it (outlinks truncated). */
   readonly error?: string;
+  /** Distinct outlinks the page named when more than the indexer's `maxOutlinksPerPage` (then `outlinkCount` is what was kept). */
+  readonly outlinksFound?: number;
   /** 404/410 answers in a row. */
   readonly missCount?: number;
   /** The page left the graph (gone `deleteAfter` times); the record is its tombstone. */

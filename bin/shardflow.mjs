@@ -11,3 +11,6 @@ import { register } from 'tsx/esm/api';
 register();
 const { main } = await import('../src/cli/main.ts');
 process.exitCode = await main(process.argv);
+// The command has ended and reported; a handle left open (a socket of a client that
+// disconnects lazily) must not keep the process alive. Unref'd: a clean exit comes first.
+setTimeout(() => process.exit(), 5000).unref();

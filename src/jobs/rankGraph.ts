@@ -74,6 +74,8 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       weigh: options.weigh,
       log: options.log,
       crawlers: 0,
+      // A graph file is the graph to rank, whole: the outlink cap bounds crawled pages only.
+      maxOutlinksPerPage: Infinity,
       ...(options.chaos ? { chaos: options.chaos } : {}),
       ...(options.repair ? { repair: true } : {}),
       ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),

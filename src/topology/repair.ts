@@ -48,7 +48,7 @@ export async function repairWebIndex(targets: RepairTargets): Promise<RepairRepo
   const last = (await Promise.all(targets.metrics.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
   const round = Math.max(0, ...last) + 1;
   const residuals = await repairResiduals(targets.metrics, { round, damping: targets.damping, clock });
-  await settled(counters, [Namespaces.links, Namespaces.metrics], clock);
+  await settled(counters, [Namespaces.links, Namespaces.metrics], clock, targets.log);
   const report: RepairReport = {
     linkOps: linkOps.reduce((a, b) => a + b, 0),
     round,
@@ -60,8 +60,22 @@ export async function repairWebIndex(targets: RepairTargets): Promise<RepairRepo
   return report;
 }
 
-/** Resolves when every message of `namespaces` sent by this process is settled. */
-async function settled(counters: FlowCounters, namespaces: readonly Namespace[], clock: Clock): Promise<void> {
-  const open = () => namespaces.some((ns) => (counters.sent.get(ns) ?? 0) !== (counters.settled.get(ns) ?? 0));
-  while (open()) await new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+/**
+ * Resolves when every message of `namespaces` sent by this process is settled; says what it
+ * waits for every 30 s without progress (the job's watchdog starts after the repair).
+ */
+async function settled(counters: FlowCounters, namespaces: readonly Namespace[], clock: Clock, log: Logger): Promise<void> {
+  const open = () => namespaces.map((ns) => [ns, (counters.sent.get(ns) ?? 0) - (counters.settled.get(ns) ?? 0)] as const).filter(([, n]) => n !== 0);
+  let epoch = counters.epoch();
+  let since = clock.now();
+  while (open().length > 0) {
+    await new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+    if (counters.epoch() !== epoch) {
+      epoch = counters.epoch();
+      since = clock.now();
+    } else if (clock.now() - since >= 30_000) {
+      log.warn({ inFlight: Object.fromEntries(open()) }, 'repair: no progress for 30 s, waiting for these messages to be applied');
+      since = clock.now();
+    }
+  }
 }

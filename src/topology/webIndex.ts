@@ -30,6 +30,7 @@ import { partitionActor } from './partition.js';
 import { Mutex } from 'async-mutex';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
 import type { HostIndexTotal } from '../actors/partition/schema.js';
+import { ActorStoppedError } from '../errors.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
@@ -205,7 +206,12 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       }),
     })),
   );
+  let terminated = false;
+  void system.whenTerminated.then(() => (terminated = true));
+  /** Thrown once the actor system has stopped: nothing asked of it can succeed any more. */
+  const stopped = () => Object.assign(new ActorStoppedError(`the web index has stopped`), { terminal: true });
   const ref = <M, R>(p: number, child: string) => (): ActorRef<M, R> => {
+    if (terminated) throw stopped();
     const r = system.lookup<M, R>(`/partitions/p${p}/${child}`);
     if (!r) throw new Error(`/partitions/p${p}/${child} is not running`);
     return r;
@@ -280,6 +286,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
       for (;;) {
         await sleep();
+        if (terminated) throw stopped();
         if (!options.broker || !counters.balanced()) continue;
         const epoch = counters.epoch();
         if (crawling) await Promise.all(policyRefs.map((r) => askWithRetry(r, { type: 'poke' }, clock)));

@@ -9,6 +9,7 @@ import type { Broker } from '../runtime/brokers/broker.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
 import type { RepairReport } from '../topology/repair.js';
+import type { DrainReport } from '../topology/resume.js';
 import { aborted, JobWatchdog, raceStops } from '../jobs/watchdog.js';
 import { openJobRun } from './jobRun.js';
 import { QueryService } from '../query/queryService.js';
@@ -55,6 +56,9 @@ export interface CrawlSitesOptions {
   /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
   readonly repair?: boolean;
   readonly onRepaired?: (report: RepairReport) => void;
+  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
+  readonly resume?: boolean;
+  readonly onResumed?: (report: DrainReport) => void;
   /** Aborting stops the crawl cleanly; `crawlSites` then rejects with the signal's reason. */
   readonly signal?: AbortSignal;
   /** Called with the web index's stop report when `crawlSites` stops it. */
@@ -126,6 +130,8 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
     },
     ...(options.repair ? { repair: true } : {}),
     ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+        ...(options.resume ? { resume: true } : {}),
+        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
   });
   let ok = false;
   let phase = 'crawling';

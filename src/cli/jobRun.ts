@@ -7,6 +7,7 @@ import type { Broker } from '../runtime/brokers/broker.js';
 import { hostPartitioner } from '../runtime/partitioner.js';
 import { DataDir, type BrokerIdentity, type JobInput } from '../topology/dataDir.js';
 import type { RepairReport } from '../topology/repair.js';
+import { lostSubscriptions, webIndexSubscriptions, type DrainReport } from '../topology/resume.js';
 import type { StopReport } from '../topology/webIndex.js';
 import { freshBrokerIdentity, openBroker, runDataDir } from './options.js';
 import { deleteBrokerScope } from '../runtime/brokers/scope.js';
@@ -31,6 +32,8 @@ export interface JobRun {
   /** Spread into `rankGraph` / `crawlGraph`: repair, signal, and the record updates. */
   readonly job: {
     readonly repair: boolean;
+    readonly resume: boolean;
+    readonly onResumed: (report: DrainReport) => void;
     readonly signal: AbortSignal;
     readonly onRepaired: (report: RepairReport) => void;
     readonly onStopped: (report: StopReport) => void;
@@ -44,7 +47,10 @@ export interface JobRun {
  * 1. opens the data dir and checks its shape (DataDir.open) and input: another graph than
  *    the one it holds is refused unless `--update`;
  * 2. prints its first line on stderr (new, or what it holds and how the last run ended);
- * 3. opens the broker under the recorded identity, or a fresh one when repairing;
+ * 3. recovers a data dir whose last run did not stop quiet: on the same durable broker
+ *    scope, when it still holds what that run left, the job resumes (drains it first);
+ *    otherwise (the in-memory broker, another broker, lost broker data, a repair cut short)
+ *    it repairs from the stores under a fresh scope, and removes the old one;
  * 4. records the run as `running` (and `quiet` at a stop with nothing in flight);
  * 5. turns the first SIGINT or SIGTERM into a clean stop (the job's `signal`), and a second
  *    one into an immediate exit (130).
@@ -68,12 +74,32 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (pages it does not list are kept)',
     );
   }
-  const identity = dir.brokerIdentity(freshBrokerIdentity(options.broker));
-  const broker = await openBroker(options.broker, identity);
-  const repair = dir.needsRepair;
+  const fresh = freshBrokerIdentity(options.broker);
+  let identity = dir.brokerIdentity(fresh);
+  let repair = dir.needsRecovery;
+  let resume = false;
+  let broker: Broker | undefined;
+  const resumable = dir.resumableScope(fresh);
+  if (resumable) {
+    // A durable broker keeps what the killed run left in flight: go on with it, unless the
+    // broker lost it (a restart without persistence, deleted topics): then repair.
+    broker = await openBroker(options.broker, resumable);
+    const lost = await lostSubscriptions(broker, webIndexSubscriptions(options.partitions, input.kind === 'crawl'));
+    if (lost.length === 0) {
+      identity = resumable;
+      repair = false;
+      resume = true;
+    } else {
+      process.stderr.write(`the broker lost what the last run left on it (${lost.length} subscriptions gone, e.g. ${lost[0]}): repairing from the stores\n`);
+      await broker.close();
+      broker = undefined;
+    }
+  }
+  broker ??= await openBroker(options.broker, identity);
   const previous = dir.record?.broker;
   dir.markRunning(identity, input, repair);
   if (repair) log.warn({ dataDir: data.dir, broker: identity }, 'the last run did not stop quiet: repairing the data dir before the job');
+  if (resume) log.warn({ dataDir: data.dir, broker: identity }, 'the last run did not stop quiet: resuming on its broker scope');
   if (previous?.scope && previous.scope !== identity.scope && previous.kind === identity.kind && previous.url === identity.url) {
     // The previous run's scope holds only messages the repair derives again: remove it.
     await deleteBrokerScope(previous).then(
@@ -101,6 +127,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     signal: controller.signal,
     job: {
       repair,
+      resume,
+      onResumed: (report) => {
+        process.stderr.write(`resumed: ${report.messages} messages the last run left on the broker applied in ${report.seconds.toFixed(2)} s\n`);
+      },
       signal: controller.signal,
       onRepaired: (report) => {
         dir.markRepaired();

@@ -8,6 +8,7 @@ import type { PartitionCounts } from '../actors/metrics/metricActor.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
 import type { RepairReport } from '../topology/repair.js';
+import type { DrainReport } from '../topology/resume.js';
 import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
 import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
 import type { WebGraph } from '../replay/graphFile.js';
@@ -35,6 +36,9 @@ export interface CrawlGraphOptions {
   /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
   readonly repair?: boolean;
   readonly onRepaired?: (report: RepairReport) => void;
+  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
+  readonly resume?: boolean;
+  readonly onResumed?: (report: DrainReport) => void;
   /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
   readonly signal?: AbortSignal;
   /** Called with the web index's stop report, however the job ends. */
@@ -87,6 +91,8 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
         ...(options.chaos ? { chaos: options.chaos } : {}),
         ...(options.repair ? { repair: true } : {}),
         ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+        ...(options.resume ? { resume: true } : {}),
+        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
       }),
       stop,
     );
@@ -148,7 +154,9 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
     };
   } finally {
     watchdog.stop();
-    options.onStopped?.(await index.stop());
+    // Not `onStopped?.(await index.stop())`: an optional call skips its arguments too.
+    const stopped = await index.stop();
+    options.onStopped?.(stopped);
     await server.close();
   }
 }

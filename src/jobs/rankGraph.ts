@@ -6,6 +6,7 @@ import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
 import type { RepairReport } from '../topology/repair.js';
+import type { DrainReport } from '../topology/resume.js';
 import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
 import { graphPages, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
@@ -37,6 +38,9 @@ export interface RankGraphOptions {
   /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
   readonly repair?: boolean;
   readonly onRepaired?: (report: RepairReport) => void;
+  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
+  readonly resume?: boolean;
+  readonly onResumed?: (report: DrainReport) => void;
   /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
   readonly signal?: AbortSignal;
   /** Called with the web index's stop report, however the job ends. */
@@ -79,6 +83,8 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       ...(options.chaos ? { chaos: options.chaos } : {}),
       ...(options.repair ? { repair: true } : {}),
       ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+        ...(options.resume ? { resume: true } : {}),
+        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
     }),
     stop,
   );
@@ -120,7 +126,9 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     };
   } finally {
     watchdog.stop();
-    options.onStopped?.(await index.stop());
+    // Not `onStopped?.(await index.stop())`: an optional call skips its arguments too.
+    const stopped = await index.stop();
+    options.onStopped?.(stopped);
   }
 }
 

@@ -156,24 +156,38 @@ export class DataDir {
 
   /**
    * True when the last run on it did not stop quiet (killed, or stopped with messages in
-   * flight), or was killed while repairing: what was in flight is gone (or, on a durable
-   * broker, cannot be told from this run's messages) and must be re-derived from the stores.
-   * A data dir written before records existed is repaired too.
+   * flight), or was killed while repairing, or the data dir was written before records: what
+   * was in flight must be recovered, by resuming on the same durable broker scope
+   * (`resumableScope`) or by a repair from the stores.
    */
-  get needsRepair(): boolean {
+  get needsRecovery(): boolean {
     if (!this.existing) return false;
     return !this.#record || this.#record.state !== 'quiet' || this.#record.repairing;
   }
 
   /**
-   * The broker scope this run uses: the recorded one when the data dir stopped quiet on the
-   * same broker (nothing of it is in flight, so it is reused as it is); `fresh` otherwise
-   * (a new data dir, another broker, or a repair, which must not see the old run's messages).
+   * The recorded broker identity when it is on the same broker as `fresh` (same kind and
+   * address) and has a scope; undefined otherwise.
+   */
+  recordedScope(fresh: BrokerIdentity): BrokerIdentity | undefined {
+    const recorded = this.#record?.broker;
+    return recorded?.scope && recorded.kind === fresh.kind && recorded.url === fresh.url ? recorded : undefined;
+  }
+
+  /**
+   * The broker scope a run that needs no recovery uses: the recorded one on the same broker
+   * (nothing of it is in flight, so it is reused as it is), else `fresh`.
    */
   brokerIdentity(fresh: BrokerIdentity): BrokerIdentity {
-    const recorded = this.#record?.broker;
-    if (recorded && !this.needsRepair && recorded.kind === fresh.kind && recorded.url === fresh.url) return recorded;
-    return fresh;
+    return (!this.needsRecovery && this.recordedScope(fresh)) || fresh;
+  }
+
+  /**
+   * A scope a recovering run may resume on: recorded, on the same durable broker, and not
+   * left by a repair (a repair starts again from the stores).
+   */
+  resumableScope(fresh: BrokerIdentity): BrokerIdentity | undefined {
+    return this.needsRecovery && !this.#record?.repairing ? this.recordedScope(fresh) : undefined;
   }
 
   /** The first line a job prints: new, or what the data dir holds and how the last run ended. */
@@ -181,11 +195,11 @@ export class DataDir {
     if (!this.summary) return `data dir ${this.path}: new, ${this.options.partitions} partitions (${this.options.partitioner})`;
     const s = this.summary;
     const how = !this.#record
-      ? 'written before data dir records: repairing it'
+      ? 'written before data dir records: recovering it'
       : this.#record.repairing
         ? 'the last run was stopped during a repair: repairing again'
         : this.#record.state === 'running'
-          ? 'the last run did not stop quiet (killed or interrupted): repairing what was in flight'
+          ? 'the last run did not stop quiet (killed or interrupted): recovering what was in flight'
           : 'the last run stopped quiet';
     const input = this.#record?.input ? `, holds ${this.#record.input.kind} ${this.#record.input.description}` : '';
     return `data dir ${this.path}: existing, ${this.options.partitions} partitions${input}: ${s.pages} pages, ${s.outlinks} links, ${s.backlinks} backlinks, last round ${s.lastRound}; ${how}`;

@@ -34,6 +34,7 @@ import { ActorStoppedError } from '../errors.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
+import { drainBacklog, webIndexSubscriptions, type DrainReport } from './resume.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -73,12 +74,19 @@ export interface WebIndexOptions {
   readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
   /**
    * Repair the stores before anything runs, because the data dir's last run did not stop
-   * quiet (`DataDir.needsRepair`): see `repairWebIndex`. The broker must not hold that
+   * quiet (`DataDir.needsRecovery`): see `repairWebIndex`. The broker must not hold that
    * run's messages (the in-memory broker, or a fresh scope). Default false.
    */
   readonly repair?: boolean;
   /** Called once a repair completed, with what it did (before crawlers start). */
   readonly onRepaired?: (report: RepairReport) => void;
+  /**
+   * Resume an earlier process's work on the same durable broker scope: once the actors run,
+   * wait until they have applied every message it left there (`drainBacklog`). Default false.
+   */
+  readonly resume?: boolean;
+  /** Called once a resume drained the earlier process's messages. */
+  readonly onResumed?: (report: DrainReport) => void;
 }
 
 /** What `WebIndex.stop()` found. */
@@ -253,6 +261,17 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     );
   }
 
+  if (options.resume) {
+    try {
+      const report = await drainBacklog(options.broker, webIndexSubscriptions(options.partitions, crawling), clock, options.log);
+      options.log.info(report, 'resume: the earlier run\'s messages are applied');
+      options.onResumed?.(report);
+    } catch (err) {
+      await system.terminate();
+      await fetcher?.close();
+      throw err;
+    }
+  }
   const counts = async (): Promise<PartitionCounts[]> =>
     (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'counts' }, clock)))) as PartitionCounts[];
 

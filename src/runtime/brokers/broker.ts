@@ -37,6 +37,16 @@ export interface Broker {
   subscribe(topic: Topic, options: SubscribeOptions): Promise<Consumer>;
   /** Messages moved to the dead-letter topic of `subscription` on `topic`, oldest first. */
   deadLetters(topic: Topic, subscription: string): Promise<DeadLetter[]>;
+  /**
+   * Durable brokers: the messages of `subscription` on `topic` not acked yet (delivered and
+   * pending, or not delivered yet), as the broker counts them; `undefined` when the broker
+   * holds no such subscription (never created, or its data was lost). A process that
+   * resumes an earlier one's work waits for every backlog to reach 0 before it counts its
+   * own messages (see docs/ARCHITECTURE.md, "Crash and restart"). Absent on brokers whose
+   * messages do not outlive the process (the in-memory one).
+   * @throws BrokerDisconnectedError when the broker does not answer
+   */
+  subscriptionBacklog?(topic: Topic, subscription: string): Promise<number | undefined>;
   /** Closes every producer and consumer of this client; safe to call twice. */
   close(): Promise<void>;
 }

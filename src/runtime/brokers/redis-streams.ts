@@ -228,6 +228,37 @@ export class RedisStreamsBroker implements Broker {
   }
 
   /**
+   * Entries of the subscription's consumer group not acked: its pending entries plus its
+   * lag (entries not delivered yet; XINFO GROUPS, Redis 7). When Redis cannot count the lag
+   * (entries deleted from the stream), an entry after the last delivered one counts as 1.
+   * @returns undefined when the stream or the group does not exist
+   */
+  async subscriptionBacklog(topic: Topic, subscription: string): Promise<number | undefined> {
+    const keys = subscriptionKeys(this.#prefix, topic, subscription);
+    return this.#call('backlog', async () => {
+      let groups: unknown[];
+      try {
+        groups = (await this.#redis.xinfo('GROUPS', keys.stream)) as unknown[];
+      } catch (err) {
+        if (/no such key/i.test((err as Error).message)) return undefined;
+        throw err;
+      }
+      for (const g of groups) {
+        const fields = g as unknown[];
+        const info = new Map<string, unknown>();
+        for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+        if (info.get('name') !== subscription) continue;
+        const pending = Number(info.get('pending') ?? 0);
+        const lag = info.get('lag');
+        if (typeof lag === 'number') return pending + lag;
+        const newer = await this.#redis.xrange(keys.stream, `(${String(info.get('last-delivered-id'))}`, '+', 'COUNT', 1);
+        return pending + newer.length;
+      }
+      return undefined;
+    });
+  }
+
+  /**
    * Closes consumers (handing their pending entries over) and producers, then the
    * connection. Safe twice.
    * @throws BrokerDisconnectedError (the first) when a consumer could not hand over.

@@ -16,7 +16,7 @@ export type TopicDomain = 'persistent' | 'non-persistent';
 /** The part of a topic's admin statistics that tells whether clients are connected. */
 export interface TopicStats {
   readonly publishers?: readonly { readonly producerName?: string }[];
-  readonly subscriptions?: Readonly<Record<string, { readonly consumers?: readonly { readonly consumerName?: string }[] }>>;
+  readonly subscriptions?: Readonly<Record<string, { readonly consumers?: readonly { readonly consumerName?: string }[]; readonly msgBacklog?: number }>>;
 }
 
 /**

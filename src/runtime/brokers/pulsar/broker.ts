@@ -175,6 +175,16 @@ export class PulsarBroker implements Broker {
     return got;
   }
 
+  /**
+   * The subscription's `msgBacklog` from the topic's admin stats (entries not acked).
+   * @returns undefined when the topic or the subscription does not exist
+   */
+  async subscriptionBacklog(topic: Topic, subscription: string): Promise<number | undefined> {
+    const stats = await this.#admin.topicStats(`persistent://${this.#tenant}/${topic.namespace}/${topic.partition}`);
+    const sub = stats?.subscriptions?.[subscription];
+    return sub === undefined ? undefined : (sub.msgBacklog ?? 0);
+  }
+
   /** One reader pass: up to `n` dead letters or what arrived within `waitMs`. */
   async #readDeadLetters(topic: Topic, dlq: PulsarTopicName, n: number, waitMs: number): Promise<DeadLetter[]> {
     const out: DeadLetter[] = [];

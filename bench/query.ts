@@ -1,16 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { Pool } from 'undici';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { producerId, type PartitionId } from '../src/runtime/ids.js';
-import { hostOf } from '../src/runtime/partitioner.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
-import { fetchCodec, type FetchResult } from '../src/actors/messages.js';
+import type { Broker } from '../src/runtime/brokers/broker.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { readGraph, type WebGraph } from '../src/replay/graphFile.js';
 import { startWebIndex } from '../src/topology/webIndex.js';
+import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { QueryService } from '../src/query/queryService.js';
 import { startQueryServer } from '../src/query/server.js';
 import { tempDir } from '../test/kit/datasets.js';
@@ -121,29 +118,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   }
 }
 
-/** Publishes every page as a fetch result with its outlinks (no HTML), as `shardflow rank` loads a graph. */
-export async function load(index: Awaited<ReturnType<typeof startWebIndex>>, broker: MemoryBroker, graph: WebGraph): Promise<void> {
-  const byPartition = new Map<PartitionId, FetchResult[]>();
-  for (const url of graph.pages) {
-    const p = index.partitioner.forUrl(url);
-    let list = byPartition.get(p);
-    if (!list) byPartition.set(p, (list = []));
-    const host = safeHost(url);
-    const targets = [...new Set(graph.links.get(url) ?? [])];
-    list.push({
-      url, status: 200, fetchedAt: Date.now(),
-      outlinks: targets.map((target, i) => ({ target, features: { anchor: '', position: i / targets.length, rel: [], sameHost: safeHost(target) === host, region: 'body' as const } })),
-    });
-  }
-  const loader = producerId(`bench-query/${randomUUID()}`);
-  for (const [p, results] of byPartition) {
-    const producer = await broker.producer(topic(Namespaces.fetches, p), { producer: loader });
-    for (let i = 0; i < results.length; i += 64) {
-      index.counters.onSent(Namespaces.fetches);
-      await producer.send(fetchCodec.encode({ type: 'fetches', results: results.slice(i, i + 64) }));
-    }
-    await producer.close();
-  }
+/**
+ * Publishes every page as a fetch result with its outlinks (no HTML) to `fetches/<p>`, as
+ * `shardflow rank` loads a graph (src/jobs/graphLoader.ts): each send is counted in the
+ * index's flow counters with its key (producer, topic, sequence), the key its indexer
+ * settles, so that quiescence sees the load balance.
+ * @throws whatever the broker's `send` throws
+ */
+export async function load(index: Awaited<ReturnType<typeof startWebIndex>>, broker: Broker, graph: WebGraph): Promise<void> {
+  await publishFetches(broker, index.partitioner, index.counters, graphPages(graph, Date.now()));
 }
 
 /** A seeded synthetic web: `pages` pages over `hosts` hosts, 8 random outlinks each, and a hub linked by `backlinks` pages. */
@@ -172,14 +155,6 @@ async function fileGraph(dir: string): Promise<{ graph: WebGraph; hub: string }>
   let hub = graph.pages[0]!;
   for (const [u, n] of indegree) if (n > (indegree.get(hub) ?? 0)) hub = u;
   return { graph, hub };
-}
-
-function safeHost(url: string): string {
-  try {
-    return hostOf(url);
-  } catch {
-    return '';
-  }
 }
 
 function quantile(xs: number[], q: number): number {

@@ -11,6 +11,10 @@ import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { QueryService } from '../src/query/queryService.js';
 import { startQueryServer } from '../src/query/server.js';
 import { tempDir } from '../test/kit/datasets.js';
+import { benchOptions } from './lib/options.js';
+
+/** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
+export const resultFields = ['smoke', 'graph', 'pages', 'links', 'partitions', 'hub', 'backlinks', 'converged', 'loadSeconds', 'uncompactedMedianMs', 'compactSeconds', 'requests', 'medianMs', 'p90Ms', 'p99Ms', 'concurrency', 'qps', 'concurrentMedianMs', 'concurrentP99Ms', 'rssMiB'] as const;
 
 /**
  * Latency and throughput of the backlinks query for a page with 1,000+ backlinks.
@@ -27,25 +31,24 @@ import { tempDir } from '../test/kit/datasets.js';
  * partition) link to; or `--graph DIR` (pages.txt[.xz], links.tsv[.xz], e.g.
  * bench/data/cnr-2000), whose most linked page is the hub.
  * Other args: `--partitions` (16), `--limit` (100), `--requests` (300), `--seed` (1).
+ * `--smoke` (bench/lib/options.ts): 600 pages over 20 hosts, a hub with 100 backlinks, 2
+ * partitions, 20 requests, 2 clients for 300 ms. Logs (warnings) go to stderr.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const arg = (name: string, def: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 && args[i + 1] ? args[i + 1]! : def;
-  };
-  const partitions = Number(arg('--partitions', '16'));
-  const limit = Number(arg('--limit', '100'));
-  const requests = Number(arg('--requests', '300'));
-  const concurrency = Number(arg('--concurrency', '16'));
-  const durationMs = Number(arg('--duration-ms', '5000'));
-  const graphDir = args.includes('--graph') ? resolve(arg('--graph', '')) : undefined;
+  const o = benchOptions(args);
+  const partitions = o.number('--partitions', 16, 2);
+  const limit = o.number('--limit', 100, 20);
+  const requests = o.number('--requests', 300, 20);
+  const concurrency = o.number('--concurrency', 16, 2);
+  const durationMs = o.number('--duration-ms', 5000, 300);
+  const graphDir = o.has('--graph') ? resolve(o.string('--graph', '')) : undefined;
   const t0 = performance.now();
   const { graph, hub } = graphDir
     ? await fileGraph(graphDir)
-    : syntheticGraph(Number(arg('--pages', '20000')), Number(arg('--hosts', '200')), Number(arg('--backlinks', '2000')), Number(arg('--seed', '1')));
+    : syntheticGraph(o.number('--pages', 20_000, 600), o.number('--hosts', 200, 20), o.number('--backlinks', 2000, 100), o.number('--seed', 1));
   const { dir, cleanup } = tempDir('shardflow-bench-query-');
   const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: pino({ level: 'warn' }), crawlers: 0 });
+  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0 });
   try {
     await load(index, broker, graph);
     await index.quiescence({ pollMs: 10 });
@@ -84,6 +87,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       }));
       const concurrentSeconds = (performance.now() - tc) / 1000;
       return {
+        smoke: o.smoke,
         graph: graphDir ? graphDir.split('/').pop() : 'synthetic',
         pages: graph.pages.length,
         links: graph.linkCount,

@@ -1,19 +1,20 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { Pool } from 'undici';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { producerId, type PartitionId } from '../src/runtime/ids.js';
-import { hostOf } from '../src/runtime/partitioner.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
-import { fetchCodec, type FetchResult } from '../src/actors/messages.js';
+import type { Broker } from '../src/runtime/brokers/broker.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { readGraph, type WebGraph } from '../src/replay/graphFile.js';
 import { startWebIndex } from '../src/topology/webIndex.js';
+import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { QueryService } from '../src/query/queryService.js';
 import { startQueryServer } from '../src/query/server.js';
 import { tempDir } from '../test/kit/datasets.js';
+import { benchOptions } from './lib/options.js';
+
+/** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
+export const resultFields = ['smoke', 'graph', 'pages', 'links', 'partitions', 'hub', 'backlinks', 'converged', 'loadSeconds', 'uncompactedMedianMs', 'compactSeconds', 'requests', 'medianMs', 'p90Ms', 'p99Ms', 'concurrency', 'qps', 'concurrentMedianMs', 'concurrentP99Ms', 'rssMiB'] as const;
 
 /**
  * Latency and throughput of the backlinks query for a page with 1,000+ backlinks.
@@ -30,25 +31,24 @@ import { tempDir } from '../test/kit/datasets.js';
  * partition) link to; or `--graph DIR` (pages.txt[.xz], links.tsv[.xz], e.g.
  * bench/data/cnr-2000), whose most linked page is the hub.
  * Other args: `--partitions` (16), `--limit` (100), `--requests` (300), `--seed` (1).
+ * `--smoke` (bench/lib/options.ts): 600 pages over 20 hosts, a hub with 100 backlinks, 2
+ * partitions, 20 requests, 2 clients for 300 ms. Logs (warnings) go to stderr.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const arg = (name: string, def: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 && args[i + 1] ? args[i + 1]! : def;
-  };
-  const partitions = Number(arg('--partitions', '16'));
-  const limit = Number(arg('--limit', '100'));
-  const requests = Number(arg('--requests', '300'));
-  const concurrency = Number(arg('--concurrency', '16'));
-  const durationMs = Number(arg('--duration-ms', '5000'));
-  const graphDir = args.includes('--graph') ? resolve(arg('--graph', '')) : undefined;
+  const o = benchOptions(args);
+  const partitions = o.number('--partitions', 16, 2);
+  const limit = o.number('--limit', 100, 20);
+  const requests = o.number('--requests', 300, 20);
+  const concurrency = o.number('--concurrency', 16, 2);
+  const durationMs = o.number('--duration-ms', 5000, 300);
+  const graphDir = o.has('--graph') ? resolve(o.string('--graph', '')) : undefined;
   const t0 = performance.now();
   const { graph, hub } = graphDir
     ? await fileGraph(graphDir)
-    : syntheticGraph(Number(arg('--pages', '20000')), Number(arg('--hosts', '200')), Number(arg('--backlinks', '2000')), Number(arg('--seed', '1')));
+    : syntheticGraph(o.number('--pages', 20_000, 600), o.number('--hosts', 200, 20), o.number('--backlinks', 2000, 100), o.number('--seed', 1));
   const { dir, cleanup } = tempDir('shardflow-bench-query-');
   const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: pino({ level: 'warn' }), crawlers: 0 });
+  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0 });
   try {
     await load(index, broker, graph);
     await index.quiescence({ pollMs: 10 });
@@ -87,6 +87,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       }));
       const concurrentSeconds = (performance.now() - tc) / 1000;
       return {
+        smoke: o.smoke,
         graph: graphDir ? graphDir.split('/').pop() : 'synthetic',
         pages: graph.pages.length,
         links: graph.linkCount,
@@ -121,29 +122,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   }
 }
 
-/** Publishes every page as a fetch result with its outlinks (no HTML), as `shardflow rank` loads a graph. */
-export async function load(index: Awaited<ReturnType<typeof startWebIndex>>, broker: MemoryBroker, graph: WebGraph): Promise<void> {
-  const byPartition = new Map<PartitionId, FetchResult[]>();
-  for (const url of graph.pages) {
-    const p = index.partitioner.forUrl(url);
-    let list = byPartition.get(p);
-    if (!list) byPartition.set(p, (list = []));
-    const host = safeHost(url);
-    const targets = [...new Set(graph.links.get(url) ?? [])];
-    list.push({
-      url, status: 200, fetchedAt: Date.now(),
-      outlinks: targets.map((target, i) => ({ target, features: { anchor: '', position: i / targets.length, rel: [], sameHost: safeHost(target) === host, region: 'body' as const } })),
-    });
-  }
-  const loader = producerId(`bench-query/${randomUUID()}`);
-  for (const [p, results] of byPartition) {
-    const producer = await broker.producer(topic(Namespaces.fetches, p), { producer: loader });
-    for (let i = 0; i < results.length; i += 64) {
-      index.counters.onSent(Namespaces.fetches);
-      await producer.send(fetchCodec.encode({ type: 'fetches', results: results.slice(i, i + 64) }));
-    }
-    await producer.close();
-  }
+/**
+ * Publishes every page as a fetch result with its outlinks (no HTML) to `fetches/<p>`, as
+ * `shardflow rank` loads a graph (src/jobs/graphLoader.ts): each send is counted in the
+ * index's flow counters with its key (producer, topic, sequence), the key its indexer
+ * settles, so that quiescence sees the load balance.
+ * @throws whatever the broker's `send` throws
+ */
+export async function load(index: Awaited<ReturnType<typeof startWebIndex>>, broker: Broker, graph: WebGraph): Promise<void> {
+  await publishFetches(broker, index.partitioner, index.counters, graphPages(graph, Date.now()));
 }
 
 /** A seeded synthetic web: `pages` pages over `hosts` hosts, 8 random outlinks each, and a hub linked by `backlinks` pages. */
@@ -172,14 +159,6 @@ async function fileGraph(dir: string): Promise<{ graph: WebGraph; hub: string }>
   let hub = graph.pages[0]!;
   for (const [u, n] of indegree) if (n > (indegree.get(hub) ?? 0)) hub = u;
   return { graph, hub };
-}
-
-function safeHost(url: string): string {
-  try {
-    return hostOf(url);
-  } catch {
-    return '';
-  }
 }
 
 function quantile(xs: number[], q: number): number {

@@ -1,11 +1,15 @@
 import { Subject } from 'rxjs';
 import { ActorSystem, type Behavior } from '../src/runtime/actor/index.js';
+import { benchOptions } from './lib/options.js';
 
 /** Producer messages: start a run of `count` tells to the consumer. */
 interface Go {
   readonly count: number;
   readonly awaitEach: boolean;
 }
+
+/** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
+export const resultFields = ['smoke', 'params', 'subjectMsgsPerSec', 'actorAwaitedTellMsgsPerSec', 'actorFireAndForgetMsgsPerSec', 'awaitFloorMsgsPerSec', 'ratio', 'ratioAwaitEach', 'rssMiB'] as const;
 
 /**
  * Throughput of `tell` between two actors against an RxJS `Subject` in the same process and run.
@@ -19,20 +23,16 @@ interface Go {
  *   await-per-message sender (one microtask each), to show where the awaited variant's time goes.
  *
  * Args: `--messages N` (default 2,000,000), `--capacity C` consumer mailbox bound for the awaited
- * variant (default 1024), `--rounds R` (default 3; the best round counts, after one warm-up round).
+ * variant (default 1024), `--rounds R` (default 3; the best round counts, after one warm-up round);
+ * `--smoke`: 20,000 messages, 1 round (bench/lib/options.ts).
  * Returns messages/s for each; `ratio` = fire-and-forget actor rate / subject rate (the tell path
  * itself; target >= 0.5), `ratioAwaitEach` = awaited actor rate / subject rate.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const arg = (name: string, fallback: number): number => {
-    const i = args.indexOf(name);
-    const value = i >= 0 ? Number(args[i + 1]) : fallback;
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} needs a positive number`);
-    return value;
-  };
-  const messages = arg('--messages', 2_000_000);
-  const capacity = arg('--capacity', 1024);
-  const rounds = arg('--rounds', 3);
+  const o = benchOptions(args);
+  const messages = o.number('--messages', 2_000_000, 20_000);
+  const capacity = o.number('--capacity', 1024);
+  const rounds = o.number('--rounds', 3, 1);
 
   const best = async (measure: () => Promise<number>): Promise<number> => {
     await measure(); // warm-up
@@ -104,6 +104,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const fireAndForget = await actorRate(false, Infinity);
   await system.terminate();
   return {
+    smoke: o.smoke,
     params: { messages, capacity, rounds },
     subjectMsgsPerSec: Math.round(subjectRate),
     actorAwaitedTellMsgsPerSec: Math.round(awaited),

@@ -4,6 +4,10 @@ import path from 'node:path';
 import { partitionColumnFamilies } from '../src/actors/partition/schema.js';
 import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
 import { SharedResources, Store } from '../src/storage/index.js';
+import { benchOptions } from './lib/options.js';
+
+/** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
+export const resultFields = ['smoke', 'params', 'puts', 'gets', 'multiGet', 'merges', 'rmw', 'unbatchedMergeOverRmw', 'batchedMergeMany', 'batchedRmw', 'mergeOverRmw', 'cpuNanosPerUpdate', 'float64', 'scan', 'manyStores'] as const;
 
 /**
  * Storage throughput on one store and memory with many stores.
@@ -39,31 +43,30 @@ import { SharedResources, Store } from '../src/storage/index.js';
  * it (Resources::kStoreFixedBytes + kColumnFamilyFixedBytes per family) and the shared usage.
  *
  * Args: `--ops N` (default 100000), `--concurrency C` (64), `--batch B` (1000), `--multiget M` (100),
- * `--writers W` (1), `--rounds R` (3: batched ways run in turns R times, medians reported).
+ * `--writers W` (1), `--rounds R` (3: batched ways run in turns R times, medians reported),
+ * `--stores S`, `--budget-mb M`, `--per-store-mb M`, `--counters K`.
+ * `--smoke` (bench/lib/options.ts): 2,000 ops, 16 in flight, batches of 100, multiGet of 20,
+ * 4,000 counters, 1 round, 4 stores on 64 MiB with 1 MiB each.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const arg = (name: string, fallback: number): number => {
-    const i = args.indexOf(name);
-    const value = i >= 0 ? Number(args[i + 1]) : fallback;
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} needs a positive number`);
-    return value;
-  };
-  const ops = arg('--ops', 100_000);
-  const concurrency = arg('--concurrency', 64);
-  const batchSize = arg('--batch', 1000);
-  const multiGetSize = arg('--multiget', 100);
-  const writers = arg('--writers', 1);
-  const rounds = arg('--rounds', 3);
-  const stores = arg('--stores', 64);
-  const budgetMb = arg('--budget-mb', 256);
-  const perStoreMb = arg('--per-store-mb', 4);
-  const counters = arg('--counters', 400_000);
+  const o = benchOptions(args);
+  const ops = o.number('--ops', 100_000, 2_000);
+  const concurrency = o.number('--concurrency', 64, 16);
+  const batchSize = o.number('--batch', 1000, 100);
+  const multiGetSize = o.number('--multiget', 100, 20);
+  const writers = o.number('--writers', 1);
+  const rounds = o.number('--rounds', 3, 1);
+  const stores = o.number('--stores', 64, 4);
+  const budgetMb = o.number('--budget-mb', 256, 64);
+  const perStoreMb = o.number('--per-store-mb', 4, 1);
+  const counters = o.number('--counters', 400_000, 4_000);
 
   const dir = await mkdtemp(path.join(tmpdir(), 'shardflow-bench-storage-'));
   try {
     const single = await singleStore(dir, { ops, concurrency, batchSize, multiGetSize, writers, rounds, counters });
     const many = await manyStores(dir, { stores, budgetMb, perStoreMb });
     return {
+      smoke: o.smoke,
       params: { ops, concurrency, batchSize, multiGetSize, writers, rounds, counters, valueBytes: VALUE_BYTES, stores, budgetMb, perStoreMb },
       ...single,
       manyStores: many,

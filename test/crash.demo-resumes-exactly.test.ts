@@ -4,10 +4,10 @@ import { after, describe, it } from 'node:test';
 import { tempDir } from './kit/datasets.js';
 import { runCli, seededRandom, type KillPoint } from './kit/cliRun.js';
 
-// `npm run demo` killed mid-crawl (SIGKILL, or SIGINT for a clean stop) at a seeded metric
-// round of the continuous mode, then the same command on the same --data-dir: it must crawl
-// what is left and end exactly like an uninterrupted run (hollins: 6,012 pages, 23,875
-// links and backlinks, L1 <= 1e-6 to the reference).
+// `npm run demo -- --graph hollins` killed mid-crawl (SIGKILL, or SIGINT for a clean stop) at
+// a seeded metric round of the continuous mode, then the same command on the same --data-dir:
+// it must crawl what is left and end exactly like an uninterrupted run (hollins: 6,012 pages,
+// 23,875 links and backlinks, L1 <= 1e-6 to the reference).
 
 const random = seededRandom(11);
 const points: Array<{ name: string; kill: KillPoint; code?: number }> = [
@@ -25,7 +25,7 @@ describe('demo killed mid-crawl, then run again on its data dir', () => {
   for (const point of points) {
     it(point.name, async () => {
       const dataDir = join(tmp.dir, point.name.replace(/\W+/g, '-'));
-      const args = ['demo', '--partitions', '8', '--data-dir', dataDir, '--log-level', 'info'];
+      const args = ['demo', '--graph', 'hollins', '--partitions', '8', '--data-dir', dataDir, '--log-level', 'info'];
       const first = await runCli(args, { kill: point.kill });
       assert.ok(first.killed, `the kill point was reached: ${first.stdout.slice(-500)}`);
       if (point.code !== undefined) assert.equal(first.code, point.code, first.stderr.slice(-1000));

@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { readGraph, readScores } from '../replay/graphFile.js';
 import { crawlGraph } from '../jobs/crawlGraph.js';
@@ -14,29 +14,66 @@ import { chaosKinds, cliLogger, positiveInt } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
+import { InvalidArgumentError } from '../errors.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const defaultGraph = resolve(here, '../../examples/data/hollins');
+/** The bundled graphs `--graph` names: each folder of examples/data with a pages.txt and a links.tsv. */
+const bundledDir = resolve(here, '../../examples/data');
+/**
+ * The default graph: polblogs (Adamic and Glance 2005, examples/data/polblogs/README.md),
+ * 1,489 pages over 1,451 hosts, so that its pages spread over every partition (all pages of a
+ * host live on one partition: hollins' 4 hosts filled 3 of 16).
+ */
+export const DEMO_DEFAULT_GRAPH = 'polblogs';
+
+/** Names of the graphs bundled in examples/data, sorted. */
+export function bundledGraphs(): string[] {
+  if (!existsSync(bundledDir)) return [];
+  return readdirSync(bundledDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(bundledDir, d.name, 'pages.txt')) && existsSync(join(bundledDir, d.name, 'links.tsv')))
+    .map((d) => d.name)
+    .sort();
+}
+
+/**
+ * The graph files a demo run crawls: `--pages` and `--links` when given (both), else the
+ * bundled graph `--graph` names (default DEMO_DEFAULT_GRAPH).
+ * @throws InvalidArgumentError when only one of `--pages`, `--links` is given
+ */
+export function demoGraphFiles(opts: { readonly graph: string; readonly pages?: string; readonly links?: string }): { pages: string; links: string } {
+  if (opts.pages !== undefined && opts.links !== undefined) return { pages: opts.pages, links: opts.links };
+  if (opts.pages !== undefined || opts.links !== undefined) {
+    throw new InvalidArgumentError(`--pages and --links go together (your own graph), got only ${opts.pages !== undefined ? '--pages' : '--links'}; or name a bundled graph with --graph (${bundledGraphs().join(', ')})`);
+  }
+  return { pages: join(bundledDir, opts.graph, 'pages.txt'), links: join(bundledDir, opts.graph, 'links.tsv') };
+}
 
 /** `shardflow demo`: crawl a real web graph served from this process, then rank it. */
 export function demoCommand(setExit: (code: number) => void): Command {
   return withJobOptions(
     new Command('demo')
       .description('crawl a real web graph replayed over HTTP through partition actors, RocksDB and the broker, then compute the link metric')
-      .option('--pages <file>', 'pages.txt of the graph', join(defaultGraph, 'pages.txt'))
-      .option('--links <file>', 'links.tsv of the graph', join(defaultGraph, 'links.tsv'))
-      .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: next to --pages)')
+      .addOption(
+        new Option('--graph <name>', 'a graph bundled in examples/data: polblogs (political blogs, 1,489 pages over 1,451 hosts) or hollins (the hollins.edu crawl of 2004, 6,012 pages over 4 hosts)')
+          .choices(bundledGraphs())
+          .default(DEMO_DEFAULT_GRAPH)
+          .conflicts(['pages', 'links']),
+      )
+      .option('--pages <file>', 'pages.txt of your own graph (one URL per line; .xz accepted), with --links, instead of --graph')
+      .option('--links <file>', 'links.tsv of your own graph (source<TAB>target; .xz accepted), with --pages')
+      .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: the one next to the pages.txt)')
       .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
       .option('--update', 'on a --data-dir that holds another graph: crawl this one into it (pages it does not list are kept)'),
     { default: 'uniform', help: 'link weights: uniform (PageRank), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
-      const graph = await readGraph(opts.pages, opts.links);
-      const run = await openJobRun(opts, await graphInput('crawl', opts.pages, opts.links), log);
+      const files = demoGraphFiles(opts);
+      const graph = await readGraph(files.pages, files.links);
+      const run = await openJobRun(opts, await graphInput('crawl', files.pages, files.links), log);
       const dir = run.dir.path;
       console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${opts.dataDir !== undefined ? '' : ' (removed at the end; --data-dir keeps it)'}`);
-      console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${opts.pages})`);
+      console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${files.pages})`);
       const broker = run.broker;
       const inspection = await openInspection(opts, command).catch(async (err) => {
         await run.close();
@@ -85,11 +122,11 @@ export function demoCommand(setExit: (code: number) => void): Command {
         const used = result.counts.filter((c) => c.pages > 0).length;
         if (used < opts.partitions) {
           console.log(`  (${used} of ${opts.partitions} partitions hold pages: all pages of a host live on one partition, and this graph has ${hosts} hosts;`);
-          console.log(`   a graph with many hosts spreads evenly, e.g. --pages test/data/polblogs/pages.txt --links test/data/polblogs/links.tsv)`);
+          console.log(`   a graph with many more hosts than partitions spreads over all of them: the default, --graph ${DEMO_DEFAULT_GRAPH}, has 1,451)`);
         }
         console.log('\ntop 10 pages by score:');
         for (const [url, score] of result.scores.slice(0, 10)) console.log(`  ${score.toFixed(6)}  ${url}`);
-        const reference = opts.reference ?? join(dirname(opts.pages), 'pagerank.tsv');
+        const reference = opts.reference ?? join(dirname(files.pages), 'pagerank.tsv');
         if (opts.weights === 'uniform' && existsSync(reference)) {
           const ref = new Map<string, number>();
           for (const [u, s] of await readScores(reference)) {

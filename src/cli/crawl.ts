@@ -7,10 +7,8 @@ import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOption
 import { weightFunction, type WeightFunction } from '../actors/metrics/weights.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { hostOf } from '../runtime/partitioner.js';
-import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
-import type { RepairReport } from '../topology/repair.js';
-import type { DrainReport } from '../topology/resume.js';
-import { aborted, JobWatchdog, raceStops } from '../jobs/watchdog.js';
+import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from '../jobs/watchdog.js';
 import { openJobRun } from './jobRun.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
@@ -18,7 +16,7 @@ import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 
 /** Options of `crawlSites`. */
-export interface CrawlSitesOptions {
+export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
   /** Start URLs (any form `canonicalUrl` accepts). */
   readonly seeds: readonly string[];
   /** `host[:port]` -> `address:port`: hosts reached without DNS (and allowed on loopback/private addresses). */
@@ -53,16 +51,6 @@ export interface CrawlSitesOptions {
   readonly keepOpen?: boolean;
   /** Called about once a second while crawling. */
   readonly onProgress?: (p: { pages: number; seconds: number }) => void;
-  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
-  readonly repair?: boolean;
-  readonly onRepaired?: (report: RepairReport) => void;
-  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
-  readonly resume?: boolean;
-  readonly onResumed?: (report: DrainReport) => void;
-  /** Aborting stops the crawl cleanly; `crawlSites` then rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
-  /** Called with the web index's stop report when `crawlSites` stops it. */
-  readonly onStopped?: (report: StopReport) => void;
 }
 
 /** What `crawlSites` did. */
@@ -128,10 +116,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       scope,
       ...(options.maxPages !== undefined ? { budget: new CrawlBudget(options.maxPages) } : {}),
     },
-    ...(options.repair ? { repair: true } : {}),
-    ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
-        ...(options.resume ? { resume: true } : {}),
-        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
+    ...recoveryOptions(options),
   });
   let ok = false;
   let phase = 'crawling';

@@ -6,15 +6,13 @@ import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import type { PartitionCounts } from '../actors/metrics/metricActor.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
-import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
-import type { RepairReport } from '../topology/repair.js';
-import type { DrainReport } from '../topology/resume.js';
-import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
+import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from './watchdog.js';
 import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
 /** Options of `crawlGraph`. */
-export interface CrawlGraphOptions {
+export interface CrawlGraphOptions extends JobLifecycleOptions {
   readonly graph: WebGraph;
   readonly partitions: number;
   readonly dataDir: string;
@@ -33,18 +31,6 @@ export interface CrawlGraphOptions {
   /** Called once the index runs (for progress displays and fault injection). */
   readonly onStarted?: (index: WebIndex) => void;
   readonly onRound?: (r: RoundSummary) => void;
-  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
-  readonly repair?: boolean;
-  readonly onRepaired?: (report: RepairReport) => void;
-  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
-  readonly resume?: boolean;
-  readonly onResumed?: (report: DrainReport) => void;
-  /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
-  /** Called with the web index's stop report, however the job ends. */
-  readonly onStopped?: (report: StopReport) => void;
-  /** The stall watchdog's limits and reports (see JobWatchdog). */
-  readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }
 
 /** What `crawlGraph` found. */
@@ -89,10 +75,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
         crawlers: options.crawlers ?? 4,
         fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
         ...(options.chaos ? { chaos: options.chaos } : {}),
-        ...(options.repair ? { repair: true } : {}),
-        ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
-        ...(options.resume ? { resume: true } : {}),
-        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
+        ...recoveryOptions(options),
       }),
       stop,
     );

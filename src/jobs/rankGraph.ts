@@ -4,15 +4,13 @@ import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
-import { startWebIndex, type StopReport, type WebIndex } from '../topology/webIndex.js';
-import type { RepairReport } from '../topology/repair.js';
-import type { DrainReport } from '../topology/resume.js';
-import { aborted, JobWatchdog, raceStops, type WatchdogOptions } from './watchdog.js';
+import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
+import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from './watchdog.js';
 import { graphPages, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
 /** Options of `rankGraph`. */
-export interface RankGraphOptions {
+export interface RankGraphOptions extends JobLifecycleOptions {
   /**
    * The graph, or a function that returns it: that form is called once, inside the job, and
    * the graph it returns is dropped as soon as it is loaded, so that its memory (about 850
@@ -35,18 +33,6 @@ export interface RankGraphOptions {
   readonly onStarted?: (index: WebIndex) => void;
   /** Called once the graph is loaded, with the web index. */
   readonly onLoaded?: (index: WebIndex, seconds: number) => void;
-  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
-  readonly repair?: boolean;
-  readonly onRepaired?: (report: RepairReport) => void;
-  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
-  readonly resume?: boolean;
-  readonly onResumed?: (report: DrainReport) => void;
-  /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
-  readonly signal?: AbortSignal;
-  /** Called with the web index's stop report, however the job ends. */
-  readonly onStopped?: (report: StopReport) => void;
-  /** The stall watchdog's limits and reports (see JobWatchdog). */
-  readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }
 
 /** What `rankGraph` measured and computed. */
@@ -81,10 +67,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       // A graph file is the graph to rank, whole: the outlink cap bounds crawled pages only.
       maxOutlinksPerPage: Infinity,
       ...(options.chaos ? { chaos: options.chaos } : {}),
-      ...(options.repair ? { repair: true } : {}),
-      ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
-        ...(options.resume ? { resume: true } : {}),
-        ...(options.onResumed ? { onResumed: options.onResumed } : {}),
+      ...recoveryOptions(options),
     }),
     stop,
   );

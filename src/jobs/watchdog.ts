@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
 import { JobStalledError } from '../errors.js';
-import type { WebIndex } from '../topology/webIndex.js';
+import type { StopReport, WebIndex } from '../topology/webIndex.js';
+import type { RepairReport } from '../topology/repair.js';
+import type { DrainReport } from '../topology/resume.js';
 
 /** Options of `JobWatchdog`. */
 export interface WatchdogOptions {
@@ -133,4 +135,33 @@ export function aborted(signal: AbortSignal | undefined): Promise<never> {
   });
   p.catch(() => undefined);
   return p;
+}
+
+/**
+ * What every job (`rankGraph`, `crawlGraph`, `crawlSites`) takes about its life on a data
+ * dir: recovery (repair or resume), a clean stop, the stop report and the stall watchdog.
+ */
+export interface JobLifecycleOptions {
+  /** Repair the data dir first (its last run did not stop quiet); see `WebIndexOptions.repair`. */
+  readonly repair?: boolean;
+  readonly onRepaired?: (report: RepairReport) => void;
+  /** Resume the last run's work on the same durable broker scope; see `WebIndexOptions.resume`. */
+  readonly resume?: boolean;
+  readonly onResumed?: (report: DrainReport) => void;
+  /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Called with the web index's stop report, however the job ends. */
+  readonly onStopped?: (report: StopReport) => void;
+  /** The stall watchdog's limits and reports (see JobWatchdog). */
+  readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
+}
+
+/** The recovery options of `options` as `startWebIndex` takes them. */
+export function recoveryOptions(options: JobLifecycleOptions): Pick<JobLifecycleOptions, 'repair' | 'onRepaired' | 'resume' | 'onResumed'> {
+  return {
+    ...(options.repair ? { repair: true } : {}),
+    ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
+    ...(options.resume ? { resume: true } : {}),
+    ...(options.onResumed ? { onResumed: options.onResumed } : {}),
+  };
 }

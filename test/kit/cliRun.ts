@@ -69,14 +69,4 @@ export function readScoresFile(file: string): Map<string, number> {
   return out;
 }
 
-/** mulberry32: a small seeded PRNG (Tommy Ettinger's, public domain), for reproducible kill points. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../src/runtime/supervision/seededRandom.js';

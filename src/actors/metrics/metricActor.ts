@@ -305,44 +305,17 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
         // and cache every page's outlinks on the way, and the order of the pages.
-        const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
-        const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
-        const targets: string[] = [];
-        const weights: number[] = [];
         const order: number[] = [];
-        try {
-          while (await ranks.ready()) {
-            const key = ranks.key;
-            const value = ranks.value;
-            const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
-            const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
-            ranks.advance();
-            // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
-            targets.length = 0;
-            weights.length = 0;
-            while (await links.ready()) {
-              const lk = links.key;
-              const cmp = compareSource(lk, key);
-              if (cmp > 0) break;
-              if (cmp === 0) {
-                targets.push(lk.toString('utf8', key.length + 1));
-                weights.push(linkWeight(links.value));
-              }
-              links.advance();
-            }
-            const url = key.toString('utf8');
-            const slot = cache.slotOf(url);
-            order.push(slot);
-            next.set(slot, x, r);
-            const adj = cache.set(url, targets, weights);
-            const re = r + pending.delta(slot);
-            if (Math.abs(re) > threshold) pushPage(slot, x, re, adj);
-            else keepPage(x, re);
-          }
-        } finally {
-          await ranks.close();
-          await links.close();
-        }
+        await walkRanksWithOutlinks(store, snapshot!, (key, x, r, targets, weights) => {
+          const url = key.toString('utf8');
+          const slot = cache.slotOf(url);
+          order.push(slot);
+          next.set(slot, x, r);
+          const adj = cache.set(url, targets, weights);
+          const re = r + pending.delta(slot);
+          if (Math.abs(re) > threshold) pushPage(slot, x, re, adj);
+          else keepPage(x, re);
+        });
         cache.order = Int32Array.from(order);
       } else {
         // Outlinks come from the cache: scan `ranks` in place, without an object per entry,
@@ -438,38 +411,14 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     let pushed = 0;
     let sumX = 0;
     let contributions = 0;
-    const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
-    const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
-    const targets: string[] = [];
-    const weights: number[] = [];
     try {
-      while (await ranks.ready()) {
-        const key = ranks.key;
-        const value = ranks.value;
-        const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
-        const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
-        ranks.advance();
-        targets.length = 0;
-        weights.length = 0;
-        while (await links.ready()) {
-          const lk = links.key;
-          const cmp = compareSource(lk, key);
-          if (cmp > 0) break;
-          if (cmp === 0) {
-            targets.push(lk.toString('utf8', key.length + 1));
-            weights.push(linkWeight(links.value));
-          }
-          links.advance();
-        }
+      await walkRanksWithOutlinks(store, snapshot, (key, x, r, targets, weights) => {
         sumX += x + r;
-        if (x === 0 || targets.length === 0) continue;
-        const adj = cache.set(key.toString('utf8'), targets, weights);
-        contributions += combiner.add(adj, damping * x);
+        if (x === 0 || targets.length === 0) return;
+        contributions += combiner.add(cache.set(key.toString('utf8'), targets, weights), damping * x);
         pushed++;
-      }
+      });
     } finally {
-      await ranks.close();
-      await links.close();
       snapshot.release();
     }
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
@@ -579,6 +528,49 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (reason !== undefined) await state.consumer.deadLetter(message, reason);
       else await state.consumer.ack(message);
     }
+  }
+}
+
+/**
+ * The synchronized traversal of DESIGN.md: walks `ranks` and `outlinks` of `snapshot` in step
+ * (both keyed by the page URL first; outlinks are `source 0x00 target`), no random reads, and
+ * calls `visit` for every `ranks` row with its x, r and the page's outlink targets and raw
+ * weights (arrays reused between calls: copy what you keep).
+ */
+async function walkRanksWithOutlinks(
+  store: Store,
+  snapshot: Snapshot,
+  visit: (key: Buffer, x: number, r: number, targets: readonly string[], weights: readonly number[]) => void,
+): Promise<void> {
+  const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
+  const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
+  const targets: string[] = [];
+  const weights: number[] = [];
+  try {
+    while (await ranks.ready()) {
+      const key = ranks.key;
+      const value = ranks.value;
+      const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
+      const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
+      ranks.advance();
+      // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
+      targets.length = 0;
+      weights.length = 0;
+      while (await links.ready()) {
+        const lk = links.key;
+        const cmp = compareSource(lk, key);
+        if (cmp > 0) break;
+        if (cmp === 0) {
+          targets.push(lk.toString('utf8', key.length + 1));
+          weights.push(linkWeight(links.value));
+        }
+        links.advance();
+      }
+      visit(key, x, r, targets, weights);
+    }
+  } finally {
+    await ranks.close();
+    await links.close();
   }
 }
 

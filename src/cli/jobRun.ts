@@ -90,7 +90,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
       repair = false;
       resume = true;
     } else {
-      process.stderr.write(`the broker lost what the last run left on it (${lost.length} subscriptions gone, e.g. ${lost[0]}): repairing from the stores\n`);
+      process.stderr.write(`the broker does not hold what the last run left (${lost.length} subscriptions missing, e.g. ${lost[0]}: its data was lost, or the run was killed before it subscribed): repairing from the stores\n`);
       await broker.close();
       broker = undefined;
     }

@@ -33,7 +33,7 @@ function killPoints(seed: number): Array<{ name: string; kill: KillPoint; expect
   const sigintRound = 2 + Math.floor(random() * 30);
   const loadDelay = Math.floor(random() * 300);
   return [
-    { name: `SIGKILL ${loadDelay} ms into the load`, kill: { signal: 'SIGKILL', when: (l) => l.startsWith('data dir '), delayMs: loadDelay } },
+    { name: `SIGKILL ${loadDelay} ms into the load`, kill: { signal: 'SIGKILL', when: (l) => l.includes('"msg":"loading the graph"'), delayMs: loadDelay } },
     { name: `SIGKILL at metric round ${round}`, kill: { signal: 'SIGKILL', when: (l) => roundOf(l) >= round } },
     { name: `SIGINT at metric round ${sigintRound}`, kill: { signal: 'SIGINT', when: (l) => roundOf(l) >= sigintRound }, expectCode: 130 },
   ];

@@ -78,6 +78,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     const run = async () => {
       let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
       const t0 = performance.now();
+      options.log.info('loading the graph');
       await publishFetches(index.broker, index.partitioner, index.counters, graphPages(graph));
       graph = undefined;
       await index.quiescence({ pollMs: 10 });

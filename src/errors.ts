@@ -32,6 +32,15 @@ export class InvalidArgumentError extends ShardflowError {
   }
 }
 
+/** A payload is larger than the broker's `maxPayloadBytes`; nothing was sent. */
+export class PayloadTooLargeError extends InvalidArgumentError {
+  override readonly code: string = 'SF_ERR_PAYLOAD_TOO_LARGE';
+  constructor(message: string, readonly bytes: number, readonly limit: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
 /** A URL did not parse or has a scheme the crawler does not fetch. */
 export class InvalidUrlError extends ShardflowError {
   override readonly code: string = 'SF_ERR_INVALID_URL';

@@ -70,3 +70,32 @@ test('404, 500, malformed HTML, an oversized body and invalid URLs each get a st
     cleanup();
   }
 });
+
+test('a fetch result larger than one broker message is stored without its body, with the reason, and the crawl goes on', { timeout: 600_000 }, async () => {
+  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
+  const big = graph.pages[20]!;
+  const overrides = new Map([[big, { status: 200, body: `<html><body><a href="${graph.pages[0]}">a</a>${'y'.repeat(300_000)}</body></html>` }]]);
+  const { dir, cleanup } = tempDir();
+  // 256 KiB messages: the 300 KB page fits the fetcher's body limit, not a broker message.
+  const broker = new MemoryBroker({ maxPayloadBytes: 256 * 1024 });
+  const { log, lines } = memoryLogger();
+  try {
+    const result = await crawlGraph({ graph, partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log, overrides });
+    assert.equal(result.pages, graph.pages.length, 'every page has a record');
+    assert.ok(result.converge.converged);
+    const canonical = new URL(big).href;
+    const store = await Store.open({ path: join(dir, `p${hostPartitioner(4).forUrl(canonical)}`), columnFamilies: partitionColumnFamilies() });
+    try {
+      const record = new Packr({ useRecords: false }).unpack((await store.get(ColumnFamilies.pages, canonical))!) as PageRecord;
+      assert.equal(record.status, 200);
+      assert.match(record.error ?? '', /oversized: the result of \d+ bytes does not fit one broker message \(maxPayloadBytes 262144\)/);
+      assert.equal(record.outlinkCount, 0);
+    } finally {
+      await store.close();
+    }
+    assert.ok(lines.some((l) => l.msg === 'fetch result too large for one broker message: stored without its body'));
+  } finally {
+    await broker.close();
+    cleanup();
+  }
+});

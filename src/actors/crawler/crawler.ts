@@ -1,3 +1,4 @@
+import type { PayloadTooLargeError } from '../../errors.js';
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
 import type { Behavior } from '../../runtime/actor/index.js';
@@ -130,7 +131,18 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
           const seq = state.sequences.get(p) ?? 0;
           state.sequences.set(p, seq + 1);
           const key = { producer: state.producerName, topic: topicName(topic(Namespaces.fetches, partitionId(p))), sequence: seq };
-          await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: run }), { sequence: sequence(seq) }));
+          try {
+            await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: run }), { sequence: sequence(seq) }));
+          } catch (err) {
+            if ((err as { code?: unknown }).code !== 'SF_ERR_PAYLOAD_TOO_LARGE') throw err;
+            // Larger than one broker message (a run over the body budget is one result): the
+            // page goes on without its body, stored as oversized with the reason, like a body
+            // over maxBodyBytes; nothing else of the run is lost.
+            const { bytes, limit } = err as PayloadTooLargeError;
+            const stripped = run.map((r) => (r.body === undefined ? r : withoutBody(r, `oversized: the result of ${bytes} bytes does not fit one broker message (maxPayloadBytes ${limit})`)));
+            options.log.warn({ urls: run.map((r) => r.url), bytes, limit }, 'fetch result too large for one broker message: stored without its body');
+            await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: stripped }), { sequence: sequence(seq) }));
+          }
         }
       }
       // Dead letters are settled already; each ack settles its message (if one fails, the
@@ -146,4 +158,10 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
       await Promise.all([...state.producers.values()].map((p) => p.close()));
     },
   };
+}
+
+/** `r` without its body, with `error` (kept with any earlier error). */
+function withoutBody(r: FetchResult, error: string): FetchResult {
+  const { body: _body, ...rest } = r;
+  return { ...rest, error: r.error ? `${r.error}; ${error}` : error };
 }

@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, InvalidArgumentError } from '../../errors.js';
+import { BrokerClosedError, InvalidArgumentError, PayloadTooLargeError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import { Delivery } from './internal/delivery.js';
@@ -370,7 +370,7 @@ class MemoryProducer implements Producer {
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
     const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
-    if (tooBig) throw new InvalidArgumentError(`send on ${topicName(this.topic)}: ${tooBig}`);
+    if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     this.t.append({

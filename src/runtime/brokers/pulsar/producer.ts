@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, PayloadTooLargeError } from '../../../errors.js';
 import { oversized } from '../internal/malformed.js';
 import { sequence as toSequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
@@ -77,7 +77,7 @@ export class PulsarProducer implements Producer {
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
     const tooBig = oversized(payload.byteLength, this.#c.maxPayloadBytes);
-    if (tooBig) throw new InvalidArgumentError(`send on ${topicName(this.topic)}: ${tooBig}`);
+    if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.#c.maxPayloadBytes);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     await this.sendRaw(payload, { [Props.producer]: this.producer, [Props.sequence]: String(seq) }, options?.key);

@@ -63,13 +63,17 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   process.stderr.write(`${dir.describe()}\n`);
   const held = dir.record?.input;
   if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
+    dir.release();
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (pages it does not list are kept)',
     );
   }
   const identity = dir.brokerIdentity(freshBrokerIdentity(options.broker));
-  const broker = await openBroker(options.broker, identity);
+  const broker = await openBroker(options.broker, identity).catch((err: unknown) => {
+    dir.release();
+    throw err;
+  });
   const repair = dir.needsRepair;
   const previous = dir.record?.broker;
   dir.markRunning(identity, input, repair);
@@ -116,6 +120,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
         // A temp data dir goes with the run, and so does its broker scope.
         await deleteBrokerScope(identity).catch((err: unknown) => log.warn({ scope: identity.scope, err: (err as Error).message }, 'could not remove the run\'s broker scope (shardflow clean --broker … --orphans lists it)'));
       }
+      dir.release();
       data.remove();
     },
   };

@@ -7,6 +7,7 @@ import { decodeInt64 } from '../operators/mergeOperators.js';
 import { Store } from '../storage/index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
 import type { BrokerIdentity } from '../runtime/brokers/identity.js';
+import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';
@@ -91,6 +92,7 @@ export interface DataDirOpenOptions {
  */
 export class DataDir {
   #record: DataDirRecord | undefined;
+  #lock: DataDirLock | undefined;
 
   private constructor(
     readonly path: string,
@@ -102,13 +104,32 @@ export class DataDir {
     this.#record = record;
   }
 
+  /** Releases the data dir's lock (taken by `open`) at the end of the run. Idempotent. */
+  release(): void {
+    this.#lock?.release();
+  }
+
   /**
    * Opens (or creates) the data dir at `path` for a run with `options`' shape.
-   * @throws DataDirError when it holds another partition count or scheme, when a partition
-   *   store is missing or does not open (its name and path in the message), or when its
-   *   record file does not parse. Nothing is written then.
+   * Takes the data dir's lock (`acquireDataDirLock`) until `release()`.
+   * @throws DataDirError when another live process holds the data dir, when it holds
+   *   another partition count or scheme, when a partition store is missing or does not
+   *   open (its name and path in the message), or when its record file does not parse.
+   *   Nothing is written then.
    */
   static async open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
+    const lock = acquireDataDirLock(path);
+    try {
+      const dir = await DataDir.#open(path, options);
+      dir.#lock = lock;
+      return dir;
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
+  }
+
+  static async #open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
     const record = readRecord(path);
     const folders = partitionFolders(path);
     if (!record && folders.length === 0) {

@@ -86,6 +86,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
         fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
         ...(options.chaos ? { chaos: options.chaos } : {}),
         ...(options.repair ? { repair: true } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
       }),
       stop,

@@ -78,6 +78,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       maxOutlinksPerPage: Infinity,
       ...(options.chaos ? { chaos: options.chaos } : {}),
       ...(options.repair ? { repair: true } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
     }),
     stop,

@@ -34,6 +34,7 @@ import { ActorStoppedError } from '../errors.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
+import { aborted, raceStops } from '../jobs/watchdog.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -79,6 +80,11 @@ export interface WebIndexOptions {
   readonly repair?: boolean;
   /** Called once a repair completed, with what it did (before crawlers start). */
   readonly onRepaired?: (report: RepairReport) => void;
+  /**
+   * Aborting it during the start (the repair) stops the actors and closes the stores, and
+   * `startWebIndex` rejects with the signal's reason; the record still says `repairing`.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** What `WebIndex.stop()` found. */
@@ -181,14 +187,20 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   }
   if (options.repair) {
     // Step 1 of the repair, before any actor opens an outbox or consumes: local, per store.
-    for (const env of envs) {
-      const store = await env.store.acquire();
-      try {
-        const reset = await resetInFlightState(store, 1 - damping);
-        options.log.info({ partition: env.partition, ...reset }, 'repair: state of messages in flight reset');
-      } finally {
-        await env.store.release();
+    try {
+      for (const env of envs) {
+        options.signal?.throwIfAborted();
+        const store = await env.store.acquire();
+        try {
+          const reset = await resetInFlightState(store, 1 - damping);
+          options.log.info({ partition: env.partition, ...reset }, 'repair: state of messages in flight reset');
+        } finally {
+          await env.store.release();
+        }
       }
+    } catch (err) {
+      await system.terminate();
+      throw err;
     }
   }
   const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
@@ -234,7 +246,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   const indexerRefs = envs.map((e) => ref<IndexerMessage, unknown>(e.partition, 'indexer'));
   if (options.repair) {
     try {
-      const report = await repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log });
+      const report = await raceStops(repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log }), aborted(options.signal));
       options.onRepaired?.(report);
     } catch (err) {
       await system.terminate();

@@ -11,6 +11,7 @@ import {
   type BrokerScopeRemoval,
 } from '../runtime/brokers/scope.js';
 import { readRecord } from '../topology/dataDir.js';
+import { dataDirLockHolder } from '../topology/dataDirLock.js';
 
 /** Options of `runClean` (the `shardflow clean` flags). */
 export interface CleanOptions {
@@ -83,11 +84,16 @@ export async function runClean(o: CleanOptions, write: (line: string) => void): 
 
 /**
  * The broker identity recorded in data dir `dir`, checked against `--broker`.
- * @throws DataDirError when `dir` or its record is missing; InvalidArgumentError when the
+ * @throws DataDirError when `dir` or its record is missing, or a live job holds it (its
+ *   lock file, `dataDirLockHolder`); InvalidArgumentError when the
  *   record names another broker than `given`
  */
 function recordedBroker(dir: string, given: string | undefined): BrokerIdentity {
   if (!existsSync(dir)) throw new DataDirError(`no data dir at ${dir}`);
+  const holder = dataDirLockHolder(dir);
+  if (holder !== undefined) {
+    throw new DataDirError(`data dir ${dir} is in use by process ${holder} (a shardflow job runs on it): nothing was removed. Stop that job first.`);
+  }
   const record = readRecord(dir);
   if (!record) {
     throw new DataDirError(

@@ -69,9 +69,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   process.stderr.write(`${dir.describe()}\n`);
   const held = dir.record?.input;
   if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
+    dir.release();
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
-        'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (pages it does not list are kept)',
+        'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
     );
   }
   const fresh = freshBrokerIdentity(options.broker);
@@ -83,7 +84,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   if (resumable) {
     // A durable broker keeps what the killed run left in flight: go on with it, unless the
     // broker lost it (a restart without persistence, deleted topics): then repair.
-    broker = await openBroker(options.broker, resumable);
+    broker = await openBroker(options.broker, resumable).catch((err: unknown) => {
+      dir.release();
+      throw err;
+    });
     const lost = await lostSubscriptions(broker, webIndexSubscriptions(options.partitions, input.kind === 'crawl'));
     if (lost.length === 0) {
       identity = resumable;
@@ -95,7 +99,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
       broker = undefined;
     }
   }
-  broker ??= await openBroker(options.broker, identity);
+  broker ??= await openBroker(options.broker, identity).catch((err: unknown) => {
+    dir.release();
+    throw err;
+  });
   const previous = dir.record?.broker;
   dir.markRunning(identity, input, repair);
   if (repair) log.warn({ dataDir: data.dir, broker: identity }, 'the last run did not stop quiet: repairing the data dir before the job');
@@ -146,6 +153,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
         // A temp data dir goes with the run, and so does its broker scope.
         await deleteBrokerScope(identity).catch((err: unknown) => log.warn({ scope: identity.scope, err: (err as Error).message }, 'could not remove the run\'s broker scope (shardflow clean --broker … --orphans lists it)'));
       }
+      dir.release();
       data.remove();
     },
   };

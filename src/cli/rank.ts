@@ -1,4 +1,4 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, renameSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { Command } from 'commander';
 import { readGraph, type WebGraph } from '../replay/graphFile.js';
@@ -18,20 +18,29 @@ export function rankCommand(setExit: (code: number) => void): Command {
       .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
       .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
       .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
-      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it (pages it does not list are kept)'),
+      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: every URL it names (as a page or a link target) gets the outlinks it gives (none for a target only), URLs it does not name are kept'),
     { default: 'uniform', help: 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       let graph: WebGraph | undefined = await readGraph(opts.pages, opts.links);
-      // Open --out first: a folder that does not exist fails now, not after the ranking.
-      const out = createWriteStream(opts.out);
+      // Write to a file beside --out, renamed over it once complete: a run that is refused,
+      // fails or is stopped leaves an earlier --out as it was, never empty or cut short.
+      // Opened first: a folder that does not exist fails now, not after the ranking.
+      const partial = `${opts.out}.partial-${process.pid}`;
+      const out = createWriteStream(partial);
       await once(out, 'open');
-      const run = await openJobRun(opts, await graphInput('graph', opts.pages, opts.links), log);
+      let written = false;
+      const discard = (err: unknown): never => {
+        out.destroy();
+        rmSync(partial, { force: true });
+        throw err;
+      };
+      const run = await graphInput('graph', opts.pages, opts.links).then((input) => openJobRun(opts, input, log)).catch(discard);
       const broker = run.broker;
       const inspection = await openInspection(opts, command).catch(async (err) => {
         await run.close();
-        throw err;
+        return discard(err);
       });
       const chaos = opts.chaos > 0 ? ChaosPolicy.create({ rate: opts.chaos, seed: 42, kinds: chaosKinds }) : undefined;
       try {
@@ -58,10 +67,13 @@ export function rankCommand(setExit: (code: number) => void): Command {
         }
         out.end();
         await once(out, 'finish');
+        renameSync(partial, opts.out);
+        written = true;
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
         out.destroy();
+        if (!written) rmSync(partial, { force: true });
         await inspection?.close();
         await run.close();
       }

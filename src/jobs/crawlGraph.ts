@@ -76,6 +76,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
         fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
         ...(options.chaos ? { chaos: options.chaos } : {}),
         ...recoveryOptions(options),
+        ...(options.signal ? { signal: options.signal } : {}),
       }),
       stop,
     );

@@ -68,6 +68,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       maxOutlinksPerPage: Infinity,
       ...(options.chaos ? { chaos: options.chaos } : {}),
       ...recoveryOptions(options),
+      ...(options.signal ? { signal: options.signal } : {}),
     }),
     stop,
   );

@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { DataDirError, isShardflowError } from '../errors.js';
@@ -6,6 +7,7 @@ import { decodeInt64 } from '../operators/mergeOperators.js';
 import { Store } from '../storage/index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
 import type { BrokerIdentity } from '../runtime/brokers/identity.js';
+import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';
@@ -35,6 +37,8 @@ export interface PartitionShape {
   readonly partitions: number;
   /** `Partitioner.describe()`, e.g. `fnv1a-host/16`. */
   readonly partitioner: string;
+  /** The id of the data dir the store was created in (`DataDirRecord.id`; absent in stores written before ids). */
+  readonly dataDir?: string;
 }
 
 /**
@@ -45,6 +49,12 @@ export interface PartitionShape {
  */
 export interface DataDirRecord {
   readonly format: 1;
+  /**
+   * A random id (UUID) given when the data dir is created and written into each partition
+   * store's shape, so that a store copied in from another data dir of the same shape is
+   * refused (absent in data dirs created before ids).
+   */
+  readonly id?: string;
   readonly partitions: number;
   readonly partitioner: string;
   readonly broker: BrokerIdentity;
@@ -82,6 +92,7 @@ export interface DataDirOpenOptions {
  */
 export class DataDir {
   #record: DataDirRecord | undefined;
+  #lock: DataDirLock | undefined;
 
   private constructor(
     readonly path: string,
@@ -93,22 +104,42 @@ export class DataDir {
     this.#record = record;
   }
 
+  /** Releases the data dir's lock (taken by `open`) at the end of the run. Idempotent. */
+  release(): void {
+    this.#lock?.release();
+  }
+
   /**
    * Opens (or creates) the data dir at `path` for a run with `options`' shape.
-   * @throws DataDirError when it holds another partition count or scheme, when a partition
-   *   store is missing or does not open (its name and path in the message), or when its
-   *   record file does not parse. Nothing is written then.
+   * Takes the data dir's lock (`acquireDataDirLock`) until `release()`.
+   * @throws DataDirError when another live process holds the data dir, when it holds
+   *   another partition count or scheme, when a partition store is missing or does not
+   *   open (its name and path in the message), or when its record file does not parse.
+   *   Nothing is written then.
    */
   static async open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
+    const lock = acquireDataDirLock(path);
+    try {
+      const dir = await DataDir.#open(path, options);
+      dir.#lock = lock;
+      return dir;
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
+  }
+
+  static async #open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
     const record = readRecord(path);
     const folders = partitionFolders(path);
     if (!record && folders.length === 0) {
       mkdirSync(path, { recursive: true });
-      await forEachStore(path, options, true, async () => undefined);
+      const id = randomUUID();
+      await forEachStore(path, options, id, true, async () => undefined);
       const dir = new DataDir(path, options, undefined, undefined);
       // Empty stores are quiet: a run that fails before it starts (broker not answering)
       // leaves a data dir that the next run takes as new, not as one to repair.
-      dir.#write({ format: 1, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
+      dir.#write({ format: 1, id, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
       return dir;
     }
     const partitions = record?.partitions ?? folders.length;
@@ -128,7 +159,7 @@ export class DataDir {
     let outlinks = 0;
     let backlinks = 0;
     let lastRound = 0;
-    await forEachStore(path, options, false, async (store) => {
+    await forEachStore(path, options, record?.id, false, async (store) => {
       const counter = async (name: string) => {
         const v = await store.get(ColumnFamilies.counters, name);
         return v ? Number(decodeInt64(v)) : 0;
@@ -212,6 +243,7 @@ export class DataDir {
   markRunning(broker: BrokerIdentity, input: JobInput | undefined, repairing: boolean): void {
     this.#write({
       format: 1,
+      ...(this.#record?.id ? { id: this.#record.id } : {}),
       partitions: this.options.partitions,
       partitioner: this.options.partitioner,
       broker,
@@ -270,9 +302,13 @@ function partitionFolders(path: string): number[] {
 /**
  * Opens each partition store in turn (one at a time: RocksDB allows one instance of a
  * directory per process), checks or writes its shape in `meta`, calls `visit`, closes it.
- * @throws DataDirError naming the store when it does not open or has another shape
+ * `id` is the data dir's (its record's); without one (a record lost, or written before
+ * ids), every store that names a data dir must name the same one.
+ * @throws DataDirError naming the store when it does not open, has another shape, or was
+ *   created in another data dir
  */
-async function forEachStore(path: string, options: DataDirOpenOptions, create: boolean, visit: (store: Store) => Promise<void>): Promise<void> {
+async function forEachStore(path: string, options: DataDirOpenOptions, id: string | undefined, create: boolean, visit: (store: Store) => Promise<void>): Promise<void> {
+  let owner = id;
   for (let p = 0; p < options.partitions; p++) {
     const dir = join(path, `p${p}`);
     let store: Store;
@@ -292,8 +328,17 @@ async function forEachStore(path: string, options: DataDirOpenOptions, create: b
             `partition store p${p} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${p} of ${options.partitions} (${options.partitioner}): the data dir was assembled from other data dirs, or re-partitioned by hand`,
           );
         }
+        if (shape.dataDir !== undefined) {
+          if (owner !== undefined && shape.dataDir !== owner) {
+            throw new DataDirError(
+              `partition store p${p} (${dir}) was created in another data dir (id ${shape.dataDir}, not ${owner}): the data dir was assembled from other data dirs. ` +
+                'Its metric state belongs to another run, so it cannot go on with the others: restore this data dir\'s own p' + p + ', or give a fresh --data-dir.',
+            );
+          }
+          owner = shape.dataDir;
+        }
       } else {
-        await store.put(ColumnFamilies.meta, SHAPE_KEY, packr.pack(expected));
+        await store.put(ColumnFamilies.meta, SHAPE_KEY, packr.pack({ ...expected, ...(id ? { dataDir: id } : {}) } satisfies PartitionShape));
       }
       await visit(store);
     } finally {

@@ -35,6 +35,7 @@ import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
 import { drainBacklog, webIndexSubscriptions, type DrainReport } from './resume.js';
+import { aborted, raceStops } from '../runtime/abortable.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -87,6 +88,11 @@ export interface WebIndexOptions {
   readonly resume?: boolean;
   /** Called once a resume drained the earlier process's messages. */
   readonly onResumed?: (report: DrainReport) => void;
+  /**
+   * Aborting it during the start (the repair) stops the actors and closes the stores, and
+   * `startWebIndex` rejects with the signal's reason; the record still says `repairing`.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** What `WebIndex.stop()` found. */
@@ -189,14 +195,20 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   }
   if (options.repair) {
     // Step 1 of the repair, before any actor opens an outbox or consumes: local, per store.
-    for (const env of envs) {
-      const store = await env.store.acquire();
-      try {
-        const reset = await resetInFlightState(store, 1 - damping);
-        options.log.info({ partition: env.partition, ...reset }, 'repair: state of messages in flight reset');
-      } finally {
-        await env.store.release();
+    try {
+      for (const env of envs) {
+        options.signal?.throwIfAborted();
+        const store = await env.store.acquire();
+        try {
+          const reset = await resetInFlightState(store, 1 - damping);
+          options.log.info({ partition: env.partition, ...reset }, 'repair: state of messages in flight reset');
+        } finally {
+          await env.store.release();
+        }
       }
+    } catch (err) {
+      await system.terminate();
+      throw err;
     }
   }
   const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
@@ -242,7 +254,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   const indexerRefs = envs.map((e) => ref<IndexerMessage, unknown>(e.partition, 'indexer'));
   if (options.repair) {
     try {
-      const report = await repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log });
+      const report = await raceStops(repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log }), aborted(options.signal));
       options.onRepaired?.(report);
     } catch (err) {
       await system.terminate();
@@ -263,7 +275,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
 
   if (options.resume) {
     try {
-      const report = await drainBacklog(options.broker, webIndexSubscriptions(options.partitions, crawling), clock, options.log);
+      const report = await raceStops(drainBacklog(options.broker, webIndexSubscriptions(options.partitions, crawling), clock, options.log), aborted(options.signal));
       options.log.info(report, 'resume: the earlier run\'s messages are applied');
       options.onResumed?.(report);
     } catch (err) {

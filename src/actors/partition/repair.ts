@@ -19,7 +19,7 @@ export interface InFlightReset {
   readonly backlinks: number;
   /** `ranks` rows whose residual was set to t - x. */
   readonly ranks: number;
-  /** Frontier URLs whose crawl request was out, queued again. */
+  /** Frontier URLs whose crawl request was out, or whose result was not indexed, queued again. */
   readonly requeued: number;
 }
 
@@ -40,7 +40,10 @@ export interface InFlightReset {
  *   form); the metric's round bookkeeping of messages in flight (`expected` counts, the
  *   last push report) is dropped;
  * - `frontier`: URLs whose crawl request was out are queued again (their request or its
- *   result may be lost); a second result of a URL is harmless (the indexer diffs pages).
+ *   result may be lost), and so are URLs whose result the crawl policy took in (`fetched`)
+ *   while the indexer did not store it (no page record, or one older than that result):
+ *   the two consume `fetches/<p>` on their own subscriptions, so a kill can fall between
+ *   them. A second result of a URL is harmless (the indexer diffs pages).
  *
  * Idempotent: a run killed during a repair repairs again from the start.
  * @param teleport 1 - d, the residual a live page starts with
@@ -68,11 +71,21 @@ export async function resetInFlightState(store: Store, teleport: number): Promis
     (await w.next()).put(ColumnFamilies.counters, Counters.backlinks, encodeInt64(0));
     const ranks = await resetResiduals(store, snapshot, teleport, w);
     let requeued = 0;
-    for await (const [key, value] of store.iterate(ColumnFamilies.frontier, { snapshot })) {
-      const entry = packr.unpack(value) as FrontierEntry;
-      if ((entry.state ?? 'requested') !== 'requested') continue;
-      (await w.next()).put(ColumnFamilies.frontier, key, packr.pack({ ...entry, state: 'queued' } satisfies FrontierEntry));
-      requeued++;
+    for await (const { keys, values } of store.chunks(ColumnFamilies.frontier, { snapshot, chunkSize: 1024 })) {
+      const entries = values.map((v) => packr.unpack(v) as FrontierEntry);
+      // A result the crawl policy took in (`fetched`) may not have reached the indexer:
+      // both consume `fetches/<p>` on their own subscriptions. Its page record then is
+      // missing, or older than the result the policy recorded.
+      const fetched = keys.flatMap((_, i) => (entries[i]!.state === 'fetched' && entries[i]!.fetchedAt !== undefined ? [i] : []));
+      const records = fetched.length > 0 ? await store.multiGet(ColumnFamilies.pages, fetched.map((i) => keys[i]!), { snapshot }) : [];
+      const unindexed = new Set(fetched.filter((i, j) => !(records[j] && (packr.unpack(records[j]!) as PageRecord).fetchedAt >= entries[i]!.fetchedAt!)));
+      for (let i = 0; i < keys.length; i++) {
+        const entry = entries[i]!;
+        const lost = (entry.state ?? 'requested') === 'requested' || unindexed.has(i);
+        if (!lost) continue;
+        (await w.next()).put(ColumnFamilies.frontier, keys[i]!, packr.pack({ ...entry, state: 'queued' } satisfies FrontierEntry));
+        requeued++;
+      }
     }
     await w.close();
     return { outboxRows, backlinks, ranks, requeued };

@@ -117,6 +117,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       ...(options.maxPages !== undefined ? { budget: new CrawlBudget(options.maxPages) } : {}),
     },
     ...recoveryOptions(options),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
   let ok = false;
   let phase = 'crawling';

@@ -65,21 +65,18 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
   const stop = aborted(options.signal);
   let index: WebIndex;
   try {
-    index = await raceStops(
-      startWebIndex({
-        partitions: options.partitions,
-        dataDir: options.dataDir,
-        broker: options.broker,
-        weigh: options.weigh,
-        log: options.log,
-        crawlers: options.crawlers ?? 4,
-        fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
-        ...(options.chaos ? { chaos: options.chaos } : {}),
-        ...recoveryOptions(options),
-        ...(options.signal ? { signal: options.signal } : {}),
-      }),
-      stop,
-    );
+    index = await startWebIndex({
+      partitions: options.partitions,
+      dataDir: options.dataDir,
+      broker: options.broker,
+      weigh: options.weigh,
+      log: options.log,
+      crawlers: options.crawlers ?? 4,
+      fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
+      ...(options.chaos ? { chaos: options.chaos } : {}),
+      ...recoveryOptions(options),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   } catch (err) {
     await server.close();
     throw err;

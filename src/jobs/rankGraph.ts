@@ -56,22 +56,19 @@ export interface RankGraphResult {
  */
 export async function rankGraph(options: RankGraphOptions): Promise<RankGraphResult> {
   const stop = aborted(options.signal);
-  const index = await raceStops(
-    startWebIndex({
-      partitions: options.partitions,
-      dataDir: options.dataDir,
-      broker: options.broker,
-      weigh: options.weigh,
-      log: options.log,
-      crawlers: 0,
-      // A graph file is the graph to rank, whole: the outlink cap bounds crawled pages only.
-      maxOutlinksPerPage: Infinity,
-      ...(options.chaos ? { chaos: options.chaos } : {}),
-      ...recoveryOptions(options),
-      ...(options.signal ? { signal: options.signal } : {}),
-    }),
-    stop,
-  );
+  const index = await startWebIndex({
+    partitions: options.partitions,
+    dataDir: options.dataDir,
+    broker: options.broker,
+    weigh: options.weigh,
+    log: options.log,
+    crawlers: 0,
+    // A graph file is the graph to rank, whole: the outlink cap bounds crawled pages only.
+    maxOutlinksPerPage: Infinity,
+    ...(options.chaos ? { chaos: options.chaos } : {}),
+    ...recoveryOptions(options),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   let phase = 'loading the graph';
   const watchdog = new JobWatchdog(index, { log: options.log, phase: () => phase, ...options.stall }).start();
   try {

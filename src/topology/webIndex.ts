@@ -258,6 +258,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       options.onRepaired?.(report);
     } catch (err) {
       await system.terminate();
+      await fetcher?.close();
       throw err;
     }
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isShardflowError } from '../../src/errors.js';
+import { InvalidArgumentError, isShardflowError } from '../../src/errors.js';
 import type { Broker, BrokerMessage, Consumer, DeadLetter, SubscribeOptions } from '../../src/runtime/brokers/broker.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, type RawFields } from '../../src/runtime/brokers/internal/malformed.js';
 import { batching } from '../../src/runtime/brokers/interceptors/batching.js';
@@ -520,7 +520,7 @@ export function brokerConformance(factory: BrokerFactory): void {
       const t = nextTopic();
       const max = factory.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
       const p = await b.producer(t, { producer: producerId('big') });
-      await assert.rejects(p.send(new Uint8Array(max + 1)), (e: unknown) => isShardflowError(e) && e.code === 'SF_ERR_INVALID_ARGUMENT');
+      await assert.rejects(p.send(new Uint8Array(max + 1)), (e: unknown) => isShardflowError(e) && e.code === 'SF_ERR_PAYLOAD_TOO_LARGE' && e instanceof InvalidArgumentError);
       await p.send(new Uint8Array(max));
       await p.close();
     });

@@ -5,20 +5,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, tempDir } from './kit/datasets.js';
 import { StaticSiteServer } from './kit/staticSites.js';
+import { runCli, type CliRun } from './kit/cliRun.js';
 
 const bin = join(repoRoot, 'bin/shardflow.mjs');
 
-/** Runs `shardflow ...args` to its end. */
-function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDFLOW_TOKEN: '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** Runs `shardflow ...args` to its end, without a token in the environment unless given. */
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runCli(args, { env: { SHARDFLOW_TOKEN: '', ...env } as Record<string, string> });
 }
 
 test('npx shardflow crawl --seed --map --max-pages, then serve and query page|backlinks|host', { timeout: 180_000 }, async () => {

@@ -12,6 +12,7 @@ import { QueryService } from '../src/query/queryService.js';
 import { startQueryServer, type QueryServer, type QueryServerOptions } from '../src/query/server.js';
 import { checkExposure, resolveToken } from '../src/cli/serveOptions.js';
 import { memoryLogger, repoRoot, tempDir } from './kit/datasets.js';
+import { runCli, type CliRun } from './kit/cliRun.js';
 
 const bin = join(repoRoot, 'bin/shardflow.mjs');
 
@@ -220,17 +221,9 @@ test('checkExposure: a non-loopback host needs a token or --insecure, which warn
   assert.match(warnings.join('\n'), /WARNING: --insecure: the query API on 0\.0\.0\.0 has NO AUTHENTICATION/);
 });
 
-/** Runs `shardflow ...args` to its end. */
-function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDFLOW_TOKEN: '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** Runs `shardflow ...args` to its end, without a token in the environment unless given. */
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runCli(args, { env: { SHARDFLOW_TOKEN: '', ...env } as Record<string, string> });
 }
 
 /** Starts `shardflow serve ...args`; resolves with its URL and stderr so far once it listens. */

@@ -97,6 +97,8 @@ test('npm pack, install the tarball outside the repo, run and type-check a consu
     const tarball = join(scratch, readdirSync(scratch).find((f) => f.endsWith('.tgz'))!);
     const files = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' }).split('\n').filter(Boolean);
     for (const f of files) assert.doesNotMatch(f, /^package\/(test|bench|examples|node_modules|native\/build)\//, `shipped: ${f}`);
+    // The framework's build graph holds no web-index module (they are not part of the API).
+    for (const f of files) assert.doesNotMatch(f, /^package\/dist\/(actors|topology|jobs|cli|query|replay)\//, `compiled into dist: ${f}`);
     for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/runtime/inspection/page.html', 'native/binding.gyp', 'native/scripts/install.mjs']) {
       assert.ok(files.includes(`package/${f}`), `tarball lacks ${f}`);
     }

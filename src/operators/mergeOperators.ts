@@ -84,12 +84,10 @@ export const set = () => ({ name: 'shardflow.set.v1' }) as const;
  * pages: { mergeOperator: record({ lastSeen: 'max', fetchCount: 'sum', tags: 'set' }) }
  * await store.merge('pages', url, encodeRecord({ lastSeen: now, fetchCount: 1, status: 200 }));
  */
-export const record = (fields: Readonly<Record<string, FieldRule>>, options?: { defaultRule?: FieldRule }) =>
-  ({
-    name: 'shardflow.record.v1',
-    fields: { ...fields },
-    ...(options?.defaultRule ? { defaultRule: options.defaultRule } : {}),
-  }) as const;
+export const record = (fields: Readonly<Record<string, FieldRule>>, options?: { readonly defaultRule?: FieldRule }): MergeOperatorSpec =>
+  options?.defaultRule
+    ? { name: 'shardflow.record.v1', fields: { ...fields }, defaultRule: options.defaultRule }
+    : { name: 'shardflow.record.v1', fields: { ...fields } };
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

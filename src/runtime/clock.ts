@@ -2,7 +2,7 @@
  * Time as an injected value (after xstate's `system.ts` clock and `SimulatedClock.ts`).
  *
  * Runtime code never calls `Date.now()` or the global `setTimeout` directly: it asks the
- * {@link Clock} it was given, so tests drive time with `test/kit/manualClock.ts` and never
+ * {@link Clock} it was given, so tests drive time with `ManualClock` (`shardflow/testing`, src/testing/manualClock.ts) and never
  * sleep.
  */
 

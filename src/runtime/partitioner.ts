@@ -88,3 +88,28 @@ export function hostPartitioner(partitions: number): Partitioner {
     describe: () => `fnv1a-host/${partitions}`,
   });
 }
+
+/**
+ * Partitioning by any string key: what a topology's namespaces use. `forKey(key)` is the
+ * same 32-bit FNV-1a modulo N as `hostPartitioner` (so `hostOf(url)` as the key function
+ * gives the web index's placement), `describe()` is `fnv1a/N` and is recorded in each stage
+ * store's `sf.meta` so that a store opened under another scheme is refused.
+ */
+export interface KeyPartitioner {
+  /** Number of partitions, >= 1. */
+  readonly partitions: number;
+  /** Partition that owns `key` (its UTF-8 bytes are hashed). */
+  forKey(key: string): PartitionId;
+  /** A stable description such as `fnv1a/8`. */
+  describe(): string;
+}
+
+/** The FNV-1a key partitioner. @throws RangeError when `partitions` is not an integer >= 1. */
+export function keyPartitioner(partitions: number): KeyPartitioner {
+  if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be an integer >= 1, got ${partitions}`);
+  return Object.freeze({
+    partitions,
+    forKey: (key: string) => partitionId(fnv1a32(key) % partitions),
+    describe: () => `fnv1a/${partitions}`,
+  });
+}

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors.js';
 import type { PartitionId } from './ids.js';
 
 /**
@@ -16,18 +17,35 @@ export const Namespaces = Object.freeze({
   metrics: 'metrics',
 } as const);
 
-/** One of the four namespaces. */
+/** One of the web index's four namespaces. */
 export type Namespace = (typeof Namespaces)[keyof typeof Namespaces];
 
-/** A topic: `{ namespace, partition }`; printed as `namespace/partition`. */
+/**
+ * A topic: `{ namespace, partition }`; printed as `namespace/partition`. The namespace is any
+ * name a topology declares (see `checkNamespaceName`); the web index uses `Namespaces`.
+ */
 export interface Topic {
-  readonly namespace: Namespace;
+  readonly namespace: string;
   readonly partition: PartitionId;
 }
 
 /** The topic of `partition` in `namespace`. */
-export function topic(namespace: Namespace, partition: PartitionId): Topic {
+export function topic(namespace: string, partition: PartitionId): Topic {
   return { namespace, partition };
+}
+
+/**
+ * Namespace names that every broker can carry as they are (a Redis key part, a Pulsar
+ * namespace): 1 to 64 characters, lower-case letters, digits and `-`, starting with a letter.
+ */
+export const NAMESPACE_NAME = /^[a-z][a-z0-9-]{0,63}$/;
+
+/** @throws InvalidArgumentError unless `name` matches `NAMESPACE_NAME`. */
+export function checkNamespaceName(name: string): string {
+  if (!NAMESPACE_NAME.test(name)) {
+    throw new InvalidArgumentError(`namespace ${JSON.stringify(name)} must be 1 to 64 lower-case letters, digits or '-', starting with a letter`);
+  }
+  return name;
 }
 
 /** `crawl-requests/3`: the form used in logs, metrics labels and in-memory broker keys. */

@@ -1,4 +1,4 @@
-import { createActor, type Actor, type InspectionEvent } from 'xstate';
+import { createActor, type Actor } from 'xstate';
 import type { Clock } from '../clock.js';
 import type { ActorStatus, LifecycleEvent, TreeNode } from '../inspection.js';
 import { summarizeError } from '../inspection.js';
@@ -18,7 +18,7 @@ import type { Mailbox } from './mailbox.js';
 import type { AskOptions } from './ref.js';
 import { Reply } from './reply.js';
 import type { SpawnOptions } from './spawnOptions.js';
-import type { ActorSystem } from './system.js';
+import type { ActorInspectionEvent, ActorSystem } from './system.js';
 import type { Terminated } from './terminated.js';
 
 /**
@@ -32,7 +32,7 @@ export interface CellHost {
   /** Default jitter source for strategies without `withRandom`. */
   readonly random: () => number;
   /** xstate inspection observer passed to every lifecycle actor. */
-  readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  readonly inspect: ((event: ActorInspectionEvent) => void) | undefined;
   /**
    * Called before each `receive()`; throwing makes that message fail as if `receive()` had thrown
    * (chaos injection). `undefined` keeps the hot path free of the call.

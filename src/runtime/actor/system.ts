@@ -1,5 +1,4 @@
 import { Subject, type Observable } from 'rxjs';
-import type { InspectionEvent } from 'xstate';
 import { systemClock, type Clock } from '../clock.js';
 import { renderTree, type LifecycleEvent, type TreeNode } from '../inspection.js';
 import type { ChildSpec } from '../supervision/childSpec.js';
@@ -13,6 +12,26 @@ import { consoleLogger, type Logger } from './logger.js';
 import type { ActorRef } from './ref.js';
 import type { SpawnOptions } from './spawnOptions.js';
 
+/**
+ * An xstate inspection event as xstate's `inspect` observer gives it (xstate's
+ * `InspectionEvent`: `@xstate.snapshot`, `@xstate.event`, `@xstate.actor`,
+ * `@xstate.microstep`, `@xstate.action`). Declared by its common fields so that shardflow's
+ * published types do not load xstate's declarations, which do not compile under a consumer's
+ * `exactOptionalPropertyTypes` with `skipLibCheck: false`; narrow on `type` and cast to
+ * xstate's type to read the rest.
+ */
+export interface ActorInspectionEvent {
+  readonly type: string;
+  /** Session id of the root actor of the lifecycle machine. */
+  readonly rootId: string;
+  /** xstate's `ActorRef` of the machine. */
+  readonly actorRef: unknown;
+  /** `@xstate.snapshot`: the machine's snapshot (its `value` and `context`). */
+  readonly snapshot?: unknown;
+  /** `@xstate.event`, `@xstate.snapshot`: the event. */
+  readonly event?: unknown;
+}
+
 /** Options of {@link ActorSystem.create}. */
 export interface ActorSystemOptions {
   /** Name of the system, for logs (e.g. `'shardflow-demo'`). */
@@ -24,7 +43,7 @@ export interface ActorSystemOptions {
   /** Uniform [0, 1) source for backoff jitter of strategies without `withRandom`. Default `Math.random`. */
   readonly random?: () => number;
   /** Observer of xstate inspection events of every actor's lifecycle machine (`@xstate.snapshot`, ...). */
-  readonly inspect?: (event: InspectionEvent) => void;
+  readonly inspect?: (event: ActorInspectionEvent) => void;
   /** Fault injection before `receive()` (the `--chaos` switch); default none. See {@link ChaosPolicy}. */
   readonly chaos?: ChaosPolicy;
 }

@@ -1,6 +1,6 @@
 /**
- * Cumulative message counts per broker namespace, as kept by the web index's `FlowCounters`
- * (`src/actors/progress.ts`), which satisfies this shape as it is. Declared here so that the
+ * Cumulative message counts per broker namespace, as kept by `FlowCounters`
+ * (`src/runtime/stream/flowCounters.ts`), which satisfies this shape as it is. Declared here so that the
  * runtime's inspection endpoint does not import the web-index actors.
  *
  * Both maps are keyed by namespace (`crawl-requests`, `fetches`, `links`, `metrics`) and hold

@@ -142,17 +142,17 @@ export class SupervisorStrategy {
 
   /** Only the failed child is affected. `fallback` defaults to `'restart'`. */
   static oneForOne(fallback: Directive = 'restart'): SupervisorStrategy {
-    return SupervisorStrategy.#make('one-for-one', fallback);
+    return SupervisorStrategy.make('one-for-one', fallback);
   }
 
   /** Restart/stop applies to all children of the supervisor. `fallback` defaults to `'restart'`. */
   static oneForAll(fallback: Directive = 'restart'): SupervisorStrategy {
-    return SupervisorStrategy.#make('one-for-all', fallback);
+    return SupervisorStrategy.make('one-for-all', fallback);
   }
 
   /** Restart/stop applies to the failed child and those started after it. `fallback` defaults to `'restart'`. */
   static restForOne(fallback: Directive = 'restart'): SupervisorStrategy {
-    return SupervisorStrategy.#make('rest-for-one', fallback);
+    return SupervisorStrategy.make('rest-for-one', fallback);
   }
 
   /** One-for-one, always resume. */
@@ -174,16 +174,16 @@ export class SupervisorStrategy {
     return SupervisorStrategy.oneForOne('restart').withBackoff(backoff);
   }
 
-  static #make(scope: SupervisionScope, fallback: Directive): SupervisorStrategy {
+  private static make(scope: SupervisionScope, fallback: Directive): SupervisorStrategy {
     checkDirective(fallback);
     return new SupervisorStrategy({ scope, rules: [], fallback, limit: undefined, backoff: undefined, random: undefined });
   }
 
-  #copy(changes: Partial<StrategyFields>): SupervisorStrategy {
-    return new SupervisorStrategy({ ...this.#fields(), ...changes });
+  private copy(changes: Partial<StrategyFields>): SupervisorStrategy {
+    return new SupervisorStrategy({ ...this.fields(), ...changes });
   }
 
-  #fields(): StrategyFields {
+  private fields(): StrategyFields {
     return {
       scope: this.scope,
       rules: this.rules,
@@ -206,19 +206,19 @@ export class SupervisorStrategy {
       throw new InvalidArgumentError('decider match must be an error class or a code string');
     }
     const backoff = options?.backoff === undefined ? undefined : options.backoff === null ? null : toBackoff(options.backoff);
-    return this.#copy({ rules: [...this.rules, Object.freeze({ match, directive, backoff })] });
+    return this.copy({ rules: [...this.rules, Object.freeze({ match, directive, backoff })] });
   }
 
   /** Replaces the directive for failures no rule matches. */
   withFallback(directive: Directive): SupervisorStrategy {
     checkDirective(directive);
-    return this.#copy({ fallback: directive });
+    return this.copy({ fallback: directive });
   }
 
   /** Replaces the scope, keeping rules, limit and backoff. */
   withScope(scope: SupervisionScope): SupervisorStrategy {
     if (!SCOPES.has(scope)) throw new InvalidArgumentError(`unknown supervision scope ${JSON.stringify(scope)}`);
-    return this.#copy({ scope });
+    return this.copy({ scope });
   }
 
   /**
@@ -230,12 +230,12 @@ export class SupervisorStrategy {
       throw new InvalidArgumentError(`maxRestarts must be an integer >= 0, got ${maxRestarts}`);
     }
     if (!(withinMs > 0)) throw new InvalidArgumentError(`withinMs must be > 0, got ${withinMs}`);
-    return this.#copy({ limit: Object.freeze({ maxRestarts, withinMs }) });
+    return this.copy({ limit: Object.freeze({ maxRestarts, withinMs }) });
   }
 
   /** Removes the restart limit. */
   withoutLimit(): SupervisorStrategy {
-    return this.#copy({ limit: undefined });
+    return this.copy({ limit: undefined });
   }
 
   /**
@@ -243,18 +243,18 @@ export class SupervisorStrategy {
    * @throws `InvalidArgumentError` unless 0 < minMs <= maxMs, factor >= 1, randomFactor >= 0, resetAfterMs >= 0.
    */
   withBackoff(backoff: BackoffInput): SupervisorStrategy {
-    return this.#copy({ backoff: toBackoff(backoff) });
+    return this.copy({ backoff: toBackoff(backoff) });
   }
 
   /** Restarts happen immediately. */
   withoutBackoff(): SupervisorStrategy {
-    return this.#copy({ backoff: undefined });
+    return this.copy({ backoff: undefined });
   }
 
   /** Injects the jitter source, uniform in [0, 1) (e.g. `seededRandom(42)`). */
   withRandom(random: () => number): SupervisorStrategy {
     if (typeof random !== 'function') throw new InvalidArgumentError('random must be a function');
-    return this.#copy({ random });
+    return this.copy({ random });
   }
 
   /** The directive (and restart backoff) for `error`: first matching rule, else the fallback. */

@@ -1,0 +1,104 @@
+/**
+ * `shardflow`: the public entry of the package (after RxJS's `src/index.ts`: named exports
+ * grouped by section, nothing re-exported wholesale). What is not exported here or from a
+ * subpath (`shardflow/storage`, `shardflow/brokers`, `shardflow/testing`) is internal and may
+ * change without notice. docs/ARCHITECTURE.md describes the layers.
+ */
+
+/* Topologies: namespaces, stages, starting them */
+export { Topology } from './runtime/topology/topology.js';
+export type { StageTypes } from './runtime/topology/topology.js';
+export { DEFAULT_STAGE_SUPERVISION } from './runtime/topology/running.js';
+export type { RunningTopology, TopologyStartOptions } from './runtime/topology/running.js';
+export { defineNamespace } from './runtime/stream/namespace.js';
+export type { NamespaceDef, NamespaceOptions } from './runtime/stream/namespace.js';
+export type { StageDef, StageContext, StageWrites, StageReads, StageOutputs, MessageOf } from './runtime/stream/stage.js';
+export type { StageBatchReport } from './runtime/stream/applyBatch.js';
+export { askWithRetry } from './runtime/topology/askWithRetry.js';
+export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
+
+/* Producers from outside a topology (epochs: a restarted producer is never skipped) */
+export { openExternalProducer } from './runtime/topology/externalProducer.js';
+export type { TopologyProducer, ExternalProducerOptions } from './runtime/topology/externalProducer.js';
+export { epochSequence, sequenceEpoch, MAX_EPOCH } from './runtime/stream/producerEpoch.js';
+
+/* Codecs and partitioning */
+export { msgpackCodec } from './runtime/codec.js';
+export type { Codec } from './runtime/codec.js';
+export { keyPartitioner, hostOf, fnv1a32 } from './runtime/partitioner.js';
+export type { KeyPartitioner } from './runtime/partitioner.js';
+export { partitionId, producerId, sequence } from './runtime/ids.js';
+export type { PartitionId, ProducerId, Sequence, Branded } from './runtime/ids.js';
+
+/* Column families: merge operators and compaction filters (native, declared by name) */
+export {
+  int64Add,
+  float64Add,
+  max,
+  min,
+  lastWriteWins,
+  set,
+  record,
+  encodeInt64,
+  decodeInt64,
+  encodeFloat64s,
+  decodeFloat64s,
+  encodeLww,
+  decodeLww,
+  lwwTombstone,
+  encodeSetOps,
+  decodeSet,
+  encodeRecord,
+  decodeRecord,
+  recordSetOps,
+} from './operators/mergeOperators.js';
+export type { MergeOperatorSpec, FieldRule } from './operators/mergeOperators.js';
+export { ttl, tombstones, dropPrefixes } from './operators/compactionFilters.js';
+export type { CompactionFilterSpec } from './operators/compactionFilters.js';
+export type { ColumnFamilyOptions, Key } from './storage/index.js';
+
+/* Brokers (the full broker surface is `shardflow/brokers`) */
+export { MemoryBroker } from './runtime/brokers/memory.js';
+export { RedisStreamsBroker } from './runtime/brokers/redis-streams.js';
+export { PulsarBroker } from './runtime/brokers/pulsar/broker.js';
+export { connectBroker, freshBrokerIdentity } from './runtime/brokers/connect.js';
+export { deleteBrokerScope } from './runtime/brokers/scope.js';
+export type { Broker, BrokerMessage, Consumer, DeadLetter } from './runtime/brokers/broker.js';
+export type { BrokerIdentity } from './runtime/brokers/identity.js';
+
+/* Actors and supervision */
+export { ActorSystem, ChaosPolicy, consoleLogger } from './runtime/actor/index.js';
+export type { Behavior, ActorContext, ActorRef, AskOptions, SpawnOptions, Logger, ActorSystemOptions, ChaosPolicyOptions, Termination } from './runtime/actor/index.js';
+export { SupervisorStrategy, seededRandom } from './runtime/supervision/index.js';
+export type { BackoffInput, Directive, SupervisionScope, ChildSpec } from './runtime/supervision/index.js';
+export { systemClock } from './runtime/clock.js';
+export type { Clock, Cancel } from './runtime/clock.js';
+
+/* Flow, quiescence and the console */
+export { FlowCounters } from './runtime/stream/flowCounters.js';
+export { startInspectionServer } from './runtime/inspection/server.js';
+export type { InspectionServer, InspectionServerOptions } from './runtime/inspection/server.js';
+export { batchMessages } from './operators/batchMessages.js';
+export type { BatchMessagesConfig } from './operators/batchMessages.js';
+
+/* Errors (match on `code`) */
+export {
+  ShardflowError,
+  isShardflowError,
+  InvalidArgumentError,
+  UndecodableMessageError,
+  DataDirError,
+  JobStalledError,
+  AskTimeoutError,
+  ActorStoppedError,
+  InjectedFaultError,
+  BrokerDisconnectedError,
+  BrokerDataLostError,
+  BrokerClosedError,
+  StoreClosedError,
+  StoreCorruptionError,
+  StoreIOError,
+  StoreBusyError,
+  UnknownMergeOperatorError,
+  MergeOperatorMismatchError,
+} from './errors.js';

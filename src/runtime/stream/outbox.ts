@@ -1,0 +1,121 @@
+import type { Broker, Producer } from '../brokers/broker.js';
+import { partitionId, sequence, type ProducerId } from '../ids.js';
+import { topicName, type Topic } from '../topics.js';
+import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
+import type { Store, WriteBatch } from '../../storage/index.js';
+import type { FlowCounters } from './flowCounters.js';
+import { StreamColumnFamilies, outboxKey, parseOutboxKey } from './reserved.js';
+
+/** What `StreamOutbox.open` needs. */
+export interface StreamOutboxOptions {
+  readonly store: Store;
+  readonly broker: Broker;
+  /** Names this outbox's rows and sequences; one stage partition owns an outbox (e.g. the stage name). */
+  readonly owner: string;
+  /** Producer name on the broker, stable across restarts (e.g. `count@3`). */
+  readonly producer: ProducerId;
+  readonly counters: FlowCounters;
+}
+
+interface Pending {
+  readonly topic: Topic;
+  readonly seq: number;
+  readonly payload: Uint8Array;
+}
+
+/**
+ * The transactional outbox of a stream stage: messages a stage emits as the effect of a
+ * batch are written to `sf.outbox` in the same RocksDB write batch as the batch's other
+ * effects, with their sequence numbers, and published after the commit. A crash between
+ * commit and publish is repaired by `open`, which publishes what is left; a crash between
+ * publish and the delete of the rows publishes them twice with the same
+ * `(producer, sequence)`, which the receivers' applied marks skip. Sequences per topic are
+ * kept in `sf.meta` (`seq 0x00 <owner> 0x00 <topic>`) in the same batch, so they never go
+ * back (epoch 0 in the terms of producerEpoch.ts).
+ */
+export class StreamOutbox {
+  readonly #producers = new Map<string, Producer>();
+  readonly #next = new Map<string, number>();
+  #pending: Pending[] = [];
+
+  private constructor(readonly options: StreamOutboxOptions) {}
+
+  /** Opens the outbox and publishes rows a previous incarnation left. @throws the store's and broker's errors */
+  static async open(options: StreamOutboxOptions): Promise<StreamOutbox> {
+    const outbox = new StreamOutbox(options);
+    const prefix = `${options.owner}|`;
+    for await (const [key, value] of options.store.iterate(StreamColumnFamilies.outbox, { prefix })) {
+      const { topic, seq } = parseOutboxKey(key);
+      outbox.#pending.push({ topic: parseTopic(topic.slice(prefix.length)), seq, payload: value });
+    }
+    await outbox.publish();
+    return outbox;
+  }
+
+  #metaKey(name: string): string {
+    return `seq\u0000${this.options.owner}\u0000${name}`;
+  }
+
+  /**
+   * Adds a message for `topic` to `batch`. Call `publish()` after the batch commits; if the
+   * commit fails, drop this outbox (its sequence cache ran ahead) and open a new one.
+   * @returns the sequence number given to the message
+   */
+  async enqueue(batch: WriteBatch, topic: Topic, payload: Uint8Array): Promise<number> {
+    const name = topicName(topic);
+    let seq = this.#next.get(name);
+    if (seq === undefined) {
+      const stored = await this.options.store.get(StreamColumnFamilies.meta, this.#metaKey(name));
+      seq = stored ? Number(decodeInt64(stored)) : 0;
+    }
+    this.#next.set(name, seq + 1);
+    batch.put(StreamColumnFamilies.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);
+    batch.put(StreamColumnFamilies.meta, this.#metaKey(name), encodeInt64(seq + 1));
+    this.#pending.push({ topic, seq, payload });
+    return seq;
+  }
+
+  /** Publishes every committed message, in sequence order per topic, then deletes their rows. */
+  async publish(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const pending = this.#pending;
+    this.#pending = [];
+    const { store, counters, owner } = this.options;
+    const done = store.batch();
+    for (const m of pending) {
+      const name = topicName(m.topic);
+      const key = { producer: this.options.producer, topic: name, sequence: m.seq };
+      const producer = await this.#producer(m.topic);
+      await counters.sending(m.topic.namespace, key, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
+      done.delete(StreamColumnFamilies.outbox, outboxKey(`${owner}|${name}`, m.seq));
+    }
+    await store.write(done);
+  }
+
+  /** Messages enqueued and not yet published. */
+  get size(): number {
+    return this.#pending.length;
+  }
+
+  /** Closes this outbox's broker producers. */
+  async close(): Promise<void> {
+    const producers = [...this.#producers.values()];
+    this.#producers.clear();
+    await Promise.all(producers.map((p) => p.close()));
+  }
+
+  async #producer(topic: Topic): Promise<Producer> {
+    const name = topicName(topic);
+    let p = this.#producers.get(name);
+    if (!p) {
+      p = await this.options.broker.producer(topic, { producer: this.options.producer });
+      this.#producers.set(name, p);
+    }
+    return p;
+  }
+}
+
+function parseTopic(name: string): Topic {
+  const slash = name.lastIndexOf('/');
+  return { namespace: name.slice(0, slash), partition: partitionId(Number(name.slice(slash + 1))) };
+}

@@ -1,0 +1,158 @@
+import type { Subscription } from 'rxjs';
+import { InvalidArgumentError } from '../../errors.js';
+import { Store, type SharedResources } from '../../storage/index.js';
+import type { Behavior } from '../actor/behavior.js';
+import type { ActorContext } from '../actor/context.js';
+import type { Broker, Consumer } from '../brokers/broker.js';
+import { producerId, type PartitionId } from '../ids.js';
+import { topic } from '../topics.js';
+import { StreamMarks } from './appliedMarks.js';
+import { applyStageBatch, type StageBatchReport } from './applyBatch.js';
+import { feedDeliveries, type Deliveries } from './deliveries.js';
+import type { FlowCounters } from './flowCounters.js';
+import { StreamOutbox } from './outbox.js';
+import { stageColumnFamilies } from './reserved.js';
+import type { StageDef, StageOutputs, StageReads } from './stage.js';
+import { checkStageShape, type StageShape } from './stageShape.js';
+
+/** What one stage partition actor is made with. */
+export interface StagePartitionOptions {
+  readonly stage: string;
+  readonly partition: PartitionId;
+  readonly def: StageDef<any, StageOutputs, string, any, any>;
+  readonly broker: Broker;
+  readonly counters: FlowCounters;
+  /** Directory of this partition's RocksDB store (created if missing). */
+  readonly storePath: string;
+  /** Block cache and write buffers shared by the process's stores. */
+  readonly resources?: SharedResources;
+  /** Called after each committed batch (metrics, tests). */
+  readonly onBatch?: (report: StageBatchReport) => void;
+}
+
+/** A question for the stage's `query` hook. */
+export interface StageQuery {
+  readonly type: 'query';
+  readonly request: unknown;
+}
+
+/** Messages of a stage partition actor. */
+export type StageMessage = Deliveries | StageQuery;
+
+interface StageState {
+  readonly store: Store;
+  readonly reads: StageReads<string>;
+  marks: StreamMarks;
+  outbox: StreamOutbox;
+  consumer: Consumer;
+  feed: Subscription;
+  /** Next batch number expected from `consumer`. */
+  expected: number;
+  /** A batch failed after its marks or outbox sequences were taken: reopen before the next. */
+  poisoned: boolean;
+}
+
+const DEFAULT_RECEIVER_QUEUE = 1024;
+
+/**
+ * The actor of one partition of a stream stage: owns the partition's RocksDB store (the
+ * stage's column families and the reserved `sf.*` ones, its shape checked at open), replays
+ * the outbox a previous incarnation left, joins the failover subscription `<stage>` on
+ * `<input>/<partition>` and applies each delivered batch with `applyStageBatch`.
+ *
+ * Order safety: a batch that never reached `applyStageBatch` (a failure, an injected fault)
+ * leaves a gap in the consumer's batch numbers; a later batch must not be applied before it
+ * (its mark would skip the lost one). So a batch from a closed consumer is dropped, and a gap
+ * or an earlier failed batch makes the actor leave the subscription and join it again
+ * (whatever the supervisor decided): the broker delivers every unacked message again, in
+ * order. A restart does the same through `stop()` and `start()`.
+ */
+export function stagePartition(options: StagePartitionOptions): Behavior<StageMessage, StageState, unknown> {
+  const { def, partition, stage, broker, counters } = options;
+  const namespace = def.input.name;
+
+  const subscribe = async (ctx: ActorContext<StageMessage>): Promise<[Consumer, Subscription]> => {
+    const consumer = await broker.subscribe(topic(namespace, partition), {
+      subscription: stage,
+      type: 'failover',
+      receiverQueueSize: def.receiverQueueSize ?? DEFAULT_RECEIVER_QUEUE,
+    });
+    const feed = feedDeliveries(consumer, (d) => ctx.self.tell(d), ctx.fail, def.batching ?? {});
+    return [consumer, feed];
+  };
+  const openOutbox = (store: Store) => StreamOutbox.open({ store, broker, owner: stage, producer: producerId(`${stage}@${partition}`), counters });
+
+  /** Leaves the subscription and joins it again with fresh marks and outbox (see above). */
+  const reopen = async (state: StageState, ctx: ActorContext<StageMessage>): Promise<void> => {
+    state.feed.unsubscribe();
+    await state.consumer.close();
+    await state.outbox.close();
+    state.marks = new StreamMarks(state.store, stage);
+    state.outbox = await openOutbox(state.store);
+    [state.consumer, state.feed] = await subscribe(ctx);
+    state.expected = 0;
+    state.poisoned = false;
+  };
+
+  return {
+    kind: stage,
+    async start(ctx) {
+      const store = await Store.open({
+        path: options.storePath,
+        columnFamilies: stageColumnFamilies(def.columnFamilies ?? {}),
+        ...(options.resources ? { resources: options.resources } : {}),
+      });
+      let outbox: StreamOutbox | undefined;
+      try {
+        await checkStageShape(store, stageShape(stage, def, partition));
+        outbox = await openOutbox(store);
+        const [consumer, feed] = await subscribe(ctx);
+        const reads: StageReads<string> = {
+          get: (cf, key) => store.get(cf, key),
+          iterate: (cf, o) => store.iterate(cf, o),
+          snapshot: () => store.snapshot(),
+        };
+        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false };
+      } catch (err) {
+        await outbox?.close();
+        await store.close();
+        throw err;
+      }
+    },
+    async receive(state, message, ctx) {
+      if (message.type === 'query') {
+        if (!def.query) throw new InvalidArgumentError(`stage ${stage} has no query hook`);
+        return def.query(state.reads, message.request, partition);
+      }
+      if (message.consumer !== state.consumer) return undefined; // redelivered to the current consumer
+      if (state.poisoned || message.batchNo !== state.expected) {
+        await reopen(state, ctx);
+        return undefined;
+      }
+      state.expected++;
+      try {
+        const report = await applyStageBatch(
+          { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters },
+          state.consumer,
+          message.messages,
+        );
+        options.onBatch?.(report);
+        return report;
+      } catch (err) {
+        state.poisoned = true;
+        throw err;
+      }
+    },
+    async stop(state) {
+      state.feed.unsubscribe();
+      await state.consumer.close();
+      await state.outbox.close();
+      await state.store.close();
+    },
+  };
+}
+
+/** The shape a stage partition's store is written as (see `checkStageShape`). */
+export function stageShape(stage: string, def: StageDef<any, StageOutputs, string, any, any>, partition: PartitionId): StageShape {
+  return { stage, namespace: def.input.name, partition, partitions: def.input.partitioner.partitions, partitioner: def.input.partitioner.describe() };
+}

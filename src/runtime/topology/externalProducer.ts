@@ -1,0 +1,79 @@
+import type { Broker, Producer } from '../brokers/broker.js';
+import { producerId, type ProducerId } from '../ids.js';
+import { topicName } from '../topics.js';
+import type { FlowCounters } from '../stream/flowCounters.js';
+import type { NamespaceDef } from '../stream/namespace.js';
+import { epochSequence, nextProducerEpoch } from '../stream/producerEpoch.js';
+
+/** Sends values into one namespace from outside the topology (an ingest, a test), exactly once in effect. */
+export interface TopologyProducer<T> {
+  /** The producer's name on the broker (consumers' applied marks are keyed by it). */
+  readonly name: ProducerId;
+  /** This incarnation's epoch (1, 2, ... per start under one data dir): see producerEpoch.ts. */
+  readonly epoch: number;
+  /**
+   * Sends `value` to the partition of its key. Resolves when the broker has it. Await each
+   * send (or keep one send per topic in flight) to keep their order. A failed send uses up
+   * its sequence (the broker may have it): sending the value again is a new message.
+   * @throws the codec's, key function's and broker's errors
+   */
+  send(value: T): Promise<void>;
+  /** Closes the broker producers. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link openExternalProducer}. */
+export interface ExternalProducerOptions<T> {
+  readonly broker: Broker;
+  /** Where the producer's durable epoch counter lives (`<dataDir>/producers/<name>.epoch`). */
+  readonly dataDir: string;
+  readonly namespace: NamespaceDef<T>;
+  /** Stable name: 1 to 128 letters, digits, `.`, `_`, `-`. */
+  readonly name: string;
+  /** Counts sends for quiescence (the topology's counters when opened through it). */
+  readonly counters?: FlowCounters;
+}
+
+/**
+ * Opens an external producer: takes the next epoch of `name` under `dataDir` (so a producer
+ * started again, in a new process on the same data dir, is a new incarnation whose messages
+ * are new to every consumer, never skipped as redeliveries), and sends with epoch-packed
+ * sequences, per topic 0, 1, 2, ...
+ * @throws InvalidArgumentError for a bad name; DataDirError for a damaged epoch file
+ */
+export async function openExternalProducer<T>(options: ExternalProducerOptions<T>): Promise<TopologyProducer<T>> {
+  const { broker, namespace, counters } = options;
+  const epoch = await nextProducerEpoch(options.dataDir, options.name);
+  const name = producerId(options.name);
+  const producers = new Map<number, Promise<Producer>>();
+  const next = new Map<number, number>();
+  const producerFor = (p: number, t: ReturnType<NamespaceDef<T>['topicOf']>): Promise<Producer> => {
+    let got = producers.get(p);
+    if (!got) {
+      got = broker.producer(t, { producer: name });
+      producers.set(p, got);
+      got.catch(() => producers.delete(p));
+    }
+    return got;
+  };
+  return {
+    name,
+    epoch,
+    async send(value) {
+      const t = namespace.topicOf(value);
+      const payload = namespace.codec.encode(value);
+      const n = next.get(t.partition) ?? 0;
+      next.set(t.partition, n + 1);
+      const seq = epochSequence(epoch, n);
+      const producer = await producerFor(t.partition, t);
+      const send = () => producer.send(payload, { sequence: seq });
+      if (counters) await counters.sending(namespace.name, { producer: name, topic: topicName(t), sequence: seq }, send);
+      else await send();
+    },
+    async close() {
+      const all = [...producers.values()];
+      producers.clear();
+      await Promise.all(all.map(async (p) => (await p).close()));
+    },
+  };
+}

@@ -1,0 +1,216 @@
+import { join } from 'node:path';
+import { ActorStoppedError, JobStalledError } from '../../errors.js';
+import { SharedResources, Store } from '../../storage/index.js';
+import type { ChaosPolicy } from '../actor/chaosPolicy.js';
+import type { Logger } from '../actor/logger.js';
+import type { ActorRef } from '../actor/ref.js';
+import { ActorSystem } from '../actor/system.js';
+import type { Broker, DeadLetter } from '../brokers/broker.js';
+import { systemClock, type Clock } from '../clock.js';
+import { partitionId } from '../ids.js';
+import { startInspectionServer, type InspectionServer } from '../inspection/server.js';
+import { TopicFlowCounters } from '../inspection/topicFlow.js';
+import { SupervisorStrategy } from '../supervision/strategy.js';
+import { topic } from '../topics.js';
+import type { FlowCounters } from '../stream/flowCounters.js';
+import type { NamespaceDef } from '../stream/namespace.js';
+import { stagePartition, stageShape, type StageMessage } from '../stream/stageActor.js';
+import { stageColumnFamilies } from '../stream/reserved.js';
+import { checkStageShape } from '../stream/stageShape.js';
+import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
+import { openExternalProducer, type TopologyProducer } from './externalProducer.js';
+import { ScopedFlowCounters } from './scopedFlowCounters.js';
+import type { StageTypes, Topology } from './topology.js';
+
+/** Options of `Topology.start`. */
+export interface TopologyStartOptions {
+  /** Any broker (memory, Redis Streams, Pulsar); the caller keeps it and closes it after `stop()`. */
+  readonly broker: Broker;
+  /** Directory of the stage stores (`stages/<stage>/p<i>`) and producer epochs (`producers/`); created if missing. */
+  readonly dataDir: string;
+  /** Fault injection (`ChaosPolicy.parse('0.05')`): fails stage `receive()` calls at that rate. Default off. */
+  readonly chaos?: ChaosPolicy;
+  readonly clock?: Clock;
+  /** The actor system's logger (default: the console logger). */
+  readonly logger?: Logger;
+  /** Block cache and write buffers shared by all stage stores, in bytes. Default 16 MiB per partition, at least 64 MiB. */
+  readonly memoryBudgetBytes?: number;
+  /** Serve the operator console and Prometheus `/metrics` (docs/console.md) on this port (0: any free port). */
+  readonly inspect?: { readonly port?: number; readonly host?: string };
+}
+
+/** A started topology. `S` knows each stage's query types. */
+export interface RunningTopology<S extends Record<string, StageTypes>> {
+  readonly system: ActorSystem;
+  /** Messages sent and settled per namespace (the quiescence check and `/metrics` read them). */
+  readonly counters: FlowCounters;
+  /** Per-topic counts of the broker's traffic. */
+  readonly topicFlow: TopicFlowCounters;
+  /** The console, when `inspect` was given. */
+  readonly inspection: InspectionServer | undefined;
+  /**
+   * An external producer into `namespace` under `name`, with the next durable epoch of that
+   * name in this data dir (see `openExternalProducer`); its sends count for quiescence.
+   */
+  producer<T>(namespace: NamespaceDef<T>, name: string): Promise<TopologyProducer<T>>;
+  /**
+   * Asks partition `partition` of `stage` through its query hook (between batches, so it sees
+   * committed effects), with retries across restarts and injected faults.
+   * @throws RangeError for a partition outside the stage's; the hook's error after the retries
+   */
+  ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
+  /** `ask` of every partition of `stage`, answers in partition order. */
+  askAll<N extends keyof S & string>(stage: N, request: S[N]['request'], options?: AskRetryOptions): Promise<Array<S[N]['answer']>>;
+  /**
+   * Resolves when nothing is in flight: twice in a row, `pollMs` apart, every message sent to
+   * a consumed namespace was settled and nothing moved in between (Mattern's four-counter
+   * method, see FlowCounters).
+   * @throws ActorStoppedError when the topology stopped (a failure escalated to the root);
+   *   JobStalledError when `timeoutMs` (default: none) passed, with the counts in flight
+   */
+  quiescence(options?: { readonly pollMs?: number; readonly timeoutMs?: number }): Promise<void>;
+  /** Messages the stage dead-lettered (undecodable, fenced-off producer, malformed entries), over all its partitions, with their reasons. */
+  deadLetters(stage: keyof S & string): Promise<DeadLetter[]>;
+  /** Stops every stage (stores closed, subscriptions left) and the console. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Default supervision of a stage's partitions (see `StageDef.supervision`). */
+export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
+
+/**
+ * Starts `topology`: one actor system; per stage, a supervisor `/<stage>` with one actor per
+ * partition of its input (`stagePartition`), each owning its store under
+ * `<dataDir>/stages/<stage>/p<i>`; the console when asked for.
+ * @throws the stores' open errors (DataDirError for a store of another shape), the broker's
+ *   errors, when a partition fails to start
+ */
+export async function startTopology<S extends Record<string, StageTypes>>(topology: Topology<S>, options: TopologyStartOptions): Promise<RunningTopology<S>> {
+  const clock = options.clock ?? systemClock;
+  const consumed = topology.consumed();
+  topology.namespaces();
+  const counters = new ScopedFlowCounters(consumed);
+  const topicFlow = new TopicFlowCounters();
+  const broker = topicFlow.wrap(options.broker);
+  const partitions = topology.stages.reduce((n, s) => n + s.def.input.partitioner.partitions, 0);
+  const resources = SharedResources.create({ memoryBudgetBytes: options.memoryBudgetBytes ?? Math.max(64, 16 * partitions) * 2 ** 20 });
+  const system = ActorSystem.create({
+    name: topology.name,
+    clock,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.chaos ? { chaos: options.chaos } : {}),
+  });
+  // Open each store once before any actor runs: a store of another shape (partition count,
+  // partitioner, stage) or with another merge operator fails the start with its reason,
+  // instead of restarting its partition until the supervisor gives up.
+  try {
+    for (const s of topology.stages) {
+      for (let p = 0; p < s.def.input.partitioner.partitions; p++) {
+        const store = await Store.open({ path: join(options.dataDir, 'stages', s.name, `p${p}`), columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), resources });
+        try {
+          await checkStageShape(store, stageShape(s.name, s.def, partitionId(p)));
+        } finally {
+          await store.close();
+        }
+      }
+    }
+  } catch (err) {
+    await system.terminate();
+    throw err;
+  }
+  let terminated = false;
+  void system.whenTerminated.then(() => (terminated = true));
+  const stopped = () =>
+    Object.assign(new ActorStoppedError(`topology ${topology.name} has stopped`), { terminal: true });
+  try {
+    for (const s of topology.stages) {
+      const n = s.def.input.partitioner.partitions;
+      system.supervise(
+        s.name,
+        s.def.supervision ?? DEFAULT_STAGE_SUPERVISION,
+        Array.from({ length: n }, (_, p) => ({
+          name: `p${p}`,
+          behavior: stagePartition({
+            stage: s.name,
+            partition: partitionId(p),
+            def: s.def,
+            broker,
+            counters,
+            storePath: join(options.dataDir, 'stages', s.name, `p${p}`),
+            resources,
+          }),
+        })),
+      );
+    }
+  } catch (err) {
+    await system.terminate();
+    throw err;
+  }
+  const inspection = options.inspect
+    ? await startInspectionServer(system, { ...options.inspect, flow: counters, topicFlow })
+    : undefined;
+
+  const stageOf = (name: string) => {
+    const s = topology.stages.find((e) => e.name === name);
+    if (!s) throw new RangeError(`topology ${topology.name} has no stage ${JSON.stringify(name)}`);
+    return s;
+  };
+  const refOf = (stage: string, partition: number) => (): ActorRef<StageMessage, unknown> => {
+    if (terminated) throw stopped();
+    const ref = system.lookup<StageMessage, unknown>(`/${stage}/p${partition}`);
+    if (!ref) throw new ActorStoppedError(`/${stage}/p${partition} is not running`);
+    return ref;
+  };
+  const ask = async (stage: string, partition: number, request: unknown, opts?: AskRetryOptions): Promise<any> => {
+    partitionId(partition, stageOf(stage).def.input.partitioner.partitions);
+    return askWithRetry(refOf(stage, partition), { type: 'query', request }, clock, opts);
+  };
+  const producers = new Set<TopologyProducer<any>>();
+  let stopping: Promise<void> | undefined;
+
+  return {
+    system,
+    counters,
+    topicFlow,
+    inspection,
+    async producer(namespace, name) {
+      if (terminated) throw stopped();
+      const p = await openExternalProducer({ broker, dataDir: options.dataDir, namespace, name, counters });
+      producers.add(p);
+      return p;
+    },
+    ask,
+    askAll: (stage, request, opts) =>
+      Promise.all(Array.from({ length: stageOf(stage).def.input.partitioner.partitions }, (_, p) => ask(stage, p, request, opts))),
+    async quiescence({ pollMs = 20, timeoutMs } = {}) {
+      const started = clock.now();
+      const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
+      for (;;) {
+        await sleep();
+        if (terminated) throw stopped();
+        if (timeoutMs !== undefined && clock.now() - started > timeoutMs) {
+          const waiting = [...counters.sent].map(([ns, n]) => `${ns}: ${n - (counters.settled.get(ns) ?? 0)}`).join(', ');
+          throw new JobStalledError(`topology ${topology.name} not quiet after ${timeoutMs} ms (messages in flight per namespace: ${waiting || 'none'})`);
+        }
+        if (!counters.balanced()) continue;
+        const epoch = counters.epoch();
+        await sleep();
+        if (counters.balanced() && counters.epoch() === epoch) return;
+      }
+    },
+    async deadLetters(stage) {
+      const s = stageOf(stage);
+      const n = s.def.input.partitioner.partitions;
+      const lists = await Promise.all(Array.from({ length: n }, (_, p) => options.broker.deadLetters(topic(s.def.input.name, partitionId(p)), s.name)));
+      return lists.flat();
+    },
+    async stop() {
+      stopping ??= (async () => {
+        await Promise.allSettled([...producers].map((p) => p.close()));
+        await system.terminate();
+        await inspection?.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isShardflowError } from '../errors.js';
+import { InvalidArgumentError, isShardflowError } from '../errors.js';
 import type { Broker, BrokerMessage, Consumer, DeadLetter, SubscribeOptions } from '../runtime/brokers/broker.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES, type RawFields } from '../runtime/brokers/internal/malformed.js';
 import { batching } from '../runtime/brokers/interceptors/batching.js';

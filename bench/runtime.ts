@@ -1,6 +1,7 @@
 import { Subject } from 'rxjs';
 import { ActorSystem, type Behavior } from '../src/runtime/actor/index.js';
 import { benchOptions } from './lib/options.js';
+import { handWiredRate, stageRate } from './lib/stageVsHandWired.js';
 
 /** Producer messages: start a run of `count` tells to the consumer. */
 interface Go {
@@ -9,7 +10,7 @@ interface Go {
 }
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'params', 'subjectMsgsPerSec', 'actorAwaitedTellMsgsPerSec', 'actorFireAndForgetMsgsPerSec', 'awaitFloorMsgsPerSec', 'ratio', 'ratioAwaitEach', 'rssMiB'] as const;
+export const resultFields = ['smoke', 'params', 'subjectMsgsPerSec', 'actorAwaitedTellMsgsPerSec', 'actorFireAndForgetMsgsPerSec', 'awaitFloorMsgsPerSec', 'ratio', 'ratioAwaitEach', 'stageMsgsPerSec', 'handWiredMsgsPerSec', 'stageOverHandWired', 'rssMiB'] as const;
 
 /**
  * Throughput of `tell` between two actors against an RxJS `Subject` in the same process and run.
@@ -25,6 +26,12 @@ export const resultFields = ['smoke', 'params', 'subjectMsgsPerSec', 'actorAwait
  * Args: `--messages N` (default 2,000,000), `--capacity C` consumer mailbox bound for the awaited
  * variant (default 1024), `--rounds R` (default 3; the best round counts, after one warm-up round);
  * `--smoke`: 20,000 messages, 1 round (bench/lib/options.ts).
+ * - stage: messages/s through ONE exactly-once stream stage (memory broker, one partition, a commit
+ *   per batch) against the same work wired by hand (raw broker consumer, batchMessages, one RocksDB
+ *   write batch per batch with an int64 add merge per message plus the applied mark, commit, ack);
+ *   bench/lib/stageVsHandWired.ts. `--stage-messages N` (default 200,000; smoke 5,000).
+ *   `stageOverHandWired` = stage rate / hand-wired rate (target >= 0.9).
+ *
  * Returns messages/s for each; `ratio` = fire-and-forget actor rate / subject rate (the tell path
  * itself; target >= 0.5), `ratioAwaitEach` = awaited actor rate / subject rate.
  */
@@ -33,6 +40,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const messages = o.number('--messages', 2_000_000, 20_000);
   const capacity = o.number('--capacity', 1024);
   const rounds = o.number('--rounds', 3, 1);
+  const stageMessages = o.number('--stage-messages', 200_000, 5_000);
 
   const best = async (measure: () => Promise<number>): Promise<number> => {
     await measure(); // warm-up
@@ -103,15 +111,20 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const awaited = await actorRate(true, capacity);
   const fireAndForget = await actorRate(false, Infinity);
   await system.terminate();
+  const stage = await best(() => stageRate(stageMessages));
+  const handWired = await best(() => handWiredRate(stageMessages));
   return {
     smoke: o.smoke,
-    params: { messages, capacity, rounds },
+    params: { messages, capacity, rounds, stageMessages },
     subjectMsgsPerSec: Math.round(subjectRate),
     actorAwaitedTellMsgsPerSec: Math.round(awaited),
     actorFireAndForgetMsgsPerSec: Math.round(fireAndForget),
     awaitFloorMsgsPerSec: Math.round(awaitFloor),
     ratio: Number((fireAndForget / subjectRate).toFixed(3)),
     ratioAwaitEach: Number((awaited / subjectRate).toFixed(3)),
+    stageMsgsPerSec: Math.round(stage),
+    handWiredMsgsPerSec: Math.round(handWired),
+    stageOverHandWired: Number((stage / handWired).toFixed(3)),
     rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
   };
 }

@@ -58,6 +58,16 @@ export class StreamMarks {
     };
   }
 
+  /**
+   * Moves the cached mark of `producer` to `seq` without writing it: a batch that applies
+   * several messages of one producer advances per message (so a copy later in the same batch
+   * classifies as applied) and `record`s only the last one. The caller must `record` before
+   * its commit, or drop this object when the commit fails.
+   */
+  advance(producer: ProducerId, seq: Sequence): void {
+    this.#cache.set(producer, seq);
+  }
+
   /** Adds the new mark to `batch` (the batch that carries the message's effects) and to the cache. */
   record(batch: WriteBatch, producer: ProducerId, seq: Sequence): void {
     batch.put(StreamColumnFamilies.meta, this.#key(producer), encodeInt64(seq));

@@ -57,6 +57,9 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   };
   const values: unknown[] = [];
   const dead = new Map<BrokerMessage, string>();
+  // The last applied sequence per producer: one mark put per producer and batch (sequences
+  // classified new only ever grow, so the last is the highest).
+  const newMarks = new Map<BrokerMessage['producer'], BrokerMessage['sequence']>();
   let skipped = 0;
   for (const m of messages) {
     const verdict = await marks.classify(m.producer, m.sequence);
@@ -74,14 +77,17 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
     } catch (err) {
       if (!isShardflowError(err)) throw err;
       dead.set(m, err.message);
-      marks.record(batch, m.producer, m.sequence);
+      marks.advance(m.producer, m.sequence);
+      newMarks.set(m.producer, m.sequence);
       continue;
     }
     await def.onMessage?.(handlerContext, value, m);
-    marks.record(batch, m.producer, m.sequence);
+    marks.advance(m.producer, m.sequence);
+    newMarks.set(m.producer, m.sequence);
     values.push(value);
   }
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
+  for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
   for (const [t, payload] of emitted) await outbox.enqueue(batch, t, payload);
   if (batch.length > 0) await store.write(batch);
   await outbox.publish();

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 
 /**
- * A web graph in the plain format of shared/datasets: `pages.txt` (one absolute URL per
+ * A web graph in the plain format of the bundled graphs (examples/data, test/data, bench/data): `pages.txt` (one absolute URL per
  * line, every page) and `links.tsv` (`source<TAB>target` per line, duplicates and
  * self-links kept). Files ending in `.xz` are decompressed with `xz-decompress` (WASM, no
  * native build). A UTF-8 byte order mark (U+FEFF, as Windows tools write at the start of a

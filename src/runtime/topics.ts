@@ -3,7 +3,7 @@ import type { PartitionId } from './ids.js';
 
 /**
  * The one module that names topics. A topic is a partition id inside a namespace; the
- * namespaces follow the message flow of DESIGN.md:
+ * namespaces follow the message flow of docs/ARCHITECTURE.md:
  *
  * ```
  * crawl-requests/<p> -> crawler -> fetches/<p> -> indexer -> links/<q> -> backlinks

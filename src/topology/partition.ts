@@ -40,7 +40,7 @@ export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.resta
 /**
  * A partition: a supervised actor that owns the partition's RocksDB store (it holds a
  * reference for its whole life, so the store stays open while a child restarts) and whose
- * children are the crawl policy, indexer, backlinks and metric actors of DESIGN.md, the
+ * children are the crawl policy, indexer, backlinks and metric actors of docs/ARCHITECTURE.md, the
  * garbage collector (`gc`) and the reader that hands out read-only views to the query API
  * (`reader`). Children stop before the partition, which then releases the store.
  */

@@ -105,7 +105,7 @@ export interface StopReport {
   readonly quiet: boolean;
 }
 
-/** A running web index: the actor tree of DESIGN.md on one process. */
+/** A running web index: the actor tree of docs/ARCHITECTURE.md ("Supervision tree") on one process. */
 export interface WebIndex {
   readonly system: ActorSystem;
   readonly partitioner: Partitioner;

@@ -8,7 +8,7 @@ import { l1Distance } from '../../src/jobs/rankGraph.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The graphs bundled with the project (copied from shared/datasets). */
+/** The graphs bundled with the project (real graphs with reference PageRank values; sources in the README of each graph folder (examples/data, test/data/epa, bench/data)). */
 export const graphs = {
   hollins: join(root, 'examples/data/hollins'),
   polblogs: join(root, 'test/data/polblogs'),

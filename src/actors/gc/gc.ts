@@ -260,7 +260,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
     targets.forEach((target, i) => {
       if (!sendRemove(target)) return;
       ops.push({ op: 'remove', source: url, target });
-      // The page's share of past pushes to `target` goes back: d x_p w_pq / W_p (DESIGN.md).
+      // The page's share of past pushes to `target` goes back: d x_p w_pq / W_p (docs/ARCHITECTURE.md, "The metric").
       if (x !== 0 && total > 0) corrections.set(target, (corrections.get(target) ?? 0) - (d * x * weights[i]!) / total);
     });
     return targets.length;

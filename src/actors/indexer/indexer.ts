@@ -23,7 +23,7 @@ export interface IndexerOptions {
   readonly weigh: WeightFunction;
   /**
    * Teleport residual given to a page when it is first stored: 1 - d (d the damping
-   * factor). Every page enters the metric this way, exactly once (DESIGN.md, push form).
+   * factor). Every page enters the metric this way, exactly once (docs/ARCHITECTURE.md, "The metric").
    */
   readonly teleport: number;
   /** Damping factor d, for the corrections of changed outlinks. */
@@ -275,7 +275,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
   /**
    * When p's normalised weights change from w to w', the invariant
    * y = x + (I - d W^T)^-1 r holds again after d * x_p * (w'_q - w_q) is added to r_q for
-   * every target q (DESIGN.md): so the graph changes without a global recomputation. Must
+   * every target q (docs/ARCHITECTURE.md, "The metric"): so the graph changes without a global recomputation. Must
    * run under the partition's graph lock, so that no push of p interleaves.
    */
   async function addCorrections(store: Store, url: string, before: Map<string, StoredLink>, after: Map<string, StoredLink>, out: Map<string, number>, prefetchedX: number | undefined): Promise<void> {

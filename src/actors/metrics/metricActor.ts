@@ -155,7 +155,7 @@ const LAST_REPORT = 'last-report';
 const PRUNE_EVERY_ROUNDS = 64;
 
 /**
- * The metric actor of one partition: the reasonable surfer in the push form of DESIGN.md.
+ * The metric actor of one partition: the reasonable surfer in the push form (docs/ARCHITECTURE.md, "The metric").
  * Per page p, `ranks` holds [x_p, r_p]. A push of p merges [r_p, -r_p] into p (x += r,
  * r -= r, as a merge, so contributions that arrive meanwhile are kept) and sends
  * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
@@ -532,7 +532,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 }
 
 /**
- * The synchronized traversal of DESIGN.md: walks `ranks` and `outlinks` of `snapshot` in step
+ * The synchronized traversal (docs/ARCHITECTURE.md, "The metric"): walks `ranks` and `outlinks` of `snapshot` in step
  * (both keyed by the page URL first; outlinks are `source 0x00 target`), no random reads, and
  * calls `visit` for every `ranks` row with its x, r and the page's outlink targets and raw
  * weights (arrays reused between calls: copy what you keep).
@@ -575,7 +575,7 @@ async function walkRanksWithOutlinks(
 }
 
 /**
- * Sums contributions per target id in a typed array (the combiner of DESIGN.md), so each
+ * Sums contributions per target id in a typed array (a combiner, as in Pregel: Malewicz et al., SIGMOD 2010), so each
  * target gets one entry per round however many pages link to it.
  */
 class Combiner {

@@ -4,7 +4,7 @@ import type { ProducerId, Sequence } from '../../runtime/ids.js';
 import { ColumnFamilies } from './schema.js';
 
 /**
- * Exactly-once effects over an at-least-once broker (DESIGN.md): the highest applied
+ * Exactly-once effects over an at-least-once broker (docs/ARCHITECTURE.md, "Exactly-once effects over an at-least-once broker"): the highest applied
  * sequence per producer, kept in `meta` under `applied 0x00 <consumer> 0x00 <producer>` and
  * written in the same write batch as the effects, before the ack. A message at or below
  * the mark was applied already (a redelivery after a crash between commit and ack) and is

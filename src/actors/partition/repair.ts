@@ -36,8 +36,8 @@ export interface InFlightReset {
  *   again as link operations (the backlinks of q are exactly the outlinks into q);
  * - `ranks`: each residual set to r = t - x (t = 1 - d for a live page, 0 otherwise); one
  *   pass of contributions d x_p w_pq / sum_q w_pq along the outlinks adds d W^T x, which
- *   restores the invariant r = t - x + d W^T x of the push method exactly (DESIGN.md, push
- *   form); the metric's round bookkeeping of messages in flight (`expected` counts, the
+ *   restores the invariant r = t - x + d W^T x of the push method exactly (docs/ARCHITECTURE.md,
+ *   "The metric"); the metric's round bookkeeping of messages in flight (`expected` counts, the
  *   last push report) is dropped;
  * - `frontier`: URLs whose crawl request was out are queued again (their request or its
  *   result may be lost), and so are URLs whose result the crawl policy took in (`fetched`)

@@ -8,7 +8,7 @@ import { weightFunction, type WeightFunction } from '../actors/metrics/weights.j
 import type { Broker } from '../runtime/brokers/broker.js';
 import { hostOf } from '../runtime/partitioner.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
-import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from '../jobs/watchdog.js';
+import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from '../jobs/watchdog.js';
 import { openJobRun } from './jobRun.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
@@ -116,8 +116,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       scope,
       ...(options.maxPages !== undefined ? { budget: new CrawlBudget(options.maxPages) } : {}),
     },
-    ...recoveryOptions(options),
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...startOptions(options),
   });
   let ok = false;
   let phase = 'crawling';

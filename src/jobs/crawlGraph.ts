@@ -7,7 +7,7 @@ import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator
 import type { PartitionCounts } from '../actors/metrics/metricActor.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
-import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from './watchdog.js';
+import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from './watchdog.js';
 import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
@@ -74,8 +74,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       crawlers: options.crawlers ?? 4,
       fetcher: { hostMap: server.hostMap(port), ...(options.maxBodyBytes ? { maxBodyBytes: options.maxBodyBytes } : {}) },
       ...(options.chaos ? { chaos: options.chaos } : {}),
-      ...recoveryOptions(options),
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...startOptions(options),
     });
   } catch (err) {
     await server.close();

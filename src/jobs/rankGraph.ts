@@ -5,7 +5,7 @@ import type { Broker } from '../runtime/brokers/broker.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
-import { aborted, JobWatchdog, raceStops, recoveryOptions, type JobLifecycleOptions } from './watchdog.js';
+import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from './watchdog.js';
 import { graphPages, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
@@ -66,8 +66,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     // A graph file is the graph to rank, whole: the outlink cap bounds crawled pages only.
     maxOutlinksPerPage: Infinity,
     ...(options.chaos ? { chaos: options.chaos } : {}),
-    ...recoveryOptions(options),
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...startOptions(options),
   });
   let phase = 'loading the graph';
   const watchdog = new JobWatchdog(index, { log: options.log, phase: () => phase, ...options.stall }).start();

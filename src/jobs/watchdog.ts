@@ -137,12 +137,13 @@ export interface JobLifecycleOptions {
   readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }
 
-/** The recovery options of `options` as `startWebIndex` takes them. */
-export function recoveryOptions(options: JobLifecycleOptions): Pick<JobLifecycleOptions, 'repair' | 'onRepaired' | 'resume' | 'onResumed'> {
+/** The recovery options and the stop signal of `options`, as `startWebIndex` takes them. */
+export function startOptions(options: JobLifecycleOptions): Pick<JobLifecycleOptions, 'repair' | 'onRepaired' | 'resume' | 'onResumed' | 'signal'> {
   return {
     ...(options.repair ? { repair: true } : {}),
     ...(options.onRepaired ? { onRepaired: options.onRepaired } : {}),
     ...(options.resume ? { resume: true } : {}),
     ...(options.onResumed ? { onResumed: options.onResumed } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   };
 }

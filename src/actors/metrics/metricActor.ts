@@ -242,13 +242,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 
   async function push(state: MetricState, round: number, threshold: number, damping: number): Promise<PushReport> {
     const { store, outbox } = state;
-    // The last round pushed may be asked again (after a restart or a lost reply): return its
-    // stored report instead of pushing again.
     const last = await lastPushed(state);
-    if (round === last) {
-      const stored = await readLastReport(store);
-      if (stored?.report.round === round) return stored.report;
-    }
+    const again = await reportAskedAgain(state, round, last);
+    if (again) return again;
 
     const cache = env.adjacency;
     const fill = !cache.complete;
@@ -376,8 +372,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
-    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack([report, state.rounds.token]));
-    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
+    recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
     // restart reads them again; redelivered copies of committed messages stop at the marks).
@@ -400,10 +395,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   async function repairPush(state: MetricState, round: number, damping: number): Promise<PushReport> {
     const { store, outbox } = state;
     const last = await lastPushed(state);
-    if (round === last) {
-      const stored = await readLastReport(store);
-      if (stored?.report.round === round) return stored.report;
-    }
+    const again = await reportAskedAgain(state, round, last);
+    if (again) return again;
     const cache = env.adjacency;
     const snapshot = store.snapshot();
     const batch = store.batch();
@@ -424,12 +417,28 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
     const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count };
-    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack([report, state.rounds.token]));
-    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, round)));
+    recordReport(state, batch, report, last);
     await store.write(batch);
     state.lastPushed = Math.max(last, round);
     await outbox.publish();
     return report;
+  }
+
+  /**
+   * The last round pushed may be asked again (after a restart or a lost reply): its stored
+   * report, so that it is returned instead of pushing (or repairing) twice.
+   * @returns undefined for any other round
+   */
+  async function reportAskedAgain(state: MetricState, round: number, last: number): Promise<PushReport | undefined> {
+    if (round !== last) return undefined;
+    const stored = await readLastReport(state.store);
+    return stored?.report.round === round ? stored.report : undefined;
+  }
+
+  /** Adds a push's report and the last round pushed to `batch` (committed with the push). */
+  function recordReport(state: MetricState, batch: WriteBatch, report: PushReport, last: number): void {
+    batch.put(ColumnFamilies.meta, LAST_REPORT, packr.pack([report, state.rounds.token]));
+    batch.put(ColumnFamilies.meta, LAST_ROUND, encodeInt64(Math.max(last, report.round)));
   }
 
   /** The highest round this partition pushed (0 for none), from `meta` on first use. */

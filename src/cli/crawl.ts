@@ -169,7 +169,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
     watchdog.stop();
     if (!ok || !options.keepOpen) {
       const stopped = await index.stop();
-      options.onStopped?.(stopped);
+      options.onStopped?.({ ...stopped, brokerDataLost: watchdog.brokerDataLost });
     }
   }
 }
@@ -266,7 +266,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
         setExit(result.converged === false ? 1 : 0);
       } finally {
         await server?.close();
-        if (result?.index) run.job.onStopped(await result.index.stop());
+        if (result?.index) run.job.onStopped({ ...(await result.index.stop()), brokerDataLost: false }); // the crawl finished: its watchdog saw no loss
         await run.close();
       }
     });

@@ -8,7 +8,7 @@ import { hostPartitioner } from '../runtime/partitioner.js';
 import { DataDir, type BrokerIdentity, type JobInput } from '../topology/dataDir.js';
 import type { RepairReport } from '../topology/repair.js';
 import { lostSubscriptions, webIndexSubscriptions, type DrainReport } from '../topology/resume.js';
-import type { StopReport } from '../topology/webIndex.js';
+import type { JobStopReport } from '../jobs/watchdog.js';
 import { freshBrokerIdentity, openBroker, runDataDir } from './options.js';
 import { deleteBrokerScope } from '../runtime/brokers/scope.js';
 
@@ -36,7 +36,7 @@ export interface JobRun {
     readonly onResumed: (report: DrainReport) => void;
     readonly signal: AbortSignal;
     readonly onRepaired: (report: RepairReport) => void;
-    readonly onStopped: (report: StopReport) => void;
+    readonly onStopped: (report: JobStopReport) => void;
   };
   /** Closes the broker, removes a temp data dir and the signal handlers. */
   close(): Promise<void>;
@@ -143,7 +143,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
         dir.markRepaired();
         process.stderr.write(`repaired: ${report.linkOps} links sent again to rebuild backlinks, residuals recomputed in round ${report.round} (${report.messages} messages) in ${report.seconds.toFixed(2)} s\n`);
       },
-      onStopped: (report) => dir.markStopped(report.quiet),
+      onStopped: (report) => dir.markStopped(report.quiet, report.brokerDataLost),
     },
     async close() {
       process.off('SIGINT', onSignal);

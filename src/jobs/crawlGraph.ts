@@ -136,7 +136,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
     watchdog.stop();
     // Not `onStopped?.(await index.stop())`: an optional call skips its arguments too.
     const stopped = await index.stop();
-    options.onStopped?.(stopped);
+    options.onStopped?.({ ...stopped, brokerDataLost: watchdog.brokerDataLost });
     await server.close();
   }
 }

@@ -109,7 +109,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
     watchdog.stop();
     // Not `onStopped?.(await index.stop())`: an optional call skips its arguments too.
     const stopped = await index.stop();
-    options.onStopped?.(stopped);
+    options.onStopped?.({ ...stopped, brokerDataLost: watchdog.brokerDataLost });
   }
 }
 

@@ -37,6 +37,7 @@ export class JobWatchdog {
   #timer: NodeJS.Timeout | undefined;
   #events: Subscription | undefined;
   #lastFailure: string | undefined;
+  #brokerDataLost = false;
   #epoch = -1;
   #since = Date.now();
   #warned = 0;
@@ -59,6 +60,7 @@ export class JobWatchdog {
       const text = `${event.path}: ${String(reason?.message ?? reason)}`;
       this.#lastFailure = text;
       if (reason?.code === 'SF_ERR_BROKER_DATA_LOST') {
+        this.#brokerDataLost = true;
         this.#fail(new JobStalledError(`the broker lost messages this run waits for (${text}); run the same command again: the data dir is repaired from its stores`));
       } else if (event.type === '@shardflow.escalated' && event.path.split('/').filter(Boolean).length <= 1) {
         this.#fail(new JobStalledError(`a failure escalated to the root and the actor system stopped (${text})`));
@@ -108,6 +110,11 @@ export class JobWatchdog {
     return `${this.options.phase()}, waiting for ${waiting.length > 0 ? waiting.join('; ') : 'nothing in flight'}${failure}`;
   }
 
+  /** True once an actor failed because the broker lost its data. */
+  get brokerDataLost(): boolean {
+    return this.#brokerDataLost;
+  }
+
   /** Stops watching (the `failed` promise then never settles). */
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
@@ -117,6 +124,11 @@ export class JobWatchdog {
 }
 
 export { aborted, raceStops } from '../runtime/abortable.js';
+
+/** A job's stop: the web index's report, and whether the broker lost data during the run. */
+export interface JobStopReport extends StopReport {
+  readonly brokerDataLost: boolean;
+}
 
 /**
  * What every job (`rankGraph`, `crawlGraph`, `crawlSites`) takes about its life on a data
@@ -132,7 +144,7 @@ export interface JobLifecycleOptions {
   /** Aborting stops the job cleanly (stop consuming, commit what was folded, close stores); the job then rejects with the signal's reason. */
   readonly signal?: AbortSignal;
   /** Called with the web index's stop report, however the job ends. */
-  readonly onStopped?: (report: StopReport) => void;
+  readonly onStopped?: (report: JobStopReport) => void;
   /** The stall watchdog's limits and reports (see JobWatchdog). */
   readonly stall?: Pick<WatchdogOptions, 'warnAfterMs' | 'failAfterMs' | 'onStall'>;
 }

@@ -62,6 +62,12 @@ export interface DataDirRecord {
   readonly state: 'running' | 'quiet';
   /** True from the start of a repair until it completed; a run killed during one repairs again. */
   readonly repairing: boolean;
+  /**
+   * The last run saw the broker lose its scope's data (BrokerDataLostError): what it left
+   * there cannot all come back, so the next run repairs instead of resuming, even where the
+   * subscriptions were created again since.
+   */
+  readonly brokerLost?: boolean;
   /** Runs started on this data dir. */
   readonly runs: number;
   /** ISO time of the last change. */
@@ -218,7 +224,7 @@ export class DataDir {
    * left by a repair (a repair starts again from the stores).
    */
   resumableScope(fresh: BrokerIdentity): BrokerIdentity | undefined {
-    return this.needsRecovery && !this.#record?.repairing ? this.recordedScope(fresh) : undefined;
+    return this.needsRecovery && !this.#record?.repairing && !this.#record?.brokerLost ? this.recordedScope(fresh) : undefined;
   }
 
   /** The first line a job prints: new, or what the data dir holds and how the last run ended. */
@@ -260,9 +266,14 @@ export class DataDir {
     if (this.#record) this.#write({ ...this.#record, repairing: false, updatedAt: new Date().toISOString() });
   }
 
-  /** Records a stop; `quiet` only when nothing was in flight and everything folded was committed. */
-  markStopped(quiet: boolean): void {
-    if (this.#record) this.#write({ ...this.#record, state: quiet && !this.#record.repairing ? 'quiet' : 'running', updatedAt: new Date().toISOString() });
+  /**
+   * Records a stop; `quiet` only when nothing was in flight and everything folded was
+   * committed; `brokerLost` when the run saw the broker lose its data (the next run repairs).
+   */
+  markStopped(quiet: boolean, brokerLost = false): void {
+    if (!this.#record) return;
+    const lost = brokerLost || this.#record.brokerLost === true;
+    this.#write({ ...this.#record, state: quiet && !this.#record.repairing && !lost ? 'quiet' : 'running', ...(lost ? { brokerLost: true } : {}), updatedAt: new Date().toISOString() });
   }
 
   #write(record: DataDirRecord): void {

@@ -16,7 +16,8 @@ interface PageVersion { readonly url: string; readonly outlinks: ReadonlyArray<r
 /** One backlink to add or remove at `target`, sent to the partition of the target's host. */
 interface LinkOp { readonly op: 'add' | 'remove'; readonly source: string; readonly target: string; readonly anchor: string }
 
-const isUrl = (u: unknown): u is string => { try { return typeof u === 'string' && hostOf(u).length > 0; } catch { return false; } };
+// A URL without scheme://host throws in hostOf: the guard's throw is the dead letter's reason.
+const isUrl = (u: unknown): u is string => typeof u === 'string' && hostOf(u).length > 0;
 const isPage = (v: unknown): v is PageVersion => isUrl((v as PageVersion)?.url) && ((v as PageVersion).outlinks === null ||
   (Array.isArray((v as PageVersion).outlinks) && (v as PageVersion).outlinks!.every((l) => Array.isArray(l) && l.length === 2 && isUrl(l[0]) && typeof l[1] === 'string')));
 const isLinkOp = (v: unknown): v is LinkOp => ((v as LinkOp)?.op === 'add' || (v as LinkOp)?.op === 'remove') &&

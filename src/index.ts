@@ -3,6 +3,8 @@
  * grouped by section, nothing re-exported wholesale). What is not exported here or from a
  * subpath (`shardflow/storage`, `shardflow/brokers`, `shardflow/testing`) is internal and may
  * change without notice. docs/ARCHITECTURE.md describes the layers.
+ *
+ * @module shardflow
  */
 
 /* Topologies: namespaces, stages, starting them */
@@ -102,3 +104,14 @@ export {
   UnknownMergeOperatorError,
   MergeOperatorMismatchError,
 } from './errors.js';
+
+/* Types that the signatures above name (exported so consumers and the API reference can name them) */
+export type { StageEntry } from './runtime/topology/topology.js';
+export type { MessageKey } from './runtime/stream/flowCounters.js';
+export type { BackoffOptions, RestartLimit, DeciderRule, Decision, ErrorMatcher, ActorSpec, SupervisorSpec } from './runtime/supervision/index.js';
+export type { MailboxOptions, OverflowPolicy, Terminated } from './runtime/actor/index.js';
+export type { ActorInspectionEvent } from './runtime/actor/system.js';
+export type { LifecycleEvent, StartedEvent, StoppedEvent, FailedEvent, RestartedEvent, EscalatedEvent, ErrorSummary, ActorStatus, TreeNode } from './runtime/inspection.js';
+export type { TopicFlowCounters } from './runtime/inspection/topicFlow.js';
+export type { NamespaceFlowSource, TopicFlowSource, TopicFlow } from './runtime/inspection/flowSource.js';
+export type { StoreErrorOptions } from './errors.js';

@@ -60,6 +60,14 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    * @throws RangeError for a partition outside the stage's; the hook's error after the retries
    */
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
+  /**
+   * `ask` of the partition that owns `key` in `stage`: the partition its input namespace
+   * routes `key` to (`input.partitioner.forKey(key)`, FNV-1a of the key modulo the partition
+   * count), so a query about one key reaches the store that holds it.
+   * @param key a routing key, as the input namespace's `key` function returns it for a message
+   * @throws RangeError for an unknown stage; the hook's error after the retries
+   */
+  askKey<N extends keyof S & string>(stage: N, key: string, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /** `ask` of every partition of `stage`, answers in partition order. */
   askAll<N extends keyof S & string>(stage: N, request: S[N]['request'], options?: AskRetryOptions): Promise<Array<S[N]['answer']>>;
   /**
@@ -74,9 +82,14 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   /**
    * Resolves when nothing is in flight: twice in a row, `pollMs` apart, every message sent to
    * a consumed namespace was settled and nothing moved in between (Mattern's four-counter
-   * method, see FlowCounters).
+   * method, see FlowCounters). Bounded by default: a stage that never settles a message (a
+   * handler that hangs, a partition its supervisor stopped) fails the wait instead of polling
+   * forever.
+   * @param options.pollMs ms between checks, default 20
+   * @param options.timeoutMs ms to wait in all, default {@link DEFAULT_QUIESCENCE_TIMEOUT_MS}
+   *   (5 minutes); `Infinity` waits as long as it takes
    * @throws ActorStoppedError when the topology stopped (a failure escalated to the root);
-   *   JobStalledError when `timeoutMs` (default: none) passed, with the counts in flight
+   *   JobStalledError when `timeoutMs` passed, with the messages in flight per namespace
    */
   quiescence(options?: { readonly pollMs?: number; readonly timeoutMs?: number }): Promise<void>;
   /** Messages the stage dead-lettered (undecodable, fenced-off producer, malformed entries), over all its partitions, with their reasons. */
@@ -84,6 +97,9 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   /** Stops every stage (stores closed, subscriptions left) and the console. Idempotent. */
   stop(): Promise<void>;
 }
+
+/** How long `RunningTopology.quiescence()` waits when given no `timeoutMs`: 5 minutes, in ms. */
+export const DEFAULT_QUIESCENCE_TIMEOUT_MS = 300_000;
 
 /** Default supervision of a stage's partitions (see `StageDef.supervision`). */
 export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
@@ -190,6 +206,7 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
       return p;
     },
     ask,
+    askKey: async (stage, key, request, opts) => ask(stage, stageOf(stage).def.input.partitioner.forKey(key), request, opts),
     askAll: (stage, request, opts) =>
       Promise.all(Array.from({ length: stageOf(stage).def.input.partitioner.partitions }, (_, p) => ask(stage, p, request, opts))),
     async compact(stage, columnFamily, opts) {
@@ -198,13 +215,13 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
       const message = { type: 'compact', columnFamily } as const;
       return Promise.all(Array.from({ length: s.def.input.partitioner.partitions }, (_, p) => askWithRetry(refOf(stage, p), message, clock, opts) as Promise<StageCompactionReport>));
     },
-    async quiescence({ pollMs = 20, timeoutMs } = {}) {
+    async quiescence({ pollMs = 20, timeoutMs = DEFAULT_QUIESCENCE_TIMEOUT_MS } = {}) {
       const started = clock.now();
       const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
       for (;;) {
         await sleep();
         if (terminated) throw stopped();
-        if (timeoutMs !== undefined && clock.now() - started > timeoutMs) {
+        if (clock.now() - started > timeoutMs) {
           const waiting = [...counters.sent].map(([ns, n]) => `${ns}: ${n - (counters.settled.get(ns) ?? 0)}`).join(', ');
           throw new JobStalledError(`topology ${topology.name} not quiet after ${timeoutMs} ms (messages in flight per namespace: ${waiting || 'none'})`);
         }

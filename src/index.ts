@@ -17,6 +17,10 @@ export type { StageBatchReport } from './runtime/stream/applyBatch.js';
 export { askWithRetry } from './runtime/topology/askWithRetry.js';
 export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
 
+/* Data dirs: one run at a time (a lock file with the pid) */
+export { acquireDataDirLock, lockFileHolder } from './runtime/topology/dataDirLock.js';
+export type { DataDirLock, DataDirLockOptions } from './runtime/topology/dataDirLock.js';
+
 /* Producers from outside a topology (epochs: a restarted producer is never skipped) */
 export { openExternalProducer } from './runtime/topology/externalProducer.js';
 export type { TopologyProducer, ExternalProducerOptions } from './runtime/topology/externalProducer.js';

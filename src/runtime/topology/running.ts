@@ -22,6 +22,7 @@ import { openExternalProducer, type TopologyProducer } from './externalProducer.
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
 import type { StageTypes, Topology } from './topology.js';
 import { TopologyDataDir, type TopologyRecovery, type UncleanPolicy } from './topologyDataDir.js';
+import { whenStagesStarted } from './stagesStarted.js';
 
 /** Options of `Topology.start`. */
 export interface TopologyStartOptions {
@@ -105,13 +106,16 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
 export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
 
 /**
- * Starts `topology`: one actor system; per stage, a supervisor `/<stage>` with one actor per
- * partition of its input (`stagePartition`), each owning its store under
- * `<dataDir>/stages/<stage>/p<i>`; the console when asked for.
+ * Starts `topology` on its data dir (`TopologyDataDir`: the lock, the record, resume or
+ * refuse after an unclean run): one actor system; per stage, a supervisor `/<stage>` with
+ * one actor per partition of its input (`stagePartition`), each owning its store under
+ * `<dataDir>/stages/<stage>/p<i>`; the console when asked for. Resolves once every stage
+ * partition has started (joined its subscription).
  * @throws DataDirError when the data dir is in use, holds another topology or stage shape,
  *   or its last run did not stop quiet and what it had in flight is not on this broker (see
  *   `onUnclean`); the stores' open errors (DataDirError for a store of another shape); the
- *   broker's errors
+ *   broker's errors; ActorStoppedError when a stage partition cannot start (its supervisor
+ *   gave up: the failure as `cause`)
  */
 export async function startTopology<S extends Record<string, StageTypes>>(topology: Topology<S>, options: TopologyStartOptions): Promise<RunningTopology<S>> {
   const clock = options.clock ?? systemClock;
@@ -159,6 +163,8 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
   void system.whenTerminated.then(() => (terminated = true));
   const stopped = () =>
     Object.assign(new ActorStoppedError(`topology ${topology.name} has stopped`), { terminal: true });
+  const started = whenStagesStarted(system, topology.stages);
+  started.catch(() => undefined); // awaited below, unless supervise throws first
   try {
     for (const s of topology.stages) {
       const n = s.def.input.partitioner.partitions;
@@ -187,7 +193,8 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
   let inspection: InspectionServer | undefined;
   try {
     inspection = options.inspect ? await startInspectionServer(system, { ...options.inspect, flow: counters, topicFlow }) : undefined;
-    await dataDir.markRunning(); // from here on, a kill leaves messages in flight
+    await started;
+    await dataDir.markRunning(); // from here on, a kill may leave messages in flight
   } catch (err) {
     await system.terminate();
     await inspection?.close();

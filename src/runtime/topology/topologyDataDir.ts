@@ -74,6 +74,8 @@ export class TopologyDataDir {
   readonly #runs: number;
   /** Whether quiescence waits for the last run's backlog: `resume` (a vanished subscription is data lost), `discard` (one not there yet is waited for). */
   readonly #drain: 'resume' | 'discard' | undefined;
+  /** The stages of the last run that this one has too: those whose backlog it drains. */
+  readonly #carried: readonly StageEntry[];
   #drained: boolean;
   #open: StageBacklog[] = [];
   #lastPoll = -Infinity;
@@ -86,6 +88,7 @@ export class TopologyDataDir {
     this.#runs = (record?.runs ?? 0) + 1;
     this.#drain = drain;
     this.#drained = drain === undefined;
+    this.#carried = carriedStages(options.stages, record);
   }
 
   /**
@@ -140,7 +143,7 @@ export class TopologyDataDir {
     const now = performance.now();
     if (now - this.#lastPoll < BACKLOG_POLL_MS) return false;
     this.#lastPoll = now;
-    const backlogs = await stageBacklogs(this.#options.broker, this.#options.stages);
+    const backlogs = await stageBacklogs(this.#options.broker, this.#carried);
     const vanished = this.#drain === 'resume' ? backlogs.find((b) => b.messages === undefined) : undefined;
     if (vanished) throw new BrokerDataLostError(vanished.topic, vanished.subscription, 'it vanished while this run resumed what the last run left on it');
     this.#open = backlogs.filter((b) => b.messages !== 0);
@@ -189,6 +192,11 @@ export class TopologyDataDir {
   }
 }
 
+/** The stages of `stages` that the last run (its record) had too: a stage added since has no subscription yet. */
+function carriedStages(stages: readonly StageEntry[], record: TopologyRecord | undefined): StageEntry[] {
+  return stages.filter((s) => record?.stages.some((r) => r.stage === s.name));
+}
+
 function recordedStage(s: StageEntry): RecordedStage {
   return { stage: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions, partitioner: s.def.input.partitioner.describe() };
 }
@@ -233,7 +241,7 @@ async function lastRunInFlight(options: TopologyDataDirOptions, record: Topology
       sameScope: false,
     };
   }
-  const backlogs = await stageBacklogs(broker, options.stages);
+  const backlogs = await stageBacklogs(broker, carriedStages(options.stages, record));
   const missing = backlogs.filter((b) => b.messages === undefined);
   if (missing.length > 0) {
     const names = missing.slice(0, 3).map((b) => `${b.subscription} on ${b.topic}`).join(', ');

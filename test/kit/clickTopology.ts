@@ -35,9 +35,7 @@ export const clickTopology = Topology.create('dd-clicks')
       ctx.writes.merge('hosts', click.host, encodeInt64(1));
     },
     onBatch(ctx, batch) {
-      const sums = new Map<string, number>();
-      for (const c of batch) sums.set(c.host, (sums.get(c.host) ?? 0) + 1);
-      for (const [host, delta] of sums) ctx.emit('deltas', { host, delta });
+      for (const [host, delta] of tally(batch.map((c) => c.host))) ctx.emit('deltas', { host, delta });
     },
     query: (reads, _q: 'hosts') => hostsQuery(reads),
   })
@@ -58,6 +56,11 @@ export function hostOf(n: number): string {
 
 /** The ground truth of clicks `from .. from + count - 1`, added into `into` (clicks per host). */
 export function addTruth(into: Map<string, number>, from: number, count: number): Map<string, number> {
-  for (let n = from; n < from + count; n++) into.set(hostOf(n), (into.get(hostOf(n)) ?? 0) + 1);
+  return tally(Array.from({ length: count }, (_, i) => hostOf(from + i)), into);
+}
+
+/** `hosts` counted per host, added into `into`. */
+function tally(hosts: readonly string[], into = new Map<string, number>()): Map<string, number> {
+  for (const h of hosts) into.set(h, (into.get(h) ?? 0) + 1);
   return into;
 }

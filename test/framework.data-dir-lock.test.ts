@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataDirError, MemoryBroker, TOPOLOGY_LOCK_FILE, Topology, readTopologyRecord, type Logger } from '../src/index.js';
+import { DataDirError, MemoryBroker, TOPOLOGY_LOCK_FILE, TOPOLOGY_RECORD_FILE, Topology, readTopologyRecord, type Logger } from '../src/index.js';
 import { clickTopology, clicks, hooks, hostOf } from './kit/clickTopology.js';
 import { runClickChild } from './kit/clickTopologyRun.js';
 import { tempDir } from './kit/datasets.js';
@@ -55,7 +55,7 @@ test('a second process on a data dir in use is refused, naming the first; so is 
   }
 });
 
-test('a data dir holds one topology; a stop with messages in flight is not quiet; partitionOfKey', { timeout: 60_000 }, async () => {
+test('a data dir holds one topology; a stop with messages in flight is not quiet; a damaged or missing record; partitionOfKey', { timeout: 60_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-dd-record-');
   const dataDir = join(dir, 'data');
   const broker = new MemoryBroker();
@@ -89,6 +89,24 @@ test('a data dir holds one topology; a stop with messages in flight is not quiet
     const other = Topology.create('other').stage('count', clickTopology.stages[0]!.def as never);
     await assert.rejects(other.start({ broker, dataDir, logger: quiet }), (e: unknown) =>
       e instanceof DataDirError && /holds topology dd-clicks, not other/.test(e.message));
+
+    const record = join(dataDir, TOPOLOGY_RECORD_FILE);
+    writeFileSync(record, '{"format": 1, "topology": "dd-clicks"');
+    await assert.rejects(clickTopology.start({ broker, dataDir, logger: quiet }), (e: unknown) =>
+      e instanceof DataDirError && /topology data dir record .*topology\.json is damaged/.test(e.message));
+    // Stores without a record (written before records): how the last run ended is unknown.
+    rmSync(record);
+    await assert.rejects(clickTopology.start({ broker, dataDir, logger: quiet }), /holds stage stores but no topology\.json .* may be lost/);
+    const warnings: string[] = [];
+    const fresh = new MemoryBroker(); // as a new process has: the message left unapplied above is not on it
+    const discarding = await clickTopology.start({ broker: fresh, dataDir, onUnclean: 'discard-in-flight', logger: { ...quiet, warn: (_f, m) => void warnings.push(m ?? '') } });
+    assert.equal(discarding.recovery.previous, 'discarded-in-flight');
+    assert.match(warnings.join('\n'), /starting anyway without them \(onUnclean: 'discard-in-flight'\)/);
+    assert.equal(new Map(await discarding.ask('count', p, 'hosts')).get(host), 2, 'what was applied stays');
+    await discarding.quiescence({ timeoutMs: 30_000 });
+    await discarding.stop();
+    await fresh.close();
+    assert.equal(readTopologyRecord(dataDir)?.state, 'quiet');
   } finally {
     await broker.close();
     cleanup();

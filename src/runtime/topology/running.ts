@@ -89,7 +89,8 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    * method, see FlowCounters); on a resumed data dir, only once the last run's backlog on the
    * broker drained as well (these counters do not know its messages).
    * @throws ActorStoppedError when the topology stopped (a failure escalated to the root);
-   *   JobStalledError when `timeoutMs` (default: none) passed, with the counts in flight
+   *   JobStalledError when `timeoutMs` (default: none) passed, with the counts in flight;
+   *   BrokerDataLostError when a resumed run's subscription vanished from the broker
    */
   quiescence(options?: { readonly pollMs?: number; readonly timeoutMs?: number }): Promise<void>;
   /** Messages the stage dead-lettered (undecodable, fenced-off producer, malformed entries), over all its partitions, with their reasons. */

@@ -94,7 +94,8 @@ export class TopologyDataDir {
   /**
    * Takes the data dir's lock (a lock left by a killed process is taken over, with a
    * warning), reads its record, checks the topology's name against it, and
-   * decides how to treat the last run (see the class). Writes nothing but the lock file.
+   * decides how to treat the last run (see the class). Writes nothing but the lock file, and
+   * a `quiet` record into a new data dir.
    * @throws DataDirError when another live process (or another start in this one) runs on
    *   the data dir, when it holds another topology, when its record is
    *   damaged, or when the last run did not stop quiet and what it had in flight is not on
@@ -113,7 +114,14 @@ export class TopologyDataDir {
       const record = readTopologyRecord(dataDir);
       if (record) checkTopology(options, record);
       const identity = options.broker.identity ?? { kind: options.broker.kind };
-      if (!record && !existsSync(join(dataDir, 'stages'))) return new TopologyDataDir(options, lock, record, identity, { previous: 'new' }, undefined);
+      if (!record && !existsSync(join(dataDir, 'stages'))) {
+        // Empty stores are quiet: a first start that fails before it runs (a broker that does
+        // not answer) leaves a data dir the next start takes as it is, not as one written
+        // before records.
+        const dir = new TopologyDataDir(options, lock, record, identity, { previous: 'new' }, undefined);
+        await writeTopologyRecord(dataDir, dir.#record('quiet', 0));
+        return dir;
+      }
       if (record?.state === 'quiet') return new TopologyDataDir(options, lock, record, identity, { previous: 'quiet' }, undefined);
       const found = await lastRunInFlight(options, record, identity);
       if ('backlog' in found) return new TopologyDataDir(options, lock, record, identity, { previous: 'resumed', backlog: found.backlog }, 'resume');
@@ -179,16 +187,11 @@ export class TopologyDataDir {
   }
 
   async #write(state: TopologyRecord['state']): Promise<void> {
-    await writeTopologyRecord(this.#options.dataDir, {
-      format: 1,
-      topology: this.#options.topology,
-      stages: this.#stages,
-      broker: this.#identity,
-      state,
-      pid: process.pid,
-      runs: this.#runs,
-      updatedAt: new Date().toISOString(),
-    });
+    await writeTopologyRecord(this.#options.dataDir, this.#record(state, this.#runs));
+  }
+
+  #record(state: TopologyRecord['state'], runs: number): TopologyRecord {
+    return { format: 1, topology: this.#options.topology, stages: this.#stages, broker: this.#identity, state, pid: process.pid, runs, updatedAt: new Date().toISOString() };
   }
 }
 

@@ -142,15 +142,16 @@ export class TopologyDataDir {
   /**
    * True once nothing the last run left on the broker waits to be applied: always when this
    * run does not resume; when it does, once every stage subscription's backlog was read as 0
-   * (each message acked, so applied and committed). Reads the backlogs at most every 100 ms.
+   * (each message acked, so applied and committed). Reads the backlogs at most every 100 ms,
+   * unless `now`.
    * @throws BrokerDataLostError when a subscription the resumed run needs vanished from the
    *   broker (what it held is lost); the broker's errors
    */
-  async backlogDrained(): Promise<boolean> {
+  async backlogDrained(now = false): Promise<boolean> {
     if (this.#drained) return true;
-    const now = performance.now();
-    if (now - this.#lastPoll < BACKLOG_POLL_MS) return false;
-    this.#lastPoll = now;
+    const t = performance.now();
+    if (!now && t - this.#lastPoll < BACKLOG_POLL_MS) return false;
+    this.#lastPoll = t;
     const backlogs = await stageBacklogs(this.#options.broker, this.#carried);
     const vanished = this.#drain === 'resume' ? backlogs.find((b) => b.messages === undefined) : undefined;
     if (vanished) throw new BrokerDataLostError(vanished.topic, vanished.subscription, 'it vanished while this run resumed what the last run left on it');
@@ -173,7 +174,7 @@ export class TopologyDataDir {
    */
   async markStopped(settled: boolean): Promise<boolean> {
     try {
-      const quiet = settled && (await this.backlogDrained().catch(() => false));
+      const quiet = settled && (await this.backlogDrained(true).catch(() => false));
       await this.#write(quiet ? 'quiet' : 'running');
       return quiet;
     } finally {

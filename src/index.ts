@@ -20,6 +20,14 @@ export type { StageCompactionReport } from './runtime/stream/stageCompaction.js'
 export { askWithRetry } from './runtime/topology/askWithRetry.js';
 export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
 
+/* Data dirs: the record of a topology's runs (resume, or refuse with the reason), one run at a time (a lock file with the pid) */
+export { readTopologyRecord, TOPOLOGY_RECORD_FILE } from './runtime/topology/dataDirRecord.js';
+export type { TopologyRecord, RecordedStage } from './runtime/topology/dataDirRecord.js';
+export { TOPOLOGY_LOCK_FILE } from './runtime/topology/topologyDataDir.js';
+export type { TopologyRecovery, UncleanPolicy } from './runtime/topology/topologyDataDir.js';
+export { acquireDataDirLock, lockFileHolder } from './runtime/topology/dataDirLock.js';
+export type { DataDirLock, DataDirLockOptions } from './runtime/topology/dataDirLock.js';
+
 /* Producers from outside a topology (epochs: a restarted producer is never skipped) */
 export { openExternalProducer } from './runtime/topology/externalProducer.js';
 export type { TopologyProducer, ExternalProducerOptions } from './runtime/topology/externalProducer.js';

@@ -4,6 +4,7 @@ import { topicName, type Topic } from '../topics.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { FlowCounters } from './flowCounters.js';
+import { epochSequence } from './producerEpoch.js';
 import { StreamColumnFamilies, outboxKey, parseOutboxKey } from './reserved.js';
 
 /** What `StreamOutbox.open` needs. */
@@ -15,6 +16,13 @@ export interface StreamOutboxOptions {
   /** Producer name on the broker, stable across restarts (e.g. `count@3`). */
   readonly producer: ProducerId;
   readonly counters: FlowCounters;
+  /**
+   * The owner's epoch when a cluster assigns the partition (ownerEpoch.ts): the first
+   * sequence this outbox gives on a topic is at least `epoch * 2^32` (producerEpoch.ts), so
+   * receivers rank every message of this ownership above those of older owners. Rows an
+   * older owner left keep their sequences. Default 0 (sequences as stored).
+   */
+  readonly epoch?: number;
 }
 
 interface Pending {
@@ -66,7 +74,7 @@ export class StreamOutbox {
     let seq = this.#next.get(name);
     if (seq === undefined) {
       const stored = await this.options.store.get(StreamColumnFamilies.meta, this.#metaKey(name));
-      seq = stored ? Number(decodeInt64(stored)) : 0;
+      seq = Math.max(stored ? Number(decodeInt64(stored)) : 0, this.options.epoch ? epochSequence(this.options.epoch, 0) : 0);
     }
     this.#next.set(name, seq + 1);
     batch.put(StreamColumnFamilies.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);

@@ -65,13 +65,13 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
   const { units, workers, current, maxMoves } = input;
   if (!Number.isInteger(maxMoves) || maxMoves < 0) throw new InvalidArgumentError(`maxMoves must be an integer >= 0, got ${maxMoves}`);
   const loads = new Map<string, WorkerLoad>();
-  workers.forEach((w, order) => {
+  for (const w of workers) {
     if (!(w.maxPartitions === Infinity || (Number.isInteger(w.maxPartitions) && w.maxPartitions >= 0))) {
       throw new InvalidArgumentError(`worker ${w.id}: maxPartitions must be an integer >= 0 or Infinity, got ${w.maxPartitions}`);
     }
     if (loads.has(w.id)) throw new InvalidArgumentError(`worker id ${w.id} is given twice`);
-    loads.set(w.id, new WorkerLoad(w.id, w.maxPartitions, order));
-  });
+    loads.set(w.id, new WorkerLoad(w.id, w.maxPartitions));
+  }
   const assignment = new Map<string, string>();
   const orphans: PartitionUnit[] = [];
   for (const unit of units) {
@@ -111,7 +111,7 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
 class WorkerLoad {
   readonly #units: PartitionUnit[] = [];
   readonly #perStage = new Map<string, number>();
-  constructor(readonly id: string, readonly max: number, readonly order: number) {}
+  constructor(readonly id: string, readonly max: number) {}
 
   get count(): number {
     return this.#units.length;

@@ -100,9 +100,12 @@ test('SIGSTOP of the leader past its lease, then SIGCONT: nothing it does counts
     assert.ok(taken.leader && taken.leader.worker !== paused.id, 'another worker leads');
     t.diagnostic(`its ${held.length} partitions leased by others ${Date.now() - stoppedAt} ms after SIGSTOP`);
     paused.child.kill('SIGCONT');
+    const seen = paused.events.length;
     const fenced = await until('the woken worker to stop every partition it held, fenced', async () => {
       const units = paused.events.filter((e) => e.event.type === 'fenced').map((e) => (e.event as { unit: string }).unit);
       return held.every((h) => units.includes(h.unit)) && units;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; it held ${held.map((h) => h.unit).join(', ')}; its events since SIGCONT: ${JSON.stringify(paused.events.slice(seen).map((e) => e.event))}`);
     });
     assert.ok(fenced.length >= held.length);
     await run.send(1000);

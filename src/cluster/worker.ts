@@ -271,18 +271,25 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
         }
         return;
       }
-      o.state = 'running';
+      if (o.state === 'opening') o.state = 'running'; // else a hand-back or fence queued meanwhile stops it next
       this.#emit({ type: 'started', unit: o.unit, epoch: o.lease.epoch });
     });
   }
 
-  /** A planned hand-back: stop the partition (store flushed and closed), then release its lease. */
+  /**
+   * A planned hand-back: stop the partition (store flushed and closed), then release its
+   * lease. Reported `released` when the lease was still held throughout, else `fenced` (a
+   * process that woke up after its lease ran out finds its units assigned elsewhere).
+   */
   #handBack(o: Ownership): Promise<void> {
     if (o.state === 'stopping') return o.busy ?? Promise.resolve();
     o.state = 'stopping';
     return o.run(async () => {
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
-      await this.#drop(o, { type: 'released', unit: o.unit, epoch: o.lease.epoch });
+      const reason = leaseProblem(o);
+      const released = await this.#guard('release', () => releaseLease(this.redis, o.lease));
+      if (reason === undefined && released) this.#forget(o, { type: 'released', unit: o.unit, epoch: o.lease.epoch });
+      else this.#forget(o, { type: 'fenced', unit: o.unit, epoch: o.lease.epoch, reason: reason ?? 'the lease was no longer held at the hand-back' });
     });
   }
 
@@ -290,12 +297,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
   #fence(o: Ownership): void {
     if (o.state === 'stopping') return;
     o.state = 'stopping';
-    let reason = 'lease lost';
-    try {
-      o.lease.check();
-    } catch (err) {
-      reason = (err as Error).message;
-    }
+    const reason = leaseProblem(o) ?? 'lease lost';
     o.lease.lose(reason);
     void o.run(async () => {
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
@@ -323,10 +325,15 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
     await this.#drop(o, { type: 'failed', unit: o.unit, epoch: o.lease.epoch, reason });
   }
 
-  /** Releases the unit's lease (compare-and-delete: only this epoch's) and forgets the unit. */
+  /** Releases the unit's lease (compare-and-delete: only this epoch's; a no-op when released already) and forgets the unit. */
   async #drop(o: Ownership, event: WorkerEvent): Promise<void> {
     o.state = 'stopping';
     await this.#guard('release', () => releaseLease(this.redis, o.lease));
+    this.#forget(o, event);
+  }
+
+  #forget(o: Ownership, event: WorkerEvent): void {
+    o.state = 'stopping';
     if (this.#owned.get(o.unit) === o) this.#owned.delete(o.unit);
     this.#emit(event);
   }
@@ -362,5 +369,15 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       this.#logger.warn({ worker: this.id, err }, `cluster ${this.keys.clusterName}: ${what} failed; trying again at the next heartbeat`);
       return undefined;
     }
+  }
+}
+
+/** Why the unit's lease is no longer safely held (its `check()` message), or undefined while it is. */
+function leaseProblem(o: Ownership): string | undefined {
+  try {
+    o.lease.check();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
   }
 }

@@ -29,7 +29,15 @@ async function cluster(t: import('node:test').TestContext, body: (run: ClusterRu
 }
 
 const unitsOf = (s: Awaited<ReturnType<ClusterRun['status']>>, w: WorkerProcess) => s.partitions.filter((p) => p.owner === w.id);
-const leaderOf = (s: Awaited<ReturnType<ClusterRun['status']>>, ws: readonly WorkerProcess[]) => ws.find((w) => w.id === s.leader?.worker)!;
+
+/** Three workers, balanced, `n` clicks sent; the leader and the partitions it holds. */
+async function threeWorkersAndLeader(run: ClusterRun, n: number) {
+  const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
+  const s = await run.balancedOn(workers);
+  await run.send(n);
+  const leader = workers.find((w) => w.id === s.leader?.worker)!;
+  return { workers, leader, held: unitsOf(await run.status(), leader) };
+}
 
 test('three worker processes count N events exactly; SIGTERM hands a worker\'s partitions to the others', async (t) => {
   await cluster(t, async (run) => {
@@ -58,11 +66,7 @@ test('three worker processes count N events exactly; SIGTERM hands a worker\'s p
 
 test('SIGKILL of the leader mid-stream: its partitions are owned again within the lease time and the counts stay exact', async (t) => {
   await cluster(t, async (run) => {
-    const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
-    const s = await run.balancedOn(workers);
-    await run.send(1000);
-    const victim = leaderOf(s, workers);
-    const lost = unitsOf(await run.status(), victim);
+    const { workers, leader: victim, held: lost } = await threeWorkersAndLeader(run, 1000);
     const killedAt = Date.now();
     victim.child.kill('SIGKILL');
     await run.send(1000); // sent while its partitions have no owner
@@ -81,15 +85,10 @@ test('SIGKILL of the leader mid-stream: its partitions are owned again within th
 
 test('SIGSTOP of the leader past its lease, then SIGCONT: nothing it does counts (fencing) and the counts stay exact', async (t) => {
   await cluster(t, async (run) => {
-    const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
-    const s = await run.balancedOn(workers);
-    await run.send(1000);
-    const paused = leaderOf(s, workers);
-    const held = unitsOf(await run.status(), paused);
+    const { workers, leader: paused, held } = await threeWorkersAndLeader(run, 1000);
     paused.child.kill('SIGSTOP');
     const stoppedAt = Date.now();
     await run.send(1000); // its partitions' input piles up while it sleeps
-    const others = workers.filter((w) => w !== paused);
     // Past its lease: the others took its leases under newer epochs; they wait for its stores,
     // which the sleeping process still holds open (RocksDB's LOCK).
     const taken = await until('its partitions to be leased by the others', async () => {

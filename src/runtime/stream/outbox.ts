@@ -15,7 +15,6 @@ export interface StreamOutboxOptions {
   readonly owner: string;
   /** Producer name on the broker, stable across restarts (e.g. `count@3`). */
   readonly producer: ProducerId;
-  readonly counters: FlowCounters;
   /**
    * The owner's epoch when a cluster assigns the partition (ownerEpoch.ts): the first
    * sequence this outbox gives on a topic is at least `epoch * 2^32` (producerEpoch.ts), so
@@ -23,6 +22,7 @@ export interface StreamOutboxOptions {
    * older owner left keep their sequences. Default 0 (sequences as stored).
    */
   readonly epoch?: number;
+  readonly counters: FlowCounters;
 }
 
 interface Pending {
@@ -74,8 +74,9 @@ export class StreamOutbox {
     let seq = this.#next.get(name);
     if (seq === undefined) {
       const stored = await this.options.store.get(StreamColumnFamilies.meta, this.#metaKey(name));
-      seq = Math.max(stored ? Number(decodeInt64(stored)) : 0, this.options.epoch ? epochSequence(this.options.epoch, 0) : 0);
+      seq = stored ? Number(decodeInt64(stored)) : 0;
     }
+    if (this.options.epoch) seq = Math.max(seq, epochSequence(this.options.epoch, 0));
     this.#next.set(name, seq + 1);
     batch.put(StreamColumnFamilies.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);
     batch.put(StreamColumnFamilies.meta, this.#metaKey(name), encodeInt64(seq + 1));

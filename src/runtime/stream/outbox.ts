@@ -1,10 +1,10 @@
 import type { Broker, Producer } from '../brokers/broker.js';
 import { partitionId, sequence, type ProducerId } from '../ids.js';
+import { epochSequence } from './producerEpoch.js';
 import { topicName, type Topic } from '../topics.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { FlowCounters } from './flowCounters.js';
-import { epochSequence } from './producerEpoch.js';
 import { StreamColumnFamilies, outboxKey, parseOutboxKey } from './reserved.js';
 
 /** What `StreamOutbox.open` needs. */

@@ -21,8 +21,12 @@ import { DEFAULT_STAGE_SUPERVISION, type TopologyStartOptions } from './running.
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
 import type { StageEntry, StageTypes, Topology } from './topology.js';
 
-/** Options of {@link startPartitionHost}: those of `Topology.start`, and who hears of partitions that stopped by themselves. */
-export interface PartitionHostOptions extends TopologyStartOptions {
+/**
+ * Options of {@link startPartitionHost}: those of `Topology.start` that apply to single
+ * partitions (no data dir record or lock: in a cluster the partition leases say who runs
+ * what), and who hears of partitions that stopped by themselves.
+ */
+export interface PartitionHostOptions extends Pick<TopologyStartOptions, 'broker' | 'dataDir' | 'chaos' | 'clock' | 'logger' | 'memoryBudgetBytes' | 'inspect'> {
   /**
    * Called when a partition stopped for good without `stopPartition`: its supervisor's `stop`
    * directive (a FencedError, or a rule of the stage's strategy), with that failure as `reason`.

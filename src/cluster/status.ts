@@ -21,7 +21,7 @@ export interface PartitionStatus {
   readonly epoch: number;
   /** ms before the lease key expires in Redis (undefined when not held). */
   readonly leaseMsLeft: number | undefined;
-  /** From the owner's report: `running`, `opening` (waiting for the store), `failed` (refused, with `reason`); `unowned` without a lease holder. */
+  /** From the owner's report: `running`, `opening` (waiting for the store); `failed` when its assignee refused it (with `reason`); `unowned` without a lease holder. */
   readonly state: 'running' | 'opening' | 'failed' | 'unowned';
   readonly reason?: string;
   /** Messages of the stage's subscription on the partition's input not acked yet (with a broker that counts them). */
@@ -85,13 +85,14 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     const [value, ttl, counter] = replies.slice(3 + 3 * i, 6 + 3 * i) as [string | null, number, string | null];
     const [owner, epoch] = value ? value.split(' ') : [];
     if (owner) leases.set(owner, (leases.get(owner) ?? 0) + 1);
-    const report = owner ? byId.get(owner) : undefined;
-    const failed = report?.failed[unit];
-    const state = !owner ? 'unowned' : failed !== undefined ? 'failed' : report?.running.includes(unit) ? 'running' : 'opening';
+    const assignee = assignment[unit];
+    const report = byId.get(owner ?? assignee ?? '');
+    const failed = report?.failed[unit]; // a refused unit has no owner: its assignee says why
+    const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : report?.running.includes(unit) ? 'running' : 'opening';
     return {
       ...parseUnitKey(unit),
       unit,
-      assignedTo: assignment[unit],
+      assignedTo: assignee,
       owner,
       epoch: Number(epoch ?? counter ?? 0),
       leaseMsLeft: value ? ttl : undefined,

@@ -252,3 +252,19 @@ export class MergeOperatorMismatchError extends ShardflowError {
     this.status = options?.status;
   }
 }
+
+// ---- Cluster (src/cluster): ownership of a partition by one worker at a time.
+
+/**
+ * A partition's owner no longer holds its lease safely (it ran out, another worker took it,
+ * or its store records a newer owner epoch): nothing more is committed or published under
+ * the old ownership. Partition supervisors stop on this one (never restart). `epoch` is the
+ * fenced-off owner's epoch, `newer` the one that replaced it when known.
+ */
+export class FencedError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_FENCED';
+  constructor(message = 'fenced off: the partition lease is no longer held', readonly epoch?: number, readonly newer?: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'FencedError';
+  }
+}

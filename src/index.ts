@@ -33,6 +33,20 @@ export { openExternalProducer } from './runtime/topology/externalProducer.js';
 export type { TopologyProducer, ExternalProducerOptions } from './runtime/topology/externalProducer.js';
 export { epochSequence, sequenceEpoch, MAX_EPOCH } from './runtime/stream/producerEpoch.js';
 
+/* Cluster: workers that share a topology's partitions, coordinated through Redis (docs/cluster.md) */
+export { startWorker, DEFAULT_LEASE_MS } from './cluster/worker.js';
+export type { Worker, WorkerOptions } from './cluster/worker.js';
+export type { WorkerEvent } from './cluster/events.js';
+export { clusterStatus } from './cluster/status.js';
+export type { ClusterStatus, ClusterStatusOptions, PartitionStatus } from './cluster/status.js';
+export type { MemberReport } from './cluster/membership.js';
+export { assignPartitions } from './cluster/assignment.js';
+export type { AssignmentInput, AssignmentResult, AssignableWorker, Move } from './cluster/assignment.js';
+export type { PartitionUnit, ClusterStage } from './cluster/units.js';
+export { startPartitionHost } from './runtime/topology/partitionHost.js';
+export type { PartitionHost, PartitionHostOptions, HostedPartition } from './runtime/topology/partitionHost.js';
+export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
+
 /* Codecs and partitioning */
 export { msgpackCodec } from './runtime/codec.js';
 export type { Codec } from './runtime/codec.js';
@@ -112,6 +126,7 @@ export {
   StoreBusyError,
   UnknownMergeOperatorError,
   MergeOperatorMismatchError,
+  FencedError,
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */

@@ -6,6 +6,7 @@ import type { Store } from '../../storage/index.js';
 import type { StreamMarks } from './appliedMarks.js';
 import { messageKey, type FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
+import type { PartitionFence } from './ownerEpoch.js';
 import type { StageContext, StageDef, StageOutputs, StageReads } from './stage.js';
 
 /** What `applyStageBatch` works with: one incarnation of one stage partition. */
@@ -18,6 +19,8 @@ export interface StageBatchContext {
   readonly marks: StreamMarks;
   readonly outbox: StreamOutbox;
   readonly counters: FlowCounters;
+  /** The cluster ownership this partition runs under: checked before the commit and before the publish (throws FencedError). */
+  readonly fence?: PartitionFence;
 }
 
 /** What one batch did, for tests and metrics. */
@@ -36,8 +39,12 @@ export interface StageBatchReport {
  * marks and the emitted messages' outbox rows in one write batch, commits, publishes the
  * outbox, then acks (or dead-letters) every message and counts it settled.
  *
- * @throws whatever the handlers, the codecs of emitted values or the store throw; nothing is
- *   then committed or acked: the caller must drop its marks and outbox (their caches ran
+ * With a `fence` (cluster ownership), the lease is checked right before the commit and again
+ * before the publish: a fenced-off owner commits nothing, or leaves what it committed in the
+ * outbox for the next owner to publish (same sequences), and acks nothing.
+ *
+ * @throws whatever the handlers, the codecs of emitted values or the store throw, and
+ *   FencedError; nothing is then committed or acked: the caller must drop its marks and outbox (their caches ran
  *   ahead) and have the broker deliver the batch again
  */
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
@@ -89,7 +96,9 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
   for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
   for (const [t, payload] of emitted) await outbox.enqueue(batch, t, payload);
+  ctx.fence?.check();
   if (batch.length > 0) await store.write(batch);
+  ctx.fence?.check();
   await outbox.publish();
   // Each message counts as settled once the broker took its ack or dead letter; counted by
   // key, so a copy redelivered after an ack the broker lost settles nothing twice.

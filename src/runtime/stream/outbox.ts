@@ -1,5 +1,6 @@
 import type { Broker, Producer } from '../brokers/broker.js';
 import { partitionId, sequence, type ProducerId } from '../ids.js';
+import { epochSequence } from './producerEpoch.js';
 import { topicName, type Topic } from '../topics.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
@@ -14,6 +15,13 @@ export interface StreamOutboxOptions {
   readonly owner: string;
   /** Producer name on the broker, stable across restarts (e.g. `count@3`). */
   readonly producer: ProducerId;
+  /**
+   * The owner's epoch when a cluster assigns the partition (ownerEpoch.ts): the first
+   * sequence this outbox gives on a topic is at least `epoch * 2^32` (producerEpoch.ts), so
+   * receivers rank every message of this ownership above those of older owners. Rows an
+   * older owner left keep their sequences. Default 0 (sequences as stored).
+   */
+  readonly epoch?: number;
   readonly counters: FlowCounters;
   /**
    * The column families of the outbox rows and of the sequences (default
@@ -79,6 +87,7 @@ export class StreamOutbox {
       const stored = await this.options.store.get(this.#families.meta, this.#metaKey(name));
       seq = stored ? Number(decodeInt64(stored)) : 0;
     }
+    if (this.options.epoch) seq = Math.max(seq, epochSequence(this.options.epoch, 0));
     this.#next.set(name, seq + 1);
     batch.put(this.#families.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);
     batch.put(this.#families.meta, this.#metaKey(name), encodeInt64(seq + 1));

@@ -11,6 +11,7 @@ import { applyStageBatch, type StageBatchReport } from './applyBatch.js';
 import { feedDeliveries, type Deliveries } from './deliveries.js';
 import type { FlowCounters } from './flowCounters.js';
 import { StreamOutbox } from './outbox.js';
+import { recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
 import { stageColumnFamilies } from './reserved.js';
 import { compactStageFamily, type StageCompaction } from './stageCompaction.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
@@ -29,6 +30,13 @@ export interface StagePartitionOptions {
   readonly resources?: SharedResources;
   /** Called after each committed batch (metrics, tests). */
   readonly onBatch?: (report: StageBatchReport) => void;
+  /**
+   * The cluster ownership this partition runs under (src/cluster): checked before the store
+   * opens, recorded in the store (a newer recorded epoch refuses this owner), packed into
+   * the outbox's sequences, and checked before each commit and publish. Absent outside a
+   * cluster.
+   */
+  readonly fence?: PartitionFence;
 }
 
 /** A question for the stage's `query` hook. */
@@ -69,7 +77,7 @@ const DEFAULT_RECEIVER_QUEUE = 1024;
  * order. A restart does the same through `stop()` and `start()`.
  */
 export function stagePartition(options: StagePartitionOptions): Behavior<StageMessage, StageState, unknown> {
-  const { def, partition, stage, broker, counters } = options;
+  const { def, partition, stage, broker, counters, fence } = options;
   const namespace = def.input.name;
 
   const subscribe = async (ctx: ActorContext<StageMessage>): Promise<[Consumer, Subscription]> => {
@@ -81,7 +89,10 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
     const feed = feedDeliveries(consumer, (d) => ctx.self.tell(d), ctx.fail, def.batching ?? {});
     return [consumer, feed];
   };
-  const openOutbox = (store: Store) => StreamOutbox.open({ store, broker, owner: stage, producer: producerId(`${stage}@${partition}`), counters });
+  const openOutbox = (store: Store) => {
+    fence?.check();
+    return StreamOutbox.open({ store, broker, owner: stage, producer: producerId(`${stage}@${partition}`), counters, epoch: fence?.epoch });
+  };
 
   /** Leaves the subscription and joins it again with fresh marks and outbox (see above). */
   const reopen = async (state: StageState, ctx: ActorContext<StageMessage>): Promise<void> => {
@@ -98,6 +109,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
   return {
     kind: stage,
     async start(ctx) {
+      fence?.check();
       const store = await Store.open({
         path: options.storePath,
         columnFamilies: stageColumnFamilies(def.columnFamilies ?? {}),
@@ -106,6 +118,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       let outbox: StreamOutbox | undefined;
       try {
         await checkStageShape(store, stageShape(stage, def, partition));
+        if (fence) await recordOwnerEpoch(store, fence.epoch);
         outbox = await openOutbox(store);
         const [consumer, feed] = await subscribe(ctx);
         const reads: StageReads<string> = {
@@ -134,7 +147,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       state.expected++;
       try {
         const report = await applyStageBatch(
-          { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters },
+          { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence },
           state.consumer,
           message.messages,
         );

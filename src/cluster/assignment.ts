@@ -1,0 +1,163 @@
+import { InvalidArgumentError } from '../errors.js';
+import { unitKey, type PartitionUnit } from './units.js';
+
+/** A live worker as assignment sees it. */
+export interface AssignableWorker {
+  readonly id: string;
+  /** Most units it may hold, an integer >= 0 or `Infinity`. */
+  readonly maxPartitions: number;
+}
+
+/** Input of {@link assignPartitions}. */
+export interface AssignmentInput {
+  /** Every unit to place, in a stable order (stage by stage, partitions in order). */
+  readonly units: readonly PartitionUnit[];
+  /** The live workers. */
+  readonly workers: readonly AssignableWorker[];
+  /** The assignment so far, unit key (`<stage>/<partition>`) -> worker id; entries of workers not live or of unknown units are dropped. */
+  readonly current: ReadonlyMap<string, string>;
+  /** Most rebalancing moves this round (a unit taken from one live worker and given to another), an integer >= 0. */
+  readonly maxMoves: number;
+}
+
+/** A unit given from one live worker to another. */
+export interface Move {
+  readonly unit: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+/** Output of {@link assignPartitions}. */
+export interface AssignmentResult {
+  /** Unit key -> worker id, for every placed unit. */
+  readonly assignment: Map<string, string>;
+  /** Units that had no live owner (new, or their worker left) and were placed. Not moves: they must go somewhere. */
+  readonly placed: string[];
+  /** Rebalancing moves made, at most `maxMoves`. */
+  readonly moves: Move[];
+  /** Units no live worker has room for (every `maxPartitions` reached). */
+  readonly unplaced: string[];
+}
+
+/**
+ * Assigns partition units to live workers: balanced by count, sticky, with a bounded number
+ * of moves per round (Akka's `LeastShardAllocationStrategy`: unallocated shards go to the
+ * least loaded region at once, rebalancing moves at most `rebalanceLimit` shards per round
+ * from the most to the least loaded).
+ *
+ * 1. Each unit stays with its current worker when that worker is live and under its
+ *    `maxPartitions` (units in input order keep their places first).
+ * 2. Each other unit goes to the worker with room that holds the fewest units, then the
+ *    fewest of the unit's stage, then the first in `workers` order.
+ * 3. While fewer than `maxMoves` moves were made and the most loaded worker holds at least
+ *    2 more units than the least loaded one with room, one unit moves from the first to the
+ *    second: of the stage the donor holds most more of than the receiver, the highest
+ *    partition.
+ *
+ * Step 3 moves a unit only from a worker above the balance to one below it and never moves a
+ * unit twice, so a join moves exactly the units the balance needs (sum over workers of their
+ * excess) and a leave moves only the leaver's units (placed in step 2); once balanced, the
+ * result is a fixed point (the same input gives no moves).
+ *
+ * @throws InvalidArgumentError for a bad `maxMoves` or `maxPartitions`, or a duplicate worker id
+ */
+export function assignPartitions(input: AssignmentInput): AssignmentResult {
+  const { units, workers, current, maxMoves } = input;
+  if (!Number.isInteger(maxMoves) || maxMoves < 0) throw new InvalidArgumentError(`maxMoves must be an integer >= 0, got ${maxMoves}`);
+  const loads = new Map<string, WorkerLoad>();
+  for (const w of workers) {
+    if (!(w.maxPartitions === Infinity || (Number.isInteger(w.maxPartitions) && w.maxPartitions >= 0))) {
+      throw new InvalidArgumentError(`worker ${w.id}: maxPartitions must be an integer >= 0 or Infinity, got ${w.maxPartitions}`);
+    }
+    if (loads.has(w.id)) throw new InvalidArgumentError(`worker id ${w.id} is given twice`);
+    loads.set(w.id, new WorkerLoad(w.id, w.maxPartitions));
+  }
+  const assignment = new Map<string, string>();
+  const orphans: PartitionUnit[] = [];
+  for (const unit of units) {
+    const load = loads.get(current.get(unitKey(unit)) ?? '');
+    if (load?.hasRoom()) {
+      load.add(unit);
+      assignment.set(unitKey(unit), load.id);
+    } else orphans.push(unit);
+  }
+  const placed: string[] = [];
+  const unplaced: string[] = [];
+  for (const unit of orphans) {
+    const to = leastLoaded(loads.values(), unit.stage);
+    if (!to) {
+      unplaced.push(unitKey(unit));
+      continue;
+    }
+    to.add(unit);
+    assignment.set(unitKey(unit), to.id);
+    placed.push(unitKey(unit));
+  }
+  const moves: Move[] = [];
+  while (moves.length < maxMoves) {
+    const to = leastLoaded(loads.values());
+    const from = mostLoaded(loads.values());
+    if (!to || !from || from.count - to.count < 2) break;
+    const unit = from.unitToGive(to);
+    from.remove(unit);
+    to.add(unit);
+    assignment.set(unitKey(unit), to.id);
+    moves.push({ unit: unitKey(unit), from: from.id, to: to.id });
+  }
+  return { assignment, placed, moves, unplaced };
+}
+
+/** The units one worker holds during an assignment. */
+class WorkerLoad {
+  readonly #units: PartitionUnit[] = [];
+  readonly #perStage = new Map<string, number>();
+  constructor(readonly id: string, readonly max: number) {}
+
+  get count(): number {
+    return this.#units.length;
+  }
+  hasRoom(): boolean {
+    return this.#units.length < this.max;
+  }
+  ofStage(stage: string): number {
+    return this.#perStage.get(stage) ?? 0;
+  }
+  add(unit: PartitionUnit): void {
+    this.#units.push(unit);
+    this.#perStage.set(unit.stage, this.ofStage(unit.stage) + 1);
+  }
+  remove(unit: PartitionUnit): void {
+    this.#units.splice(this.#units.indexOf(unit), 1);
+    this.#perStage.set(unit.stage, this.ofStage(unit.stage) - 1);
+  }
+  /** The unit to give `to`: of the stage this worker holds most more of than `to`, the highest partition. */
+  unitToGive(to: WorkerLoad): PartitionUnit {
+    let best = this.#units[0]!;
+    let bestGap = -Infinity;
+    for (const u of this.#units) {
+      const gap = this.ofStage(u.stage) - to.ofStage(u.stage);
+      if (gap > bestGap || (gap === bestGap && u.stage === best.stage && u.partition > best.partition)) {
+        best = u;
+        bestGap = gap;
+      }
+    }
+    return best;
+  }
+}
+
+/** The worker with room holding the fewest units (then the fewest of `stage`, then the first). */
+function leastLoaded(loads: Iterable<WorkerLoad>, stage?: string): WorkerLoad | undefined {
+  let best: WorkerLoad | undefined;
+  for (const l of loads) {
+    if (!l.hasRoom()) continue;
+    if (!best || l.count < best.count || (l.count === best.count && stage !== undefined && l.ofStage(stage) < best.ofStage(stage))) best = l;
+  }
+  return best;
+}
+
+/** The worker holding the most units (the first of those). */
+function mostLoaded(loads: Iterable<WorkerLoad>): WorkerLoad | undefined {
+  let best: WorkerLoad | undefined;
+  for (const l of loads) if (!best || l.count > best.count) best = l;
+  return best;
+}

@@ -1,0 +1,23 @@
+/**
+ * What a worker reports as it goes (`WorkerOptions.onEvent`): one event per change of its
+ * membership, leadership or partition ownership. `unit` is `<stage>/<partition>`, `epoch`
+ * the unit's owner epoch.
+ */
+export type WorkerEvent =
+  | { readonly type: 'joined'; readonly worker: string }
+  /** This worker took the leader lease. */
+  | { readonly type: 'leader'; readonly worker: string; readonly epoch: number }
+  /** The leader wrote an assignment round. */
+  | { readonly type: 'assigned'; readonly round: number; readonly placed: readonly string[]; readonly moves: ReadonlyArray<{ readonly unit: string; readonly from: string; readonly to: string }>; readonly unplaced: readonly string[] }
+  /** The unit's lease was taken; the store opens next. */
+  | { readonly type: 'acquired'; readonly unit: string; readonly epoch: number }
+  /** The store is still held by the unit's previous owner (a process that has not closed it yet); retried every heartbeat. */
+  | { readonly type: 'waiting'; readonly unit: string; readonly epoch: number; readonly reason: string }
+  | { readonly type: 'started'; readonly unit: string; readonly epoch: number }
+  /** A planned hand-back: the partition stopped (store flushed and closed), then the lease was released. */
+  | { readonly type: 'released'; readonly unit: string; readonly epoch: number }
+  /** The lease was lost or ran out: the partition stopped without committing anything more. */
+  | { readonly type: 'fenced'; readonly unit: string; readonly epoch: number; readonly reason: string }
+  /** The worker refuses to run the unit (its reason: a store of another shape, a corrupt store); it stays in the member report. */
+  | { readonly type: 'failed'; readonly unit: string; readonly epoch: number; readonly reason: string }
+  | { readonly type: 'left'; readonly worker: string };

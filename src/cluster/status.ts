@@ -1,0 +1,120 @@
+import type { Redis } from 'ioredis';
+import type { Broker } from '../runtime/brokers/broker.js';
+import { partitionId } from '../runtime/ids.js';
+import { topic } from '../runtime/topics.js';
+import { ClusterKeys } from './keys.js';
+import { liveMembers, readClusterTopology, type MemberReport } from './membership.js';
+import { connectCoordination } from './redisConnection.js';
+import { allUnits, parseUnitKey, unitKey, type ClusterStage } from './units.js';
+
+/** One partition unit as `clusterStatus` sees it. */
+export interface PartitionStatus {
+  readonly stage: string;
+  readonly partition: number;
+  /** `<stage>/<partition>`. */
+  readonly unit: string;
+  /** The member the leader assigned it to. */
+  readonly assignedTo: string | undefined;
+  /** The member holding its lease now. */
+  readonly owner: string | undefined;
+  /** The lease's epoch while held; else the last epoch given (0: never owned). */
+  readonly epoch: number;
+  /** ms before the lease key expires in Redis (undefined when not held). */
+  readonly leaseMsLeft: number | undefined;
+  /** From the owner's report: `running`, `opening` (waiting for the store); `failed` when its assignee refused it (with `reason`); `unowned` without a lease holder. */
+  readonly state: 'running' | 'opening' | 'failed' | 'unowned';
+  readonly reason?: string;
+  /** Messages of the stage's subscription on the partition's input not acked yet (with a broker that counts them). */
+  readonly backlog?: number | undefined;
+}
+
+/** A cluster at one instant: stages, leader, live workers, and every partition's assignment, owner and lease epoch. */
+export interface ClusterStatus {
+  readonly cluster: string;
+  /** The stages the cluster runs; undefined before any worker joined. */
+  readonly stages: ClusterStage[] | undefined;
+  readonly leader: { readonly worker: string; readonly epoch: number; readonly leaseMsLeft: number } | undefined;
+  /** Assignment writes so far. */
+  readonly assignmentRound: number;
+  /** Live workers (membership key not expired), with how many leases each holds. */
+  readonly workers: ReadonlyArray<MemberReport & { readonly leases: number }>;
+  readonly partitions: readonly PartitionStatus[];
+}
+
+/** Options of {@link clusterStatus}. */
+export interface ClusterStatusOptions {
+  /** Redis URL of the cluster's coordination. */
+  readonly cluster: string;
+  readonly clusterName: string;
+  /** Prefix of the cluster's keys (default `sfc:`). */
+  readonly keyPrefix?: string;
+  /** With a broker that counts backlogs (Redis Streams, Pulsar), each partition's backlog. */
+  readonly broker?: Broker;
+}
+
+/**
+ * Reads a cluster's status from Redis (its own connection, closed before returning).
+ * @throws BrokerDisconnectedError when Redis does not answer; InvalidArgumentError for a bad cluster name
+ */
+export async function clusterStatus(options: ClusterStatusOptions): Promise<ClusterStatus> {
+  const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
+  const redis = await connectCoordination(options.cluster, 5000);
+  try {
+    return await readClusterStatus(redis, keys, options.broker);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `clusterStatus` on an open connection. */
+export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?: Broker): Promise<ClusterStatus> {
+  const stages = await readClusterTopology(redis, keys);
+  const members = await liveMembers(redis, keys);
+  const units = allUnits(stages ?? []).map(unitKey);
+  const assignment = await redis.hgetall(keys.assignment);
+  const read = redis.pipeline().get(keys.leader).pttl(keys.leader).get(keys.assignmentRound);
+  for (const u of units) read.get(keys.lease(u)).pttl(keys.lease(u)).get(keys.epoch(u));
+  const replies = ((await read.exec()) ?? []).map(([err, v]) => {
+    if (err) throw err;
+    return v;
+  });
+  const [leaderValue, leaderTtl, round] = replies as [string | null, number, string | null];
+  const byId = new Map(members.map((m) => [m.id, m]));
+  const leases = new Map<string, number>();
+  const partitions = units.map((unit, i): PartitionStatus => {
+    const [value, ttl, counter] = replies.slice(3 + 3 * i, 6 + 3 * i) as [string | null, number, string | null];
+    const [owner, epoch] = value ? value.split(' ') : [];
+    if (owner) leases.set(owner, (leases.get(owner) ?? 0) + 1);
+    const assignee = assignment[unit];
+    const report = byId.get(owner ?? assignee ?? '');
+    const failed = report?.failed[unit]; // a refused unit has no owner: its assignee says why
+    const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : report?.running.includes(unit) ? 'running' : 'opening';
+    return {
+      ...parseUnitKey(unit),
+      unit,
+      assignedTo: assignee,
+      owner,
+      epoch: Number(epoch ?? counter ?? 0),
+      leaseMsLeft: value ? ttl : undefined,
+      state,
+      ...(failed !== undefined ? { reason: failed } : {}),
+    };
+  });
+  const withBacklog = broker?.subscriptionBacklog
+    ? await Promise.all(
+        partitions.map(async (p) => {
+          const ns = stages!.find((s) => s.name === p.stage)!.namespace;
+          return { ...p, backlog: await broker.subscriptionBacklog!(topic(ns, partitionId(p.partition)), p.stage) };
+        }),
+      )
+    : partitions;
+  const [leaderId, leaderEpoch] = leaderValue ? leaderValue.split(' ') : [];
+  return {
+    cluster: keys.clusterName,
+    stages,
+    leader: leaderId ? { worker: leaderId, epoch: Number(leaderEpoch), leaseMsLeft: leaderTtl } : undefined,
+    assignmentRound: Number(round ?? 0),
+    workers: members.map((m) => ({ ...m, leases: leases.get(m.id) ?? 0 })),
+    partitions: withBacklog,
+  };
+}

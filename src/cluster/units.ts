@@ -1,0 +1,38 @@
+import { InvalidArgumentError } from '../errors.js';
+import type { StageTypes, Topology } from '../runtime/topology/topology.js';
+
+/** One unit of ownership in a cluster: partition `partition` of stage `stage`. */
+export interface PartitionUnit {
+  readonly stage: string;
+  readonly partition: number;
+}
+
+/** A stage as a cluster records it: its name, input namespace and partition count. */
+export interface ClusterStage {
+  readonly name: string;
+  readonly namespace: string;
+  readonly partitions: number;
+}
+
+/** The name of a unit in Redis keys and reports: `<stage>/<partition>` (stage names have no `/`). */
+export function unitKey(unit: PartitionUnit): string {
+  return `${unit.stage}/${unit.partition}`;
+}
+
+/** Inverse of `unitKey`. @throws InvalidArgumentError for a name without `/<partition>` */
+export function parseUnitKey(key: string): PartitionUnit {
+  const slash = key.lastIndexOf('/');
+  const partition = Number(key.slice(slash + 1));
+  if (slash <= 0 || !Number.isInteger(partition) || partition < 0) throw new InvalidArgumentError(`not a partition unit: ${JSON.stringify(key)}`);
+  return { stage: key.slice(0, slash), partition };
+}
+
+/** The stages of `topology` as a cluster records them (the input namespace gives each stage's partitions). */
+export function clusterStages(topology: Topology<Record<string, StageTypes>>): ClusterStage[] {
+  return topology.stages.map((s) => ({ name: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions }));
+}
+
+/** Every unit of `stages`, stage by stage, partitions in order: the order assignment walks them in. */
+export function allUnits(stages: readonly ClusterStage[]): PartitionUnit[] {
+  return stages.flatMap((s) => Array.from({ length: s.partitions }, (_, partition) => ({ stage: s.name, partition })));
+}

@@ -1,0 +1,383 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import { InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
+import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
+import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
+import type { Broker } from '../runtime/brokers/broker.js';
+import { startPartitionHost, type HostedPartition, type PartitionHost } from '../runtime/topology/partitionHost.js';
+import type { StageTypes, Topology } from '../runtime/topology/topology.js';
+import type { WorkerEvent } from './events.js';
+import { ClusterKeys } from './keys.js';
+import { LeaderRole } from './leader.js';
+import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
+import { checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
+import { Ownership } from './ownership.js';
+import { connectCoordination } from './redisConnection.js';
+import { readClusterStatus, type ClusterStatus } from './status.js';
+import { allUnits, clusterStages, unitKey } from './units.js';
+
+/** Worker names: 1 to 64 letters, digits, `.`, `_`, `-`. */
+export const WORKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Default partition lease time in ms: a SIGKILLed worker's partitions are owned again within leaseMs + 2 heartbeats (9 s). */
+export const DEFAULT_LEASE_MS = 6000;
+
+/** Options of {@link startWorker}. Times in ms. */
+export interface WorkerOptions<S extends Record<string, StageTypes>> {
+  /** Redis URL of the cluster's coordination (membership, leader and partition leases, assignment): `redis://host:port[/db]`. */
+  readonly cluster: string;
+  /** The cluster to join (1 to 64 letters, digits, `.`, `_`, `-`); every worker of a cluster runs the same topology. */
+  readonly clusterName: string;
+  readonly topology: Topology<S>;
+  /** The broker the partitions consume and publish through (Redis Streams or Pulsar across processes); the caller closes it after `stop()`. */
+  readonly broker: Broker;
+  /** The data dir of the stage stores (`stages/<stage>/p<i>`), shared by the workers of one machine so a partition's store moves with it. */
+  readonly dataDir: string;
+  /** Shown in status and events (default `<host name>-<pid>`); the member id adds 8 random hex digits. */
+  readonly name?: string;
+  /** Most partition units the leader assigns this worker (default: no limit). */
+  readonly maxPartitions?: number;
+  /** Time to live of the partition leases, the leader lease and the membership key (default 6000, at least 100). */
+  readonly leaseMs?: number;
+  /** Period of membership heartbeats, lease renewals, assignment rounds and reads (default leaseMs / 4; at most (leaseMs - safetyMarginMs) / 2, so two renewals can fail before a lease runs out). */
+  readonly heartbeatMs?: number;
+  /** The owner stops committing this long before its local lease deadline (default leaseMs / 10; see `LeaseTiming`). */
+  readonly safetyMarginMs?: number;
+  /** When this worker leads: most units between owners at a time (default max(1, 10% of the units), as Akka's relative rebalance limit). */
+  readonly maxMoves?: number;
+  /** Prefix of the cluster's Redis keys (default `sfc:`). */
+  readonly keyPrefix?: string;
+  readonly logger?: Logger;
+  /** Fault injection in the partitions' `receive()` (as `Topology.start`). */
+  readonly chaos?: ChaosPolicy;
+  readonly memoryBudgetBytes?: number;
+  /** Serve this worker's console (docs/console.md). */
+  readonly inspect?: { readonly port?: number; readonly host?: string };
+  /** Hears each change of membership, leadership and partition ownership. */
+  readonly onEvent?: (event: WorkerEvent) => void;
+}
+
+/** A running worker. */
+export interface Worker<S extends Record<string, StageTypes>> {
+  /** Member id: `<name>.<8 hex digits>`, unique per process. */
+  readonly id: string;
+  readonly name: string;
+  /** The partitions of this process (ask them with `host.ask`). */
+  readonly host: PartitionHost<S>;
+  /** Partitions running here now. */
+  partitions(): HostedPartition[];
+  /** The whole cluster's status, read from Redis (with this worker's broker for the backlogs). */
+  clusterStatus(): Promise<ClusterStatus>;
+  /**
+   * Leaves the cluster and hands every partition back: leaves membership (the leader
+   * reassigns), stops each partition (its store flushed and closed), releases its lease so the
+   * next owner starts at once, then stops the actor system and closes the Redis connection.
+   * Idempotent.
+   */
+  stop(): Promise<void>;
+  /** Resolves after `stop()`; rejects with the failure when the worker stopped by itself (a failure escalated to its actor system). */
+  readonly closed: Promise<void>;
+}
+
+/**
+ * Starts a cluster worker: joins the cluster `clusterName` in the Redis at `cluster`
+ * (membership with heartbeats), competes for the leader lease (the leader assigns partition
+ * units to live workers: `assignPartitions`), and runs the units assigned to it, each under a
+ * partition lease whose epoch fences it (`Lease`, ownerEpoch.ts). See docs/cluster.md.
+ *
+ * Every heartbeat: renew the membership key, renew the held leases (a lease found lost or
+ * past its local deadline stops its partition at once, committing nothing more), lead a round
+ * when leader, read the assignment, hand back units assigned elsewhere (stop, then release),
+ * take the leases of units assigned here that nobody holds, and open their stores (retried
+ * while the previous owner still holds a store).
+ *
+ * @throws InvalidArgumentError for bad options, or a topology other than the cluster's;
+ *   BrokerDisconnectedError when the cluster's Redis does not answer
+ */
+export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const timing = checkLeaseTiming({ leaseMs, safetyMarginMs: options.safetyMarginMs ?? defaultSafetyMargin(leaseMs) });
+  const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 4);
+  if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10 || heartbeatMs > (leaseMs - timing.safetyMarginMs) / 2) {
+    throw new InvalidArgumentError(`heartbeatMs must be an integer in [10, ${(leaseMs - timing.safetyMarginMs) / 2}] (two renewals before a lease runs out), got ${heartbeatMs}`);
+  }
+  const name = options.name ?? `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '-');
+  if (!WORKER_NAME.test(name)) throw new InvalidArgumentError(`worker name ${JSON.stringify(name)} must be 1 to 64 letters, digits, '.', '_' or '-'`);
+  const maxPartitions = options.maxPartitions ?? Infinity;
+  if (!(maxPartitions === Infinity || (Number.isInteger(maxPartitions) && maxPartitions >= 0))) throw new InvalidArgumentError(`maxPartitions must be an integer >= 0, got ${maxPartitions}`);
+  const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
+  const stages = clusterStages(options.topology);
+  const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
+  if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
+
+  const redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
+  try {
+    await checkClusterTopology(redis, keys, stages);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  const worker = new ClusterWorker(options, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves);
+  await worker.start();
+  return worker;
+}
+
+class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
+  readonly #owned = new Map<string, Ownership>();
+  /** Units this worker refused to run, with the reason. */
+  readonly #failed = new Map<string, string>();
+  readonly #units: Set<string>;
+  readonly #leader: LeaderRole;
+  readonly #logger: Logger;
+  readonly #startedAt = Date.now();
+  #host!: PartitionHost<S>;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> = Promise.resolve();
+  #stopping: Promise<void> | undefined;
+  #failure: unknown;
+  #resolveClosed!: () => void;
+  #rejectClosed!: (err: unknown) => void;
+  readonly closed: Promise<void>;
+
+  constructor(
+    readonly options: WorkerOptions<S>,
+    readonly redis: Redis,
+    readonly keys: ClusterKeys,
+    readonly timing: LeaseTiming,
+    readonly heartbeatMs: number,
+    readonly id: string,
+    readonly name: string,
+    readonly maxPartitions: number,
+    maxMoves: number,
+  ) {
+    const units = allUnits(clusterStages(options.topology));
+    this.#units = new Set(units.map(unitKey));
+    this.#leader = new LeaderRole(redis, keys, id, timing, units, maxMoves);
+    this.#logger = options.logger ?? consoleLogger;
+    this.closed = new Promise((resolve, reject) => {
+      this.#resolveClosed = resolve;
+      this.#rejectClosed = reject;
+    });
+    this.closed.catch(() => {}); // a caller that never looks must not get an unhandled rejection
+  }
+
+  get host(): PartitionHost<S> {
+    return this.#host;
+  }
+
+  async start(): Promise<void> {
+    const { options } = this;
+    this.#host = await startPartitionHost(options.topology, {
+      broker: options.broker,
+      dataDir: options.dataDir,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.chaos ? { chaos: options.chaos } : {}),
+      ...(options.memoryBudgetBytes ? { memoryBudgetBytes: options.memoryBudgetBytes } : {}),
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      onPartitionStopped: (stage, partition, reason) => this.#stoppedBySupervisor(unitKey({ stage, partition }), reason),
+    });
+    void this.#host.system.whenTerminated.then((t) => {
+      if (t.kind === 'failed' && !this.#stopping) {
+        this.#failure = t.error;
+        this.#logger.error({ worker: this.id, err: t.error }, 'a failure escalated to the worker\'s actor system: the worker hands its partitions back and stops');
+        void this.stop();
+      }
+    });
+    await this.#guard('join', () => heartbeat(this.redis, this.keys, this.#report(), this.timing.leaseMs));
+    this.#emit({ type: 'joined', worker: this.id });
+    this.#ticking = this.#tick();
+    await this.#ticking;
+    this.#schedule(Date.now());
+  }
+
+  partitions(): HostedPartition[] {
+    return this.#host.partitions();
+  }
+
+  clusterStatus(): Promise<ClusterStatus> {
+    return readClusterStatus(this.redis, this.keys, this.options.broker);
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      clearTimeout(this.#timer);
+      await this.#ticking;
+      await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
+      await this.#guard('resign', () => this.#leader.resign());
+      await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      await this.#host.stop();
+      this.#emit({ type: 'left', worker: this.id });
+      this.redis.disconnect();
+      if (this.#failure !== undefined) this.#rejectClosed(this.#failure);
+      else this.#resolveClosed();
+    })();
+    return this.#stopping;
+  }
+
+  #schedule(lastStart: number): void {
+    if (this.#stopping) return;
+    this.#timer = setTimeout(() => {
+      const started = Date.now();
+      this.#ticking = this.#tick();
+      void this.#ticking.then(() => this.#schedule(started));
+    }, Math.max(0, lastStart + this.heartbeatMs - Date.now()));
+  }
+
+  /** One heartbeat (see `startWorker`). Never rejects: a failed step is logged and tried again at the next. */
+  async #tick(): Promise<void> {
+    const { redis, keys, timing } = this;
+    await this.#guard('heartbeat', () => heartbeat(redis, keys, this.#report(), timing.leaseMs));
+    const held = [...this.#owned.values()].filter((o) => o.state !== 'stopping');
+    await this.#guard('renew', () => renewLeases(redis, held.map((o) => o.lease), timing.leaseMs));
+    for (const o of held) if (!o.lease.held) this.#fence(o);
+    const round = await this.#guard('lead', () => this.#leader.tick());
+    if (round?.becameLeader) this.#emit({ type: 'leader', worker: this.id, epoch: this.#leader.epoch ?? 0 });
+    if (round?.round !== undefined) this.#emit({ type: 'assigned', round: round.round, placed: round.placed, moves: round.moves, unplaced: round.unplaced });
+    if (this.#stopping) return;
+    const assignment = await this.#guard('read assignment', () => redis.hgetall(keys.assignment));
+    if (!assignment) return;
+    for (const o of this.#owned.values()) if (o.state !== 'stopping' && assignment[o.unit] !== this.id) void this.#handBack(o);
+    for (const [unit, member] of Object.entries(assignment)) {
+      if (member !== this.id || this.#owned.has(unit) || this.#failed.has(unit) || !this.#units.has(unit)) continue;
+      const target = { key: keys.lease(unit), epochKey: keys.epoch(unit), what: `partition ${unit}`, assignment: { key: keys.assignment, unit } };
+      const got = await this.#guard('acquire', () => acquireLease(redis, target, this.id, timing));
+      if (got?.kind !== 'acquired') continue;
+      this.#owned.set(unit, new Ownership(unit, got.lease));
+      this.#emit({ type: 'acquired', unit, epoch: got.lease.epoch });
+    }
+    for (const o of this.#owned.values()) if (o.state === 'opening' && !o.busy) void this.#open(o);
+  }
+
+  /** Opens the unit's store and starts its partition under its lease; a store still held elsewhere is tried again at the next heartbeat. */
+  #open(o: Ownership): Promise<void> {
+    return o.run(async () => {
+      if (o.state !== 'opening') return;
+      try {
+        await this.#host.startPartition(o.partition.stage, o.partition.partition, o.lease);
+      } catch (err) {
+        const code = isShardflowError(err) ? err.code : undefined;
+        if (code === 'SF_ERR_STORE_BUSY') {
+          if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason: (err as Error).message });
+          o.waitingReported = true;
+        } else if (code === 'SF_ERR_FENCED') {
+          // The store records a newer epoch than the counter gave (Redis lost its data): raise
+          // the counter so that the next acquisition is newer; or the lease ran out meanwhile.
+          const newer = (err as FencedError).newer;
+          if (newer !== undefined) await this.#guard('raise epoch', () => raiseEpoch(this.redis, this.keys.epoch(o.unit), newer));
+          await this.#drop(o, { type: 'fenced', unit: o.unit, epoch: o.lease.epoch, reason: (err as Error).message });
+        } else {
+          await this.#refuse(o, err);
+        }
+        return;
+      }
+      if (o.state === 'opening') o.state = 'running'; // else a hand-back or fence queued meanwhile stops it next
+      this.#emit({ type: 'started', unit: o.unit, epoch: o.lease.epoch });
+    });
+  }
+
+  /**
+   * A planned hand-back: stop the partition (store flushed and closed), then release its
+   * lease. Reported `released` when the lease was still held throughout, else `fenced` (a
+   * process that woke up after its lease ran out finds its units assigned elsewhere).
+   */
+  #handBack(o: Ownership): Promise<void> {
+    if (o.state === 'stopping') return o.busy ?? Promise.resolve();
+    o.state = 'stopping';
+    return o.run(async () => {
+      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
+      const reason = leaseProblem(o);
+      const released = await this.#guard('release', () => releaseLease(this.redis, o.lease));
+      if (reason === undefined && released) this.#forget(o, { type: 'released', unit: o.unit, epoch: o.lease.epoch });
+      else this.#forget(o, { type: 'fenced', unit: o.unit, epoch: o.lease.epoch, reason: reason ?? 'the lease was no longer held at the hand-back' });
+    });
+  }
+
+  /** The lease was lost or ran out: stop the partition now (its fence already refuses commits). */
+  #fence(o: Ownership): void {
+    if (o.state === 'stopping') return;
+    o.state = 'stopping';
+    const reason = leaseProblem(o) ?? 'lease lost';
+    o.lease.lose(reason);
+    void o.run(async () => {
+      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
+      await this.#drop(o, { type: 'fenced', unit: o.unit, epoch: o.lease.epoch, reason });
+    });
+  }
+
+  /** A partition stopped for good by its supervisor: fenced (FencedError) or refused (any other failure). */
+  #stoppedBySupervisor(unit: string, reason: unknown): void {
+    const o = this.#owned.get(unit);
+    if (!o || o.state === 'stopping') return;
+    if (isShardflowError(reason) && reason.code === 'SF_ERR_FENCED') {
+      this.#fence(o);
+      return;
+    }
+    o.state = 'stopping';
+    void o.run(() => this.#refuse(o, reason));
+  }
+
+  /** This worker will not run the unit again: it keeps the reason in its member report and releases the lease. */
+  async #refuse(o: Ownership, err: unknown): Promise<void> {
+    const reason = err instanceof Error ? err.message : String(err);
+    this.#failed.set(o.unit, reason);
+    this.#logger.error({ worker: this.id, unit: o.unit, err }, `partition ${o.unit} refused: it stays unassigned to a running owner until an operator acts`);
+    await this.#drop(o, { type: 'failed', unit: o.unit, epoch: o.lease.epoch, reason });
+  }
+
+  /** Releases the unit's lease (compare-and-delete: only this epoch's; a no-op when released already) and forgets the unit. */
+  async #drop(o: Ownership, event: WorkerEvent): Promise<void> {
+    o.state = 'stopping';
+    await this.#guard('release', () => releaseLease(this.redis, o.lease));
+    this.#forget(o, event);
+  }
+
+  #forget(o: Ownership, event: WorkerEvent): void {
+    o.state = 'stopping';
+    if (this.#owned.get(o.unit) === o) this.#owned.delete(o.unit);
+    this.#emit(event);
+  }
+
+  #report(): MemberReport {
+    const by = (state: Ownership['state']) => [...this.#owned.values()].filter((o) => o.state === state).map((o) => o.unit);
+    return {
+      id: this.id,
+      name: this.name,
+      host: hostname(),
+      pid: process.pid,
+      maxPartitions: Number.isFinite(this.maxPartitions) ? this.maxPartitions : null,
+      startedAt: this.#startedAt,
+      running: by('running'),
+      opening: by('opening'),
+      failed: Object.fromEntries(this.#failed),
+    };
+  }
+
+  #emit(event: WorkerEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch (err) {
+      this.#logger.warn({ worker: this.id, err }, 'onEvent threw');
+    }
+  }
+
+  /** Runs one coordination step; a failure is logged (the next heartbeat tries again). */
+  async #guard<T>(what: string, step: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await step();
+    } catch (err) {
+      this.#logger.warn({ worker: this.id, err }, `cluster ${this.keys.clusterName}: ${what} failed; trying again at the next heartbeat`);
+      return undefined;
+    }
+  }
+}
+
+/** Why the unit's lease is no longer safely held (its `check()` message), or undefined while it is. */
+function leaseProblem(o: Ownership): string | undefined {
+  try {
+    o.lease.check();
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}

@@ -1,0 +1,19 @@
+import { FencedError } from '../../errors.js';
+import { SupervisorStrategy } from '../supervision/strategy.js';
+
+/**
+ * `strategy` with one rule ahead of its own: a FencedError stops the partition for good. A
+ * fenced-off owner must not restart (its `start()` would be refused again, and every restart
+ * would count towards the restart intensity until the whole topology escalated); the worker
+ * that lost the lease learns of the stop and lets the partition's new owner run it.
+ * Keeps the scope, fallback, rules (in order, with their backoffs), limit, backoff and jitter
+ * source of `strategy`.
+ */
+export function stopWhenFenced(strategy: SupervisorStrategy): SupervisorStrategy {
+  let s = SupervisorStrategy.oneForOne(strategy.fallback).withScope(strategy.scope).on(FencedError, 'stop');
+  for (const rule of strategy.rules) s = s.on(rule.match, rule.directive, rule.backoff === undefined ? undefined : { backoff: rule.backoff });
+  if (strategy.limit) s = s.withLimit(strategy.limit.maxRestarts, strategy.limit.withinMs);
+  if (strategy.backoff) s = s.withBackoff(strategy.backoff);
+  if (strategy.random) s = s.withRandom(strategy.random);
+  return s;
+}

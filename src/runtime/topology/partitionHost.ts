@@ -1,0 +1,239 @@
+import { join } from 'node:path';
+import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
+import { SharedResources, Store } from '../../storage/index.js';
+import type { Behavior } from '../actor/behavior.js';
+import type { ActorRef } from '../actor/ref.js';
+import type { SpawnOptions } from '../actor/spawnOptions.js';
+import { ActorSystem } from '../actor/system.js';
+import { systemClock } from '../clock.js';
+import { partitionId } from '../ids.js';
+import { startInspectionServer, type InspectionServer } from '../inspection/server.js';
+import { TopicFlowCounters } from '../inspection/topicFlow.js';
+import type { FlowCounters } from '../stream/flowCounters.js';
+import { recordOwnerEpoch, type PartitionFence } from '../stream/ownerEpoch.js';
+import { stageColumnFamilies } from '../stream/reserved.js';
+import { stagePartition, stageShape, type StageMessage } from '../stream/stageActor.js';
+import { checkStageShape } from '../stream/stageShape.js';
+import { SupervisorStrategy } from '../supervision/strategy.js';
+import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
+import { stopWhenFenced } from './fencedSupervision.js';
+import { DEFAULT_STAGE_SUPERVISION, type TopologyStartOptions } from './running.js';
+import { ScopedFlowCounters } from './scopedFlowCounters.js';
+import type { StageEntry, StageTypes, Topology } from './topology.js';
+
+/**
+ * Options of {@link startPartitionHost}: those of `Topology.start` that apply to single
+ * partitions (no data dir record or lock: in a cluster the partition leases say who runs
+ * what), and who hears of partitions that stopped by themselves.
+ */
+export interface PartitionHostOptions extends Pick<TopologyStartOptions, 'broker' | 'dataDir' | 'chaos' | 'clock' | 'logger' | 'memoryBudgetBytes' | 'inspect'> {
+  /**
+   * Called when a partition stopped for good without `stopPartition`: its supervisor's `stop`
+   * directive (a FencedError, or a rule of the stage's strategy), with that failure as `reason`.
+   */
+  readonly onPartitionStopped?: (stage: string, partition: number, reason: unknown) => void;
+}
+
+/** A partition running in a {@link PartitionHost}. */
+export interface HostedPartition {
+  readonly stage: string;
+  readonly partition: number;
+  /** The owner epoch it runs under (`PartitionFence.epoch`); undefined when started without a fence. */
+  readonly epoch: number | undefined;
+}
+
+/**
+ * A topology whose partitions start and stop one at a time: what a cluster worker runs (the
+ * partitions assigned to it), where `startTopology` runs every partition of every stage.
+ * Actor paths are the same (`/<stage>/p<i>`, under a per-stage supervisor actor).
+ */
+export interface PartitionHost<S extends Record<string, StageTypes>> {
+  readonly system: ActorSystem;
+  /** Messages sent and settled per namespace, by this process's partitions only. */
+  readonly counters: FlowCounters;
+  /** Per-topic counts of this process's broker traffic. */
+  readonly topicFlow: TopicFlowCounters;
+  /** The console, when `inspect` was given. */
+  readonly inspection: InspectionServer | undefined;
+  /**
+   * Starts partition `partition` of `stage` here: opens its store once to check its shape
+   * and, with a `fence`, to record the owner epoch (refused when the store records a newer
+   * one), closes it, then starts the partition's actor, which opens the store again and runs
+   * under the same fence (checked before each commit and publish; a FencedError stops it).
+   * Resolves once the actor is spawned (its `start()` runs on).
+   * @throws RangeError for an unknown stage or partition; InvalidArgumentError when it runs
+   *   here already; StoreBusyError while another process holds the store (try again later);
+   *   DataDirError for a store of another shape; FencedError from `fence`
+   */
+  startPartition(stage: keyof S & string, partition: number, fence?: PartitionFence): Promise<void>;
+  /** Stops partition `partition` of `stage` (its batch in flight settles, the store closes, the subscription is left). Resolves at once when it is not running here. */
+  stopPartition(stage: keyof S & string, partition: number): Promise<void>;
+  /** The partitions running here. */
+  partitions(): HostedPartition[];
+  /**
+   * Asks a partition running here through its stage's query hook (as `RunningTopology.ask`).
+   * @throws ActorStoppedError when the partition does not run here; the hook's error after the retries
+   */
+  ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
+  /** Stops every partition and the console. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Messages of a stage's supervisor actor in a partition host. */
+type HostMessage =
+  | { readonly type: 'spawn'; readonly partition: number; readonly behavior: Behavior<StageMessage, any, unknown>; readonly options: SpawnOptions }
+  | { readonly type: 'gone'; readonly partition: number; readonly ref: ActorRef<StageMessage, unknown>; readonly reason: unknown };
+
+interface Running {
+  readonly ref: ActorRef<StageMessage, unknown>;
+  readonly epoch: number | undefined;
+  /** Set by `stopPartition`: the stop was asked for. */
+  requested: boolean;
+}
+
+/**
+ * Starts a topology with no partition running: one actor system, one supervisor actor per
+ * stage (`/<stage>`, kind `supervisor`), the shared store resources and the console; then
+ * `startPartition` / `stopPartition` run single partitions. A failure that a partition's
+ * supervision escalates (restart intensity exceeded) terminates the system, as in
+ * `startTopology`.
+ */
+export function startPartitionHost<S extends Record<string, StageTypes>>(topology: Topology<S>, options: PartitionHostOptions): Promise<PartitionHost<S>> {
+  return PartitionHostImpl.start(topology, options);
+}
+
+class PartitionHostImpl<S extends Record<string, StageTypes>> implements PartitionHost<S> {
+  readonly #running = new Map<string, Running>();
+  /** Partitions whose `startPartition` is under way. */
+  readonly #starting = new Set<string>();
+  readonly #hosts = new Map<string, ActorRef<HostMessage, unknown>>();
+  readonly #resources: SharedResources;
+  readonly #broker: TopologyStartOptions['broker'];
+  #stopping: Promise<void> | undefined;
+
+  private constructor(
+    readonly topology: Topology<S>,
+    readonly options: PartitionHostOptions,
+    readonly system: ActorSystem,
+    readonly counters: FlowCounters,
+    readonly topicFlow: TopicFlowCounters,
+    readonly inspection: InspectionServer | undefined,
+  ) {
+    const partitions = topology.stages.reduce((n, s) => n + s.def.input.partitioner.partitions, 0);
+    this.#resources = SharedResources.create({ memoryBudgetBytes: options.memoryBudgetBytes ?? Math.max(64, 16 * partitions) * 2 ** 20 });
+    this.#broker = topicFlow.wrap(options.broker);
+    for (const s of topology.stages) {
+      this.#hosts.set(s.name, system.spawn(s.name, this.#stageSupervisor(s.name), { supervision: SupervisorStrategy.escalate }));
+    }
+  }
+
+  static async start<S extends Record<string, StageTypes>>(topology: Topology<S>, options: PartitionHostOptions): Promise<PartitionHost<S>> {
+    topology.namespaces();
+    const system = ActorSystem.create({
+      name: topology.name,
+      clock: options.clock ?? systemClock,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.chaos ? { chaos: options.chaos } : {}),
+    });
+    const counters = new ScopedFlowCounters(topology.consumed());
+    const topicFlow = new TopicFlowCounters();
+    const inspection = options.inspect ? await startInspectionServer(system, { ...options.inspect, flow: counters, topicFlow }) : undefined;
+    return new PartitionHostImpl(topology, options, system, counters, topicFlow, inspection);
+  }
+
+  /** The actor at `/<stage>`: spawns partitions on request and hears of their stops (death watch). */
+  #stageSupervisor(stage: string): Behavior<HostMessage, undefined, unknown> {
+    return {
+      kind: 'supervisor',
+      start: () => undefined,
+      receive: (_state, message, ctx) => {
+        if (message.type === 'spawn') {
+          const ref = ctx.spawn(`p${message.partition}`, message.behavior, message.options);
+          ctx.watch(ref, (t) => ({ type: 'gone', partition: message.partition, ref, reason: t.reason }));
+          return ref;
+        }
+        const key = `${stage}/${message.partition}`;
+        const entry = this.#running.get(key);
+        if (entry?.ref !== message.ref || entry.requested) return undefined;
+        this.#running.delete(key);
+        this.options.onPartitionStopped?.(stage, message.partition, message.reason);
+        return undefined;
+      },
+    };
+  }
+
+  #stage(name: string): StageEntry {
+    const s = this.topology.stages.find((e) => e.name === name);
+    if (!s) throw new RangeError(`topology ${this.topology.name} has no stage ${JSON.stringify(name)}`);
+    return s;
+  }
+
+  async startPartition(stage: keyof S & string, partition: number, fence?: PartitionFence): Promise<void> {
+    const s = this.#stage(stage);
+    const p = partitionId(partition, s.def.input.partitioner.partitions);
+    const key = `${stage}/${p}`;
+    if (this.#running.has(key) || this.#starting.has(key)) throw new InvalidArgumentError(`partition ${p} of stage ${stage} runs here already`);
+    if (this.#stopping) throw new ActorStoppedError(`topology ${this.topology.name} is stopping`);
+    this.#starting.add(key);
+    try {
+      await this.#start(s, p, key, fence);
+    } finally {
+      this.#starting.delete(key);
+    }
+  }
+
+  async #start(s: StageEntry, p: ReturnType<typeof partitionId>, key: string, fence: PartitionFence | undefined): Promise<void> {
+    const stage = s.name;
+    const storePath = join(this.options.dataDir, 'stages', stage, `p${p}`);
+    fence?.check();
+    const store = await Store.open({ path: storePath, columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), resources: this.#resources });
+    try {
+      await checkStageShape(store, stageShape(stage, s.def, p));
+      if (fence) await recordOwnerEpoch(store, fence.epoch);
+    } finally {
+      await store.close();
+    }
+    const behavior = stagePartition({ stage, partition: p, def: s.def, broker: this.#broker, counters: this.counters, storePath, resources: this.#resources, fence });
+    const supervision = stopWhenFenced(s.def.supervision ?? DEFAULT_STAGE_SUPERVISION);
+    const ref = (await this.#hosts.get(stage)!.ask({ type: 'spawn', partition: p, behavior, options: { supervision } })) as ActorRef<StageMessage, unknown>;
+    this.#running.set(key, { ref, epoch: fence?.epoch, requested: false });
+  }
+
+  async stopPartition(stage: keyof S & string, partition: number): Promise<void> {
+    const key = `${stage}/${partition}`;
+    const entry = this.#running.get(key);
+    if (!entry) return;
+    entry.requested = true;
+    try {
+      await entry.ref.stop();
+    } finally {
+      if (this.#running.get(key) === entry) this.#running.delete(key);
+    }
+  }
+
+  partitions(): HostedPartition[] {
+    return [...this.#running].map(([key, r]) => {
+      const slash = key.lastIndexOf('/');
+      return { stage: key.slice(0, slash), partition: Number(key.slice(slash + 1)), epoch: r.epoch };
+    });
+  }
+
+  ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']> {
+    const ref = () => {
+      const entry = this.#running.get(`${stage}/${partition}`);
+      if (!entry) throw Object.assign(new ActorStoppedError(`partition ${partition} of stage ${stage} does not run in this process`), { terminal: true });
+      return entry.ref;
+    };
+    return askWithRetry(ref, { type: 'query', request }, this.system.clock, options) as Promise<S[N]['answer']>;
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      for (const entry of this.#running.values()) entry.requested = true;
+      await this.system.terminate();
+      this.#running.clear();
+      await this.inspection?.close();
+    })();
+    return this.#stopping;
+  }
+}

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { assignPartitions, InvalidArgumentError, type AssignableWorker, type AssignmentResult, type PartitionUnit } from '../src/index.js';
+
+/**
+ * The leader's assignment as a pure function: balanced by count, sticky (a join or a leave
+ * moves only what it must), at most `maxMoves` rebalancing moves per round, caps respected.
+ */
+const units = (stages: Record<string, number>): PartitionUnit[] =>
+  Object.entries(stages).flatMap(([stage, n]) => Array.from({ length: n }, (_, partition) => ({ stage, partition })));
+const workers = (...ids: string[]): AssignableWorker[] => ids.map((id) => ({ id, maxPartitions: Infinity }));
+const counts = (r: AssignmentResult) => {
+  const out = new Map<string, number>();
+  for (const w of r.assignment.values()) out.set(w, (out.get(w) ?? 0) + 1);
+  return out;
+};
+const spread = (r: AssignmentResult) => {
+  const c = [...counts(r).values()];
+  return Math.max(...c) - Math.min(...c);
+};
+/** Runs rounds from `current` until no move is made; returns every round. */
+function rounds(input: Omit<Parameters<typeof assignPartitions>[0], 'current'> & { current: Map<string, string> }): AssignmentResult[] {
+  const out: AssignmentResult[] = [];
+  let current = input.current;
+  for (let i = 0; i < 100; i++) {
+    const r = assignPartitions({ ...input, current });
+    out.push(r);
+    if (r.moves.length === 0 && r.placed.length === 0) return out;
+    current = r.assignment;
+  }
+  throw new Error('assignment did not settle in 100 rounds');
+}
+
+const U = units({ count: 6, totals: 2 });
+
+test('a first assignment places every unit, balanced by count and spread over stages', () => {
+  const r = assignPartitions({ units: U, workers: workers('a', 'b', 'c'), current: new Map(), maxMoves: 0 });
+  assert.equal(r.placed.length, 8);
+  assert.deepEqual(r.moves, []);
+  assert.deepEqual([...counts(r).values()].sort(), [2, 3, 3]);
+  const perStage = (w: string, stage: string) => [...r.assignment].filter(([u, o]) => o === w && u.startsWith(`${stage}/`)).length;
+  for (const w of ['a', 'b', 'c']) assert.equal(perStage(w, 'count'), 2, `worker ${w} holds 2 of the 6 count partitions`);
+  const again = assignPartitions({ units: U, workers: workers('a', 'b', 'c'), current: r.assignment, maxMoves: 5 });
+  assert.deepEqual(again.moves, [], 'a balanced assignment is a fixed point');
+  assert.deepEqual(again.assignment, r.assignment);
+});
+
+test('a join moves exactly the units the balance needs, each from a worker above it', () => {
+  const start = assignPartitions({ units: units({ s: 12 }), workers: workers('a', 'b', 'c'), current: new Map(), maxMoves: 0 });
+  assert.deepEqual([...counts(start).values()], [4, 4, 4]);
+  const all = rounds({ units: units({ s: 12 }), workers: workers('a', 'b', 'c', 'd'), current: start.assignment, maxMoves: 10 });
+  const moves = all.flatMap((r) => r.moves);
+  assert.equal(moves.length, 3, '4,4,4,0 -> 3,3,3,3 needs 3 moves');
+  assert.ok(moves.every((m) => m.to === 'd'), 'every move goes to the new worker');
+  assert.equal(new Set(moves.map((m) => m.from)).size, 3, 'one unit from each old worker');
+  const last = all.at(-1)!;
+  for (const [u, w] of start.assignment) if (!moves.some((m) => m.unit === u)) assert.equal(last.assignment.get(u), w, `${u} stays with ${w}`);
+});
+
+test('a leave moves only the leaver\'s units and keeps the balance', () => {
+  const start = assignPartitions({ units: U, workers: workers('a', 'b', 'c'), current: new Map(), maxMoves: 0 });
+  const leaver = 'b';
+  const r = assignPartitions({ units: U, workers: workers('a', 'c'), current: start.assignment, maxMoves: 10 });
+  assert.deepEqual(r.moves, [], 'no unit of a live worker moves');
+  assert.deepEqual(r.placed.sort(), [...start.assignment].filter(([, w]) => w === leaver).map(([u]) => u).sort());
+  for (const [u, w] of start.assignment) if (w !== leaver) assert.equal(r.assignment.get(u), w);
+  assert.ok(spread(r) <= 1, `balanced after the leave: ${JSON.stringify([...counts(r)])}`);
+});
+
+test('rebalancing moves are capped per round; the rounds reach the same balance', () => {
+  const lopsided = new Map(units({ s: 10 }).map((u) => [`${u.stage}/${u.partition}`, 'a']));
+  const capped = rounds({ units: units({ s: 10 }), workers: workers('a', 'b', 'c', 'd', 'e'), current: lopsided, maxMoves: 2 });
+  assert.ok(capped.every((r) => r.moves.length <= 2), 'at most 2 moves per round');
+  assert.equal(capped.flatMap((r) => r.moves).length, 8, '10,0,0,0,0 -> 2,2,2,2,2 is 8 moves');
+  assert.equal(spread(capped.at(-1)!), 0);
+  const none = assignPartitions({ units: units({ s: 10 }), workers: workers('a', 'b'), current: lopsided, maxMoves: 0 });
+  assert.deepEqual(none.assignment, lopsided, 'maxMoves 0 keeps every live owner');
+});
+
+test('maxPartitions caps a worker; what no worker has room for is reported unplaced', () => {
+  const ws: AssignableWorker[] = [{ id: 'small', maxPartitions: 1 }, { id: 'big', maxPartitions: 4 }];
+  const r = assignPartitions({ units: U, workers: ws, current: new Map(), maxMoves: 10 });
+  assert.equal(counts(r).get('small'), 1);
+  assert.equal(counts(r).get('big'), 4);
+  assert.equal(r.unplaced.length, 3, '8 units, room for 5');
+  const lowered = assignPartitions({ units: U, workers: [{ id: 'small', maxPartitions: 0 }, { id: 'big', maxPartitions: 8 }], current: r.assignment, maxMoves: 0 });
+  assert.equal(counts(lowered).get('small'), undefined, 'a worker over its (lowered) cap gives its units up');
+  assert.equal(lowered.unplaced.length, 0);
+  assert.equal(assignPartitions({ units: U, workers: [], current: r.assignment, maxMoves: 1 }).unplaced.length, 8, 'no live worker: nothing placed');
+});
+
+test('bad input is refused with a clear error', () => {
+  assert.throws(() => assignPartitions({ units: U, workers: workers('a'), current: new Map(), maxMoves: -1 }), InvalidArgumentError);
+  assert.throws(() => assignPartitions({ units: U, workers: workers('a', 'a'), current: new Map(), maxMoves: 1 }), /given twice/);
+  assert.throws(() => assignPartitions({ units: U, workers: [{ id: 'a', maxPartitions: 1.5 }], current: new Map(), maxMoves: 1 }), /maxPartitions/);
+});

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  InvalidArgumentError, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, type Logger, type WorkerEvent,
+} from '../src/index.js';
+import { tempDir } from './kit/datasets.js';
+import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
+
+/**
+ * What a worker refuses, with the reason: a topology other than the cluster's (at start), and
+ * a partition whose store was written with another shape (that unit only: the worker keeps
+ * the reason in its report, `clusterStatus` shows it, the other units run).
+ */
+const quiet: Logger = { debug() {}, warn() {}, error() {} };
+
+test('a worker refuses another topology, and a partition store of another shape with its reason', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const brokerPrefix = `sftest-${process.pid}-refusals:`;
+  const keyPrefix = `sfc-test-${process.pid}-refusals:`;
+  const broker = await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: brokerPrefix, heartbeatMs: 100, deadAfterMs: 1500, blockMs: 100 });
+  const { dir, cleanup } = tempDir('sf-cluster-refusals-');
+  const { topology } = clusterClickTopology();
+  // count/p0 written by a topology whose clicks have 4 partitions, not 6.
+  const clicks4 = defineNamespace('clicks', { codec: msgpackCodec('Click', (v: unknown): v is { host: string } => typeof v === 'object'), partitions: 4, key: (c: { host: string }) => c.host });
+  const other = Topology.create('cluster-clicks').stage('count', { input: clicks4, columnFamilies: { hosts: { mergeOperator: int64Add() } } });
+  const writer = await startPartitionHost(other, { broker, dataDir: dir, logger: quiet });
+  await writer.startPartition('count', 0);
+  await writer.stop();
+
+  const events: WorkerEvent[] = [];
+  const options = { cluster: REDIS_URL, clusterName: 'refusals', keyPrefix, broker, dataDir: dir, leaseMs: 1000, logger: quiet };
+  const worker = await startWorker({ ...options, topology, name: 'w1', onEvent: (e) => events.push(e) });
+  try {
+    await assert.rejects(startWorker({ ...options, topology: other, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError && /runs stages .* this worker's topology has/.test(err.message));
+
+    const deadline = Date.now() + 30_000;
+    let status = await worker.clusterStatus();
+    while (!status.partitions.every((p) => (p.unit === 'count/0' ? p.state === 'failed' : p.state === 'running'))) {
+      assert.ok(Date.now() < deadline, `timed out: ${JSON.stringify(status.partitions.map((p) => [p.unit, p.state]))}`);
+      await new Promise((r) => setTimeout(r, 100));
+      status = await worker.clusterStatus();
+    }
+    const refused = status.partitions.find((p) => p.unit === 'count/0')!;
+    assert.equal(refused.owner, undefined, 'its lease was released');
+    assert.match(refused.reason ?? '', /was written as stage count on clicks, partition 0 of 4 .* not as .* partition 0 of 6/);
+    const failed = events.find((e) => e.type === 'failed');
+    assert.ok(failed && failed.type === 'failed' && failed.unit === 'count/0' && /partition 0 of 4/.test(failed.reason));
+    assert.equal(worker.partitions().length, 7, 'the other units run');
+  } finally {
+    await worker.stop();
+    await broker.close();
+    await deleteKeys(brokerPrefix, keyPrefix);
+    cleanup();
+  }
+});

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import {
+  RedisStreamsBroker, clusterStatus, openExternalProducer, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
+} from '../../src/index.js';
+import { partitionId } from '../../src/runtime/ids.js';
+import { StreamColumnFamilies, stageColumnFamilies } from '../../src/runtime/stream/reserved.js';
+import { topic } from '../../src/runtime/topics.js';
+import { Store } from '../../src/storage/index.js';
+import { REDIS_URL, clusterClickTopology, deleteKeys, type Click } from './cluster.js';
+import { repoRoot, tempDir } from './datasets.js';
+
+/** One worker process (test/kit/clusterWorker.ts) and what it printed. */
+export interface WorkerProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** Its events, as printed, with the wall time of each. */
+  readonly events: Array<{ readonly event: WorkerEvent; readonly at: number }>;
+  /** Its member id, once joined. */
+  id: string | undefined;
+  stderr: string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Until `probe` gives a value other than undefined/false, every 100 ms; throws naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 45_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A cluster of worker processes on this machine for a test: its own Redis key prefixes and
+ * cluster name, one shared data dir, a producer of clicks in the test process and the ground
+ * truth of what it sent. `verify()` reads every store after the workers exited.
+ */
+export class ClusterRun {
+  readonly clusterName = `test-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+  readonly keyPrefix = `sfc-test-${process.pid}:`;
+  readonly brokerPrefix = `sftest-${process.pid}-${this.clusterName}:`;
+  readonly workers: WorkerProcess[] = [];
+  readonly truth = new Map<string, number>();
+  readonly #dir = tempDir('sf-cluster-');
+  readonly #topology = clusterClickTopology();
+  #broker!: RedisStreamsBroker;
+  #producer!: TopologyProducer<Click>;
+  #sent = 0;
+
+  constructor(readonly leaseMs: number) {}
+
+  get dataDir(): string {
+    return this.#dir.dir;
+  }
+
+  async open(): Promise<void> {
+    this.#broker = await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: this.brokerPrefix, heartbeatMs: 200, deadAfterMs: 2000, blockMs: 100 });
+    this.#producer = await openExternalProducer({ broker: this.#broker, dataDir: this.dataDir, namespace: this.#topology.clicks, name: 'clicks-src' });
+  }
+
+  /** Starts a worker process named `name`; resolves once it joined. */
+  async startWorker(name: string): Promise<WorkerProcess> {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.dataDir, name, String(this.leaseMs)],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const w: WorkerProcess = {
+      name, child, events: [], id: undefined, stderr: '',
+      exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal }))),
+    };
+    let pending = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      const lines = (pending + d.toString('utf8')).split('\n');
+      pending = lines.pop()!;
+      for (const l of lines) {
+        const o = JSON.parse(l) as { event?: WorkerEvent; at: number };
+        if (!o.event) continue;
+        w.events.push({ event: o.event, at: o.at });
+        if (o.event.type === 'joined') w.id = o.event.worker;
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => (w.stderr += d.toString('utf8')));
+    this.workers.push(w);
+    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-500)})`, async () => w.id !== undefined, 60_000);
+    return w;
+  }
+
+  /** Sends `n` clicks over 40 hosts (skewed: a few get most), awaiting each. */
+  async send(n: number): Promise<void> {
+    for (let i = 0; i < n; i++, this.#sent++) {
+      const k = this.#sent;
+      const host = `site-${Math.floor(40 * ((k * 0.6180339887) % 1) ** 2)}.example`;
+      await this.#producer.send({ host, n: k });
+      this.truth.set(host, (this.truth.get(host) ?? 0) + 1);
+    }
+  }
+
+  status(): Promise<ClusterStatus> {
+    return clusterStatus({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix, broker: this.#broker });
+  }
+
+  /** Resolves with the status once every unit runs on one of `live` and each of them is a member. */
+  allRunningOn(live: readonly WorkerProcess[], timeoutMs?: number): Promise<ClusterStatus> {
+    const ids = new Set(live.map((w) => w.id));
+    return until(`every partition running on ${live.map((w) => w.name).join(', ')}`, async () => {
+      const s = await this.status();
+      const ok = s.partitions.length === 8 && s.partitions.every((p) => p.state === 'running' && ids.has(p.owner)) && [...ids].every((id) => s.workers.some((m) => m.id === id));
+      return ok && s;
+    }, timeoutMs);
+  }
+
+  /** Resolves with the status once every unit runs on `live`, balanced: lease counts differ by at most 1. */
+  balancedOn(live: readonly WorkerProcess[]): Promise<ClusterStatus> {
+    return until('a balanced assignment', async () => {
+      const s = await this.allRunningOn(live);
+      const counts = live.map((w) => s.partitions.filter((p) => p.owner === w.id).length);
+      return Math.max(...counts) - Math.min(...counts) <= 1 && s;
+    });
+  }
+
+  /** Every unit running on `live` and every backlog 0, twice in a row 300 ms apart. */
+  async quiet(live: readonly WorkerProcess[]): Promise<ClusterStatus> {
+    for (;;) {
+      const first = await this.allRunningOn(live);
+      if (!first.partitions.every((p) => p.backlog === 0)) {
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const second = await this.status();
+      if (second.partitions.every((p) => p.backlog === 0 && p.state === 'running') && second.assignmentRound === first.assignmentRound) return second;
+    }
+  }
+
+  /** SIGTERMs every worker still running and checks that each exits 0 after handing its partitions back. */
+  async stopAll(): Promise<void> {
+    const running = this.workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+    for (const w of running) w.child.kill('SIGTERM');
+    for (const w of running) {
+      const { code } = await w.exited;
+      assert.equal(code, 0, `worker ${w.name} exits 0 on SIGTERM (stderr: ${w.stderr.slice(-2000)})`);
+      const started = w.events.filter((e) => e.event.type === 'started').length;
+      const ended = w.events.filter((e) => ['released', 'fenced', 'failed'].includes(e.event.type)).length;
+      assert.equal(ended, started, `worker ${w.name} handed back every partition it started`);
+    }
+  }
+
+  /**
+   * After every worker exited: each stage's counts, summed over its stores, equal the ground
+   * truth; no outbox row is left; `count` dead-lettered nothing; what `totals` dead-lettered
+   * is only late messages of fenced-off owners. @returns those dead letters
+   */
+  async verify(): Promise<DeadLetter[]> {
+    const { topology } = this.#topology;
+    for (const s of topology.stages) {
+      const sums = new Map<string, number>();
+      for (let p = 0; p < s.def.input.partitioner.partitions; p++) {
+        const store = await Store.open({ path: join(this.dataDir, 'stages', s.name, `p${p}`), columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), createIfMissing: false });
+        try {
+          for await (const [k, v] of store.iterate('hosts')) sums.set(k.toString(), (sums.get(k.toString()) ?? 0) + Number(v.readBigInt64LE()));
+          let left = 0;
+          for await (const _ of store.iterate(StreamColumnFamilies.outbox)) left++;
+          assert.equal(left, 0, `${s.name}/p${p}: no outbox row left unpublished`);
+        } finally {
+          await store.close();
+        }
+      }
+      assert.deepEqual(new Map([...sums].sort()), new Map([...this.truth].sort()), `stage ${s.name} counted every click exactly once`);
+    }
+    const dead = async (ns: string, n: number, sub: string) => (await Promise.all(Array.from({ length: n }, (_, p) => this.#broker.deadLetters(topic(ns, partitionId(p)), sub)))).flat();
+    assert.deepEqual(await dead('clicks', 6, 'count'), [], 'count dead-lettered nothing');
+    const late = await dead('host-deltas', 2, 'totals');
+    for (const d of late) assert.match(d.reason, /older than its epoch .* already applied/, 'totals dead-lettered only late messages of fenced-off owners');
+    return late;
+  }
+
+  /** Kills what still runs, closes the broker, removes this run's keys and data dir. */
+  async close(): Promise<void> {
+    for (const w of this.workers) {
+      if (w.child.exitCode === null && w.child.signalCode === null) {
+        w.child.kill('SIGCONT');
+        w.child.kill('SIGKILL');
+        await w.exited;
+      }
+    }
+    await this.#producer?.close();
+    await this.#broker?.close();
+    await deleteKeys(this.brokerPrefix, `${this.keyPrefix}${this.clusterName}:`);
+    this.#dir.cleanup();
+  }
+}

@@ -14,6 +14,7 @@ export { defineNamespace } from './runtime/stream/namespace.js';
 export type { NamespaceDef, NamespaceOptions } from './runtime/stream/namespace.js';
 export type { StageDef, StageContext, StageWrites, StageReads, StageOutputs, MessageOf } from './runtime/stream/stage.js';
 export type { StageBatchReport } from './runtime/stream/applyBatch.js';
+export type { StageCompactionReport } from './runtime/stream/stageCompaction.js';
 export { askWithRetry } from './runtime/topology/askWithRetry.js';
 export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
 

@@ -23,7 +23,14 @@ export interface Codec<T> {
  */
 const packr = new Packr({ useRecords: true, mapsAsObjects: true, moreTypes: false, int64AsType: 'number' });
 
-/** A msgpack codec whose `decode` accepts only values for which `guard` returns true. */
+/**
+ * A msgpack codec whose `decode` accepts only values for which `guard` returns true.
+ * `guard` may also throw to say what is wrong (`throw new Error('outlink 3 has no host')`):
+ * `decode` then throws UndecodableMessageError `<name>: <that message>`, so a stage
+ * dead-letters the message with that reason; false gives the reason "value does not have the
+ * expected shape". A guard's throw never escapes as another error, which would fail the
+ * stage's batch and restart its partition on the same message again and again.
+ */
 export function msgpackCodec<T>(name: string, guard: (value: unknown) => value is T): Codec<T> {
   return {
     encode: (value) => packr.pack(value),
@@ -34,8 +41,14 @@ export function msgpackCodec<T>(name: string, guard: (value: unknown) => value i
       } catch (cause) {
         throw new UndecodableMessageError(`${name}: bytes are not msgpack (${(cause as Error).message})`, { cause });
       }
-      if (!guard(value)) throw new UndecodableMessageError(`${name}: value does not have the expected shape`);
-      return value;
+      let ok: boolean;
+      try {
+        ok = guard(value);
+      } catch (cause) {
+        throw new UndecodableMessageError(`${name}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      }
+      if (!ok) throw new UndecodableMessageError(`${name}: value does not have the expected shape`);
+      return value as T;
     },
   };
 }

@@ -12,6 +12,7 @@ import { feedDeliveries, type Deliveries } from './deliveries.js';
 import type { FlowCounters } from './flowCounters.js';
 import { StreamOutbox } from './outbox.js';
 import { stageColumnFamilies } from './reserved.js';
+import { compactStageFamily, type StageCompaction } from './stageCompaction.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
 import { checkStageShape, type StageShape } from './stageShape.js';
 
@@ -37,7 +38,7 @@ export interface StageQuery {
 }
 
 /** Messages of a stage partition actor. */
-export type StageMessage = Deliveries | StageQuery;
+export type StageMessage = Deliveries | StageQuery | StageCompaction;
 
 interface StageState {
   readonly store: Store;
@@ -124,6 +125,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         if (!def.query) throw new InvalidArgumentError(`stage ${stage} has no query hook`);
         return def.query(state.reads, message.request, partition);
       }
+      if (message.type === 'compact') return compactStageFamily(state.store, stage, def, partition, message.columnFamily);
       if (message.consumer !== state.consumer) return undefined; // redelivered to the current consumer
       if (state.poisoned || message.batchNo !== state.expected) {
         await reopen(state, ctx);

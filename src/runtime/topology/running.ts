@@ -17,6 +17,7 @@ import type { NamespaceDef } from '../stream/namespace.js';
 import { stagePartition, stageShape, type StageMessage } from '../stream/stageActor.js';
 import { stageColumnFamilies } from '../stream/reserved.js';
 import { checkStageShape } from '../stream/stageShape.js';
+import { checkStageFamily, type StageCompactionReport } from '../stream/stageCompaction.js';
 import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
 import { openExternalProducer, type TopologyProducer } from './externalProducer.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
@@ -61,6 +62,15 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /** `ask` of every partition of `stage`, answers in partition order. */
   askAll<N extends keyof S & string>(stage: N, request: S[N]['request'], options?: AskRetryOptions): Promise<Array<S[N]['answer']>>;
+  /**
+   * Compacts `columnFamily` of every partition of `stage` now (`compactStageFamily`: the whole
+   * key space, each partition between two batches, with `ask`'s retries), so that the family's
+   * compaction filter has run over every committed value: after `ttl(...)`, expired values are
+   * gone. Answers per partition, in partition order, what the filter examined and dropped.
+   * @throws InvalidArgumentError for a family the stage does not declare; RangeError for an
+   *   unknown stage; the store's errors after the retries
+   */
+  compact<N extends keyof S & string>(stage: N, columnFamily: S[N]['columnFamilies'], options?: AskRetryOptions): Promise<StageCompactionReport[]>;
   /**
    * Resolves when nothing is in flight: twice in a row, `pollMs` apart, every message sent to
    * a consumed namespace was settled and nothing moved in between (Mattern's four-counter
@@ -182,6 +192,12 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     ask,
     askAll: (stage, request, opts) =>
       Promise.all(Array.from({ length: stageOf(stage).def.input.partitioner.partitions }, (_, p) => ask(stage, p, request, opts))),
+    async compact(stage, columnFamily, opts) {
+      const s = stageOf(stage);
+      checkStageFamily(stage, s.def, columnFamily);
+      const message = { type: 'compact', columnFamily } as const;
+      return Promise.all(Array.from({ length: s.def.input.partitioner.partitions }, (_, p) => askWithRetry(refOf(stage, p), message, clock, opts) as Promise<StageCompactionReport>));
+    },
     async quiescence({ pollMs = 20, timeoutMs } = {}) {
       const started = clock.now();
       const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));

@@ -4,10 +4,11 @@ import type { NamespaceDef } from '../stream/namespace.js';
 import type { StageDef, StageOutputs } from '../stream/stage.js';
 import { startTopology, type RunningTopology, type TopologyStartOptions } from './running.js';
 
-/** What the type of a topology remembers of each stage: its query hook's request and answer. */
+/** What the type of a topology remembers of each stage: its query hook's request and answer, its column family names. */
 export interface StageTypes {
   readonly request: unknown;
   readonly answer: unknown;
+  readonly columnFamilies: string;
 }
 
 /** A stage as the topology holds it (types erased). */
@@ -57,11 +58,11 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
   stage<N extends string, I, O extends StageOutputs = {}, C extends string = never, Q = never, R = never>(
     name: N,
     def: StageDef<I, O, C, Q, R>,
-  ): Topology<S & { [K in N]: { request: Q; answer: R } }> {
+  ): Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }> {
     checkActorName(name);
     if (this.stages.some((s) => s.name === name)) throw new InvalidArgumentError(`topology ${this.name}: stage ${name} is declared twice`);
     const entry: StageEntry = { name, def: def as unknown as StageEntry['def'] };
-    const next = new Topology<S & { [K in N]: { request: Q; answer: R } }>(this.name, [...this.stages, entry]);
+    const next = new Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }>(this.name, [...this.stages, entry]);
     next.namespaces(); // checks that each name has one definition
     return next;
   }

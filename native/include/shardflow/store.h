@@ -186,6 +186,9 @@ class Store {
   friend class Snapshot;
   Store() = default;
   rocksdb::ColumnFamilyHandle* Handle(int cf) const noexcept;
+  // Get, or GetFromBatch when `batch` is not null.
+  Status GetImpl(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                 std::string* value, bool* found) noexcept;
   // Registry of live snapshots / iterators, guarded by mu_.
   void Unregister(Snapshot* s) noexcept;
   void Unregister(Iterator* it) noexcept;

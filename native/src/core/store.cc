@@ -327,32 +327,25 @@ Status ReadOptionsFor(const Store* store, const Snapshot* snap, rocksdb::ReadOpt
 
 Status Store::Get(int cf, const Snapshot* snap, std::string_view key, std::string* value,
                   bool* found) noexcept {
-  Status s = CheckOpen(cf);
-  if (!s.ok()) return s;
-  rocksdb::ReadOptions ro;
-  s = ReadOptionsFor(this, snap, &ro);
-  if (!s.ok()) return s;
-  rocksdb::PinnableSlice pinned;
-  rocksdb::Status rs = db_->Get(ro, handles_[cf], rocksdb::Slice(key.data(), key.size()), &pinned);
-  if (rs.IsNotFound()) {
-    *found = false;
-    return Status::OK();
-  }
-  if (!rs.ok()) return Status::FromRocks(rs);
-  *found = true;
-  value->assign(pinned.data(), pinned.size());
-  return Status::OK();
+  return GetImpl(cf, snap, nullptr, key, value, found);
 }
 
 Status Store::GetFromBatch(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
                            std::string* value, bool* found) noexcept {
+  return GetImpl(cf, snap, batch, key, value, found);
+}
+
+Status Store::GetImpl(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                      std::string* value, bool* found) noexcept {
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
   rocksdb::ReadOptions ro;
   s = ReadOptionsFor(this, snap, &ro);
   if (!s.ok()) return s;
   rocksdb::PinnableSlice pinned;
-  rocksdb::Status rs = batch->wbwi()->GetFromBatchAndDB(db_, ro, handles_[cf], rocksdb::Slice(key.data(), key.size()), &pinned);
+  const rocksdb::Slice k(key.data(), key.size());
+  rocksdb::Status rs = batch ? batch->wbwi()->GetFromBatchAndDB(db_, ro, handles_[cf], k, &pinned)
+                             : db_->Get(ro, handles_[cf], k, &pinned);
   if (rs.IsNotFound()) {
     *found = false;
     return Status::OK();

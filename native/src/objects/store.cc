@@ -183,27 +183,6 @@ class CloseWorker final : public StoreWorker {
 
 namespace {
 
-class GetWorker final : public StoreWorker {
- public:
-  GetWorker(Napi::Env env, StoreWrap* owner, int cf, std::string key, std::shared_ptr<Snapshot> snap)
-      : StoreWorker(env, owner), store_(owner->store()), cf_(cf), key_(std::move(key)), snap_(std::move(snap)) {}
-
- protected:
-  void Run() noexcept override { status_ = store_->Get(cf_, snap_.get(), key_, &value_, &found_); }
-  Napi::Value Result(Napi::Env env) override {
-    if (!found_) return env.Undefined();
-    return Napi::Buffer<char>::Copy(env, value_.data(), value_.size());
-  }
-
- private:
-  std::shared_ptr<Store> store_;
-  int cf_;
-  std::string key_;
-  std::shared_ptr<Snapshot> snap_;
-  std::string value_;
-  bool found_ = false;
-};
-
 // Resolves to [data: Buffer, lengths: Int32Array] (-1 = missing); JS slices the buffer.
 class MultiGetWorker final : public StoreWorker {
  public:

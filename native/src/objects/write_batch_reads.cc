@@ -12,37 +12,6 @@
 
 namespace shardflow::binding {
 
-namespace {
-
-class BatchGetWorker final : public StoreWorker {
- public:
-  BatchGetWorker(Napi::Env env, StoreWrap* owner, std::shared_ptr<IndexedBatch> batch, int cf, std::string key,
-                 std::shared_ptr<Snapshot> snap)
-      : StoreWorker(env, owner), store_(owner->store()), batch_(std::move(batch)), cf_(cf), key_(std::move(key)),
-        snap_(std::move(snap)) {
-    batch_->BeginRead();
-  }
-
- protected:
-  void Run() noexcept override { status_ = store_->GetFromBatch(cf_, snap_.get(), batch_.get(), key_, &value_, &found_); }
-  Napi::Value Result(Napi::Env env) override {
-    if (!found_) return env.Undefined();
-    return Napi::Buffer<char>::Copy(env, value_.data(), value_.size());
-  }
-  void Settled() override { batch_->EndRead(); }
-
- private:
-  std::shared_ptr<Store> store_;
-  std::shared_ptr<IndexedBatch> batch_;
-  int cf_;
-  std::string key_;
-  std::shared_ptr<Snapshot> snap_;
-  std::string value_;
-  bool found_ = false;
-};
-
-}  // namespace
-
 bool WriteBatchWrap::CheckReadable(Napi::Env env, Napi::Value cf_arg, int* cf, Status* error) {
   if (!indexed_) {
     *error = Status::InvalidArgument("only an indexed batch (store.indexedBatch()) reads");
@@ -67,7 +36,7 @@ Napi::Value WriteBatchWrap::Get(const Napi::CallbackInfo& info) {
   std::shared_ptr<Snapshot> snap;
   s = SnapshotWrap::Arg(info.Length() > 2 ? info[2] : env.Undefined(), &snap);
   if (!s.ok()) return RejectedPromise(env, s);
-  auto* worker = new BatchGetWorker(env, owner_, indexed_, cf, key.Copy(), std::move(snap));
+  auto* worker = new GetWorker(env, owner_, cf, key.Copy(), std::move(snap), indexed_);
   return worker->Start();
 }
 

@@ -12,7 +12,7 @@ import { partitionId, producerId } from '../src/runtime/ids.js';
 import type { BrokerIdentity } from '../src/runtime/brokers/identity.js';
 import { deleteBrokerScope, pulsarWebUrl } from '../src/runtime/brokers/scope.js';
 import { benchOptions } from './lib/options.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
+import { topic } from '../src/runtime/topics.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
 export const resultFields = ['smoke', 'params', 'brokers'] as const;
@@ -111,7 +111,7 @@ function payload(i: number, bytes: number): Uint8Array {
 }
 
 async function measure(broker: Broker, p: Params): Promise<Record<string, unknown>> {
-  const t = topic(Namespaces.links, partitionId(Date.now() % 1_000_000_000));
+  const t = topic('links', partitionId(Date.now() % 1_000_000_000));
   const wire = [batching({ maxMessages: p.batch, maxDelayMs: 5 }), compression({ codec: p.codec })];
   const subscribe = async () => composeConsumer(await broker.subscribe(t, { subscription: 'bench', type: 'exclusive', receiverQueueSize: 1000 }), ...wire);
   // Create the subscription, then leave it: consumption is timed on a backlog, not overlapped with producing.

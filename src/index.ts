@@ -103,3 +103,36 @@ export {
   UnknownMergeOperatorError,
   MergeOperatorMismatchError,
 } from './errors.js';
+
+/* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */
+export { PayloadTooLargeError, InvalidUrlError, JobInterruptedError, MailboxFullError, RestartIntensityExceededError } from './errors.js';
+
+/*
+ * Actors written by hand (an application beyond stages, as the web index is): exactly-once
+ * effects in the store such an actor owns (applied marks, the transactional outbox, in column
+ * families it names), fed in batches from a broker consumer, counted in the flow counters.
+ */
+export { StreamMarks } from './runtime/stream/appliedMarks.js';
+export type { MarkVerdict } from './runtime/stream/appliedMarks.js';
+export { StreamOutbox } from './runtime/stream/outbox.js';
+export type { StreamOutboxOptions } from './runtime/stream/outbox.js';
+export { StreamColumnFamilies } from './runtime/stream/reserved.js';
+export type { StreamColumnFamilyNames } from './runtime/stream/reserved.js';
+export { feedDeliveries } from './runtime/stream/deliveries.js';
+export type { Deliveries } from './runtime/stream/deliveries.js';
+export { applyExactlyOnce } from './runtime/stream/exactlyOnce.js';
+export type { ExactlyOnceContext } from './runtime/stream/exactlyOnce.js';
+export { messageKey } from './runtime/stream/flowCounters.js';
+export type { MessageKey } from './runtime/stream/flowCounters.js';
+export { TopicFlowCounters } from './runtime/inspection/topicFlow.js';
+
+/* The console from outside: an endpoint bound before its actor system exists; the tree and events it serves */
+export { listenInspection } from './runtime/inspection/server.js';
+export type { InspectionEndpoint, InspectionListenOptions, InspectionSources } from './runtime/inspection/server.js';
+export { readEventStream } from './runtime/inspection/eventStream.js';
+export type { ServerSentEvent } from './runtime/inspection/eventStream.js';
+export type { TreeNode, ActorStatus, LifecycleEvent, ErrorSummary } from './runtime/inspection.js';
+
+/* An application's own HTTP endpoints: the Host header check against DNS rebinding */
+export { hostHeaderCheck, isLoopbackName } from './runtime/http/hostCheck.js';
+export type { HostCheckOptions } from './runtime/http/hostCheck.js';

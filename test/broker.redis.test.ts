@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { RedisStreamsBroker } from '../src/runtime/brokers/redis-streams.js';
 import { subscriptionKeys } from '../src/runtime/brokers/redis/keys.js';
 import { partitionId } from '../src/runtime/ids.js';
-import { Namespaces, topic, topicName, type Topic } from '../src/runtime/topics.js';
+import { topic, topicName, type Topic } from '../src/runtime/topics.js';
 import { brokerConformance, eventually, type ForeignEntry } from './kit/brokers.js';
 
 const run = promisify(execFile);
@@ -86,7 +86,7 @@ test('redis: the dead-letter stream is capped at about maxDeadLetters (XADD MAXL
   }
   const r = new Redis(url);
   try {
-    const top = topic(Namespaces.links, partitionId(900_000_000 + (Date.now() % 1_000_000)));
+    const top = topic('links', partitionId(900_000_000 + (Date.now() % 1_000_000)));
     const n = 300;
     for (let i = 0; i < n; i++) await injectForeign(top, { payload: Buffer.from(`x${i}`), producer: 'foreign', sequence: 'not-a-number' });
     const c = await b.subscribe(top, { subscription: 'capped', type: 'shared' });

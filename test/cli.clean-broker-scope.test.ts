@@ -13,7 +13,8 @@ import { PulsarBroker } from '../src/runtime/brokers/pulsar/broker.js';
 import { RedisStreamsBroker } from '../src/runtime/brokers/redis-streams.js';
 import { deleteBrokerScope } from '../src/runtime/brokers/scope.js';
 import { partitionId, producerId } from '../src/runtime/ids.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
+import { topic } from '../src/runtime/topics.js';
+import { Namespaces } from '../src/actors/namespaces.js';
 import { RECORD_FILE, type DataDirRecord } from '../src/topology/dataDir.js';
 import { eventually, pulsarUnavailable } from './kit/brokers.js';
 

@@ -6,7 +6,7 @@ import { crawlGraph } from '../src/jobs/crawlGraph.js';
 import { readGraph } from '../src/replay/graphFile.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { hostPartitioner } from '../src/runtime/partitioner.js';
+import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 import { Store } from '../src/storage/store.js';
 import { ColumnFamilies, partitionColumnFamilies, type PageRecord } from '../src/actors/partition/schema.js';
 import { graphs, memoryLogger, tempDir } from './kit/datasets.js';

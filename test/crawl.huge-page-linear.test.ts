@@ -10,7 +10,7 @@ import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { ColumnFamilies, Counters } from '../src/actors/partition/schema.js';
 import { decodeInt64 } from '../src/operators/mergeOperators.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { hostPartitioner } from '../src/runtime/partitioner.js';
+import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 import { tempDir } from './kit/datasets.js';
 
 const PARTITIONS = 4;

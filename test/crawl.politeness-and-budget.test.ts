@@ -7,7 +7,7 @@ import { Packr } from 'msgpackr';
 import { crawlSites } from '../src/cli/crawl.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { hostPartitioner } from '../src/runtime/partitioner.js';
+import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 import { Store } from '../src/storage/store.js';
 import { ColumnFamilies, partitionColumnFamilies, type FrontierEntry } from '../src/actors/partition/schema.js';
 import { memoryLogger, tempDir } from './kit/datasets.js';

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FlowCounters } from '../src/actors/progress.js';
-import { Namespaces } from '../src/runtime/topics.js';
+import { FlowCounters } from '../src/runtime/stream/flowCounters.js';
 
 // The quiescence check ends a job when every namespace settled what it sent; these are
 // the broker's ways of breaking a naive count (Mattern's counters count messages, and a
 // broker may deliver one message twice).
-const ns = Namespaces.links;
+const ns = 'links';
 const key = (sequence: number, producer = 'indexer@1') => ({ producer, topic: 'links/p-0001', sequence });
 
 describe('FlowCounters', () => {

@@ -7,7 +7,7 @@ import { startInspectionServer } from '../src/runtime/inspection/server.js';
 import { TopicFlowCounters } from '../src/runtime/inspection/topicFlow.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { partitionId, producerId } from '../src/runtime/ids.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
+import { topic } from '../src/runtime/topics.js';
 import { SupervisorStrategy } from '../src/runtime/supervision/index.js';
 import { ManualClock, recordingBehavior, recordingLogger, settle, type Recording } from './kit/index.js';
 
@@ -74,7 +74,7 @@ test('/metrics reports per-actor processed, mailbox, restarts with partition lab
     await indexer.tell({ op: 'throw', error: new Error('boom') });
     await settle();
 
-    const links3 = topic(Namespaces.links, partitionId(3));
+    const links3 = topic('links', partitionId(3));
     const producer = await broker.producer(links3, { producer: producerId('test') });
     for (let i = 0; i < 3; i++) await producer.send(new Uint8Array([i]));
     const consumer = await broker.subscribe(links3, { subscription: 'backlinks', type: 'failover' });

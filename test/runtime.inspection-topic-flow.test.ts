@@ -4,15 +4,15 @@ import type { BrokerMessage } from '../src/runtime/brokers/broker.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { TopicFlowCounters } from '../src/runtime/inspection/topicFlow.js';
 import { partitionId, producerId } from '../src/runtime/ids.js';
-import { Namespaces, topic } from '../src/runtime/topics.js';
+import { topic } from '../src/runtime/topics.js';
 
 test('topic flow counters count sends, acks, dead letters and nacks past maxRedeliveries per topic', async () => {
   const counters = new TopicFlowCounters();
   const inner = new MemoryBroker();
   const broker = counters.wrap(inner);
   assert.equal(broker.kind, 'memory');
-  const links2 = topic(Namespaces.links, partitionId(2));
-  const fetches0 = topic(Namespaces.fetches, partitionId(0));
+  const links2 = topic('links', partitionId(2));
+  const fetches0 = topic('fetches', partitionId(0));
   try {
     const producer = await broker.producer(links2, { producer: producerId('p') });
     for (let i = 0; i < 5; i++) await producer.send(new Uint8Array([i]));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fnv1a32, hostOf, hostPartitioner } from '../src/runtime/partitioner.js';
+import { fnv1a32, hostOf } from '../src/runtime/partitioner.js';
+import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 
 /** FNV-1a over the UTF-8 bytes, written out: what fnv1a32 must equal for every text. */
 function reference(text: string): number {

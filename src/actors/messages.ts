@@ -1,6 +1,5 @@
-import { UndecodableMessageError } from '../errors.js';
-import { msgpackCodec, type Codec } from '../runtime/codec.js';
 import type { PackedKeys } from '../storage/index.js';
+import { msgpackCodec, UndecodableMessageError, type Codec } from '../index.js';
 
 /**
  * The message types of the four namespaces, one codec each. Each broker message is a batch:

@@ -1,15 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { Command } from 'commander';
-import { DataDirError, InvalidArgumentError } from '../errors.js';
-import type { BrokerIdentity } from '../runtime/brokers/identity.js';
-import {
-  BrokerScopeInUseError,
-  brokerKind,
-  deleteBrokerScope,
-  describeBrokerScope,
-  listBrokerScopes,
-  type BrokerScopeRemoval,
-} from '../runtime/brokers/scope.js';
+import { brokerKind, BrokerScopeInUseError, deleteBrokerScope, describeBrokerScope, listBrokerScopes, type BrokerIdentity, type BrokerScopeRemoval } from '../runtime/brokers/index.js';
+import { DataDirError, InvalidArgumentError } from '../index.js';
 import { readRecord } from '../topology/dataDir.js';
 import { dataDirLockHolder } from '../topology/dataDirLock.js';
 

@@ -7,14 +7,12 @@ import { readGraph, readScores } from '../replay/graphFile.js';
 import { crawlGraph } from '../jobs/crawlGraph.js';
 import { l1Distance } from '../jobs/rankGraph.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
-import { hostOf } from '../runtime/partitioner.js';
+import { ChaosPolicy, hostOf, InvalidArgumentError } from '../index.js';
 import { weightFunction } from '../actors/metrics/weights.js';
-import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { chaosKinds, cliLogger, positiveInt } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
-import { InvalidArgumentError } from '../errors.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The bundled graphs `--graph` names: each folder of examples/data with a pages.txt and a links.tsv. */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { listenInspection, type InspectionEndpoint } from '../runtime/inspection/server.js';
+import { listenInspection, type InspectionEndpoint } from '../index.js';
 import type { WebIndex } from '../topology/webIndex.js';
 
 /** Help text of `--inspect-port` (shared by `demo` and `rank`). */

@@ -2,15 +2,14 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { DataDirError, JobInterruptedError } from '../errors.js';
-import type { Broker } from '../runtime/brokers/broker.js';
-import { hostPartitioner } from '../runtime/partitioner.js';
+import { deleteBrokerScope, type Broker } from '../runtime/brokers/index.js';
+import { DataDirError, JobInterruptedError } from '../index.js';
+import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { DataDir, type BrokerIdentity, type JobInput } from '../topology/dataDir.js';
 import type { RepairReport } from '../topology/repair.js';
 import { lostSubscriptions, webIndexSubscriptions, type DrainReport } from '../topology/resume.js';
 import type { JobStopReport } from '../jobs/watchdog.js';
 import { freshBrokerIdentity, openBroker, runDataDir } from './options.js';
-import { deleteBrokerScope } from '../runtime/brokers/scope.js';
 
 /** The options of a job command that `openJobRun` reads. */
 export interface JobRunOptions {

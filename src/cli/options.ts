@@ -4,12 +4,8 @@ import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { pino, type Logger } from 'pino';
-import type { Broker } from '../runtime/brokers/broker.js';
-import { MemoryBroker } from '../runtime/brokers/memory.js';
-import { RedisStreamsBroker } from '../runtime/brokers/redis-streams.js';
-import { PulsarBroker } from '../runtime/brokers/pulsar/broker.js';
-import { randomUUID } from 'node:crypto';
-import { SCOPE_FAMILY, type BrokerIdentity } from '../runtime/brokers/identity.js';
+import { freshBrokerIdentity as freshScope, MemoryBroker, PulsarBroker, RedisStreamsBroker, type Broker, type BrokerIdentity } from '../runtime/brokers/index.js';
+import { isShardflowError } from '../index.js';
 
 /**
  * Checks a `--weights` value (`uniform`, `reasonable` or a weight table .json) by building
@@ -82,11 +78,12 @@ export function cliLogger(level: string): Logger {
  * @throws commander's InvalidArgumentError for an unknown broker
  */
 export function freshBrokerIdentity(spec: string): BrokerIdentity {
-  if (spec === 'memory') return { kind: 'memory' };
-  const run = randomUUID().slice(0, 8);
-  if (spec.startsWith('redis://')) return { kind: 'redis', url: spec, scope: `${SCOPE_FAMILY.redis}${run}:` };
-  if (spec.startsWith('pulsar://')) return { kind: 'pulsar', url: spec, scope: `${SCOPE_FAMILY.pulsar}${run}` };
-  throw new InvalidArgumentError(`unsupported broker ${JSON.stringify(spec)}: use memory, redis://host:port or pulsar://host:port`);
+  try {
+    return freshScope(spec);
+  } catch (err) {
+    if (isShardflowError(err) && err.code === 'SF_ERR_INVALID_ARGUMENT') throw new InvalidArgumentError(err.message);
+    throw err;
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
-import { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
+import { ChaosPolicy } from '../index.js';
 import { chaosKinds, cliLogger } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { InvalidArgumentError as CommanderArgumentError, type Command } from 'commander';
-import { hostHeaderCheck, isLoopbackName } from '../runtime/http/hostCheck.js';
+import { hostHeaderCheck, isLoopbackName } from '../index.js';
 
 /**
  * The query API's access options, shared by `serve`, `crawl --serve` and `query`: where the

@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import pc from 'picocolors';
-import type { ActorStatus, TreeNode } from '../runtime/inspection.js';
-import { readEventStream } from '../runtime/inspection/eventStream.js';
+import { readEventStream, type ActorStatus, type TreeNode } from '../index.js';
 import { positiveInt } from './options.js';
 
 /** The picocolors formatters used for states. */

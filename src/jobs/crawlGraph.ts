@@ -1,7 +1,7 @@
 import { sumCounts } from '../actors/metrics/metricActor.js';
 import type { Logger } from 'pino';
-import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import type { Broker } from '../runtime/brokers/broker.js';
+import type { Broker } from '../runtime/brokers/index.js';
+import type { ChaosPolicy } from '../index.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import type { PartitionCounts } from '../actors/metrics/metricActor.js';

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Broker, Producer } from '../runtime/brokers/broker.js';
+import { topic, topicName, type Broker, type Producer, type Topic } from '../runtime/brokers/index.js';
+import { hostOf, producerId, sequence, type FlowCounters, type PartitionId } from '../index.js';
+import { Namespaces } from '../actors/namespaces.js';
+import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import type { WebGraph } from '../replay/graphFile.js';
-import { producerId, sequence, type PartitionId } from '../runtime/ids.js';
-import { hostOf, type Partitioner } from '../runtime/partitioner.js';
-import { Namespaces, topic, topicName, type Topic } from '../runtime/topics.js';
 import { fetchCodec, type FetchResult, type Outlink } from '../actors/messages.js';
-import type { FlowCounters } from '../actors/progress.js';
 
 const PAGES_PER_MESSAGE = 64;
 

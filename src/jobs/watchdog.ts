@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Subscription } from 'rxjs';
-import { JobStalledError } from '../errors.js';
+import { JobStalledError } from '../index.js';
 import type { StopReport, WebIndex } from '../topology/webIndex.js';
 import type { RepairReport } from '../topology/repair.js';
 import type { DrainReport } from '../topology/resume.js';
@@ -123,7 +123,7 @@ export class JobWatchdog {
   }
 }
 
-export { aborted, raceStops } from '../runtime/abortable.js';
+export { aborted, raceStops } from '../topology/abortable.js';
 
 /** A job's stop: the web index's report, and whether the broker lost data during the run. */
 export interface JobStopReport extends StopReport {

@@ -1,9 +1,6 @@
 import { Packr } from 'msgpackr';
-import { StoreClosedError } from '../errors.js';
-import { hostOf } from '../runtime/partitioner.js';
-import type { PartitionId } from '../runtime/ids.js';
-import { decodeFloat64s } from '../operators/mergeOperators.js';
 import type { Store } from '../storage/index.js';
+import { decodeFloat64s, hostOf, StoreClosedError, type PartitionId } from '../index.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
 import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';

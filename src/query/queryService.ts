@@ -1,7 +1,6 @@
-import { ActorStoppedError, InvalidArgumentError, isShardflowError } from '../errors.js';
+import { ActorStoppedError, hostOf, InvalidArgumentError, isShardflowError, type Clock } from '../index.js';
+import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
-import type { Clock } from '../runtime/clock.js';
-import { hostOf, type Partitioner } from '../runtime/partitioner.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { decodeLink, type PartitionSummary, type PartitionView, type StoredPage } from './partitionView.js';
 

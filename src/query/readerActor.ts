@@ -1,4 +1,4 @@
-import type { Behavior } from '../runtime/actor/index.js';
+import type { Behavior } from '../index.js';
 import type { PartitionEnv } from '../actors/partition/env.js';
 import { PartitionView } from './partitionView.js';
 

@@ -1,8 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteHandlerMethod } from 'fastify';
-import { InvalidArgumentError, isShardflowError } from '../errors.js';
-import { hostHeaderCheck, isLoopbackName } from '../runtime/http/hostCheck.js';
+import { hostHeaderCheck, InvalidArgumentError, isLoopbackName, isShardflowError } from '../index.js';
 import type { QueryResult, QueryService } from './queryService.js';
 import { checkHost } from './queryService.js';
 import { clientErrorAnswer, errorBody as err, frameworkErrorAnswer, guardRequest, MAX_REQUEST_TARGET, type Refusal } from './requestGuard.js';

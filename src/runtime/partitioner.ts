@@ -2,27 +2,12 @@ import { InvalidUrlError } from '../errors.js';
 import { partitionId, type PartitionId } from './ids.js';
 
 /**
- * Partitioning by host: every URL of a host lands on the same partition, in every process.
- *
- * The hash is 32-bit FNV-1a (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/,
- * offset basis 2166136261, prime 16777619) over the UTF-8 bytes of the lower-cased host
- * (with its port when not default), then modulo the partition count. FNV-1a is stable (no
- * seed, no platform dependence) and spreads short, similar strings such as host names well.
- *
- * Two schemes (say, crawl and index) agree exactly when their `name` and `partitions` are
- * equal; `Partitioner.describe()` is stored in each partition's `meta` column family so a
- * store opened under another scheme is refused.
+ * Partitioning: 32-bit FNV-1a (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/,
+ * offset basis 2166136261, prime 16777619) over the UTF-8 bytes of a key, modulo the
+ * partition count. FNV-1a is stable (no seed, no platform dependence) and spreads short,
+ * similar strings such as host names well, so the same key lands on the same partition in
+ * every process. `hostOf` gives the key that places every URL of a host together.
  */
-export interface Partitioner {
-  /** Number of partitions, >= 1. */
-  readonly partitions: number;
-  /** Partition that owns `host` (already lower-cased by `hostOf`). */
-  forHost(host: string): PartitionId;
-  /** Partition that owns the URL's host. @throws InvalidUrlError when no host can be found. */
-  forUrl(url: string): PartitionId;
-  /** A stable description such as `fnv1a-host/16`, for `meta`. */
-  describe(): string;
-}
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -77,22 +62,10 @@ export function hostOf(url: string): string {
   return host.toLowerCase();
 }
 
-/** The FNV-1a host partitioner. @throws RangeError when `partitions` is not an integer >= 1. */
-export function hostPartitioner(partitions: number): Partitioner {
-  if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be an integer >= 1, got ${partitions}`);
-  const forHost = (host: string): PartitionId => partitionId(fnv1a32(host) % partitions);
-  return Object.freeze({
-    partitions,
-    forHost,
-    forUrl: (url: string) => forHost(hostOf(url)),
-    describe: () => `fnv1a-host/${partitions}`,
-  });
-}
-
 /**
  * Partitioning by any string key: what a topology's namespaces use. `forKey(key)` is the
- * same 32-bit FNV-1a modulo N as `hostPartitioner` (so `hostOf(url)` as the key function
- * gives the web index's placement), `describe()` is `fnv1a/N` and is recorded in each stage
+ * 32-bit FNV-1a modulo N as above (`hostOf(url)` as the key function places
+ * every URL of a host on one partition), `describe()` is `fnv1a/N` and is recorded in each stage
  * store's `sf.meta` so that a store opened under another scheme is refused.
  */
 export interface KeyPartitioner {

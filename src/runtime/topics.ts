@@ -2,27 +2,13 @@ import { InvalidArgumentError } from '../errors.js';
 import type { PartitionId } from './ids.js';
 
 /**
- * The one module that names topics. A topic is a partition id inside a namespace; the
- * namespaces follow the message flow of docs/ARCHITECTURE.md:
- *
- * ```
- * crawl-requests/<p> -> crawler -> fetches/<p> -> indexer -> links/<q> -> backlinks
- *                                                         metrics/<q> <- metric actor of p
- * ```
+ * The one module that names topics: a topic is a partition id inside a namespace
+ * (`NAMESPACE_NAME`), printed as `namespace/partition`.
  */
-export const Namespaces = Object.freeze({
-  crawlRequests: 'crawl-requests',
-  fetches: 'fetches',
-  links: 'links',
-  metrics: 'metrics',
-} as const);
-
-/** One of the web index's four namespaces. */
-export type Namespace = (typeof Namespaces)[keyof typeof Namespaces];
 
 /**
  * A topic: `{ namespace, partition }`; printed as `namespace/partition`. The namespace is any
- * name a topology declares (see `checkNamespaceName`); the web index uses `Namespaces`.
+ * name a topology or an application declares (see `checkNamespaceName`).
  */
 export interface Topic {
   readonly namespace: string;

@@ -7,7 +7,7 @@ import { batching } from '../runtime/brokers/interceptors/batching.js';
 import { composeConsumer, composeProducer } from '../runtime/brokers/interceptors/compose.js';
 import { compression, type CompressionCodec } from '../runtime/brokers/interceptors/compression.js';
 import { partitionId, producerId, sequence } from '../runtime/ids.js';
-import { Namespaces, topic, type Topic } from '../runtime/topics.js';
+import { topic, type Topic } from '../runtime/topics.js';
 
 /**
  * The broker conformance suite: the semantics of `Broker` (src/runtime/brokers/broker.ts)
@@ -125,7 +125,7 @@ export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boole
 function topicMaker(): () => Topic {
   let n = 0;
   const base = (Date.now() % 100_000_000) * 100;
-  return () => topic(Namespaces.links, partitionId(base + n++));
+  return () => topic('links', partitionId(base + n++));
 }
 
 /** Defines the conformance tests (node:test) for one broker. */

@@ -2,11 +2,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
-import { DataDirError, isShardflowError } from '../errors.js';
-import { decodeInt64 } from '../operators/mergeOperators.js';
+import type { BrokerIdentity } from '../runtime/brokers/index.js';
 import { Store } from '../storage/index.js';
+import { DataDirError, decodeInt64, isShardflowError } from '../index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
-import type { BrokerIdentity } from '../runtime/brokers/identity.js';
 import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataDirError } from '../errors.js';
+import { DataDirError } from '../index.js';
 
 /** Name of a data dir's lock file: the pid of the process that runs a job on it. */
 export const LOCK_FILE = 'shardflow.lock';

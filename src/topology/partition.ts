@@ -1,5 +1,4 @@
-import type { Behavior } from '../runtime/actor/index.js';
-import { SupervisorStrategy } from '../runtime/supervision/strategy.js';
+import { SupervisorStrategy, type Behavior } from '../index.js';
 import { crawlPolicy } from '../actors/crawlPolicy/crawlPolicy.js';
 import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
 import { gc, type GcOptions } from '../actors/gc/gc.js';

@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
-import type { ActorRef } from '../runtime/actor/index.js';
-import type { Clock } from '../runtime/clock.js';
-import { Namespaces, type Namespace } from '../runtime/topics.js';
-import type { FlowCounters } from '../actors/progress.js';
+import type { ActorRef, Clock, FlowCounters } from '../index.js';
+import { Namespaces, type Namespace } from '../actors/namespaces.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { askWithRetry, repairResiduals, type MetricRef } from '../actors/metrics/coordinator.js';
 

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import type { Broker } from '../runtime/brokers/broker.js';
-import type { Clock } from '../runtime/clock.js';
-import { partitionId } from '../runtime/ids.js';
-import { Namespaces, topic, topicName, type Topic } from '../runtime/topics.js';
+import { topic, topicName, type Broker, type Topic } from '../runtime/brokers/index.js';
+import { partitionId, type Clock } from '../index.js';
+import { Namespaces } from '../actors/namespaces.js';
 
 /** A subscription of the web index: who consumes what. */
 export interface IndexSubscription {

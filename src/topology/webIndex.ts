@@ -1,18 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
-import { ActorSystem } from '../runtime/actor/system.js';
-import type { ActorRef } from '../runtime/actor/index.js';
-import type { Broker } from '../runtime/brokers/broker.js';
-import type { Clock } from '../runtime/clock.js';
-import { systemClock } from '../runtime/clock.js';
-import { partitionId, type PartitionId } from '../runtime/ids.js';
-import { hostPartitioner, type Partitioner } from '../runtime/partitioner.js';
-import { SupervisorStrategy } from '../runtime/supervision/strategy.js';
+import type { Broker } from '../runtime/brokers/index.js';
 import { SharedResources } from '../storage/index.js';
-import { FlowCounters } from '../actors/progress.js';
-import { TopicFlowCounters } from '../runtime/inspection/topicFlow.js';
+import { ActorStoppedError, ActorSystem, FlowCounters, partitionId, SupervisorStrategy, systemClock, TopicFlowCounters, type ActorRef, type ChaosPolicy, type Clock, type PartitionId } from '../index.js';
+import { Namespaces } from '../actors/namespaces.js';
+import { hostPartitioner, type Partitioner } from '../actors/partition/hostPartitioner.js';
+import { aborted, raceStops } from './abortable.js';
 import { PartitionStoreHandle } from '../actors/partition/partitionStore.js';
 import type { PartitionEnv } from '../actors/partition/env.js';
 import type { CrawlPolicyMessage } from '../actors/crawlPolicy/crawlPolicy.js';
@@ -23,19 +17,16 @@ import type { ReaderMessage } from '../query/readerActor.js';
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
-import { Namespaces } from '../runtime/topics.js';
 import { askWithRetry, collectScores, converge, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import { partitionActor } from './partition.js';
 import { Mutex } from 'async-mutex';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
 import type { HostIndexTotal } from '../actors/partition/schema.js';
-import { ActorStoppedError } from '../errors.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
 import { drainBacklog, webIndexSubscriptions, type DrainReport } from './resume.js';
-import { aborted, raceStops } from '../runtime/abortable.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {

@@ -1,9 +1,7 @@
-import type { ActorRef, Behavior } from '../../runtime/actor/index.js';
-import { Namespaces } from '../../runtime/topics.js';
-import { encodeInt64 } from '../../operators/mergeOperators.js';
+import { applyExactlyOnce, encodeInt64, type ActorRef, type Behavior, type Deliveries } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
 import { linkOpCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
 import { ColumnFamilies, Counters, linkKey, linkKeyOrder } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError } from '../../index.js';
 
 /**
  * The most crawl requests the crawl policies of one process may send (`--max-pages`),

@@ -1,18 +1,12 @@
 import { Packr } from 'msgpackr';
 import type { Subscription } from 'rxjs';
-import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
-import type { Consumer } from '../../runtime/brokers/broker.js';
-import type { Cancel } from '../../runtime/clock.js';
-import { producerId } from '../../runtime/ids.js';
-import { hostOf } from '../../runtime/partitioner.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
-import { isShardflowError } from '../../errors.js';
+import { topic, type Consumer } from '../../runtime/brokers/index.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
+import { feedDeliveries, hostOf, isShardflowError, type ActorContext, type Behavior, type Cancel, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
 import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
 import type { RobotsFetch } from '../crawler/httpFetch.js';
-import { AppliedMarks } from '../partition/appliedMarks.js';
-import { feedMailbox, type Deliveries } from '../partition/inbox.js';
-import { Outbox } from '../partition/outbox.js';
+import { openPartitionOutbox, partitionMarks } from '../partition/streams.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, type FrontierEntry, type RobotsRecord } from '../partition/schema.js';
 import { resolveCrawlPolicyOptions, type CrawlPolicyOptions, type ResolvedCrawlPolicyOptions } from './crawlPolicyOptions.js';
@@ -72,8 +66,8 @@ interface CachedRobots {
 
 interface CrawlPolicyState {
   readonly store: Store;
-  readonly outbox: Outbox;
-  readonly marks: AppliedMarks;
+  readonly outbox: StreamOutbox;
+  readonly marks: StreamMarks;
   readonly consumer: Consumer;
   readonly feed: Subscription;
   readonly hosts: Map<string, HostState>;
@@ -136,15 +130,15 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     kind: 'crawl-policy',
     async start(ctx) {
       const store = await env.store.acquire();
-      let outbox: Outbox | undefined;
+      let outbox: StreamOutbox | undefined;
       let consumer: Consumer | undefined;
       try {
-        outbox = await Outbox.open({ store, broker: env.broker, owner, producer: producerId(`${owner}@${env.partition}`), counters: env.counters });
+        outbox = await openPartitionOutbox(env, store, owner);
         consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 256 });
         const c = consumer;
-        const feed = feedMailbox(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
+        const feed = feedDeliveries(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
         const state: CrawlPolicyState = {
-          store, outbox, consumer: c, feed, marks: new AppliedMarks(store, owner),
+          store, outbox, consumer: c, feed, marks: partitionMarks(store, owner),
           hosts: new Map(), ready: new Set(), requested: new Map(), due: dueHeap(),
           robots: new Map(), robotsFetching: new Set(), dropped: new Set(),
           timer: undefined, held: 0, seq: 0, stopped: false,
@@ -366,7 +360,9 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     const batch = state.store.batch();
     const overlay = new Map<string, FrontierEntry>();
     for (const m of d.messages) {
-      if (await state.marks.applied(m.producer, m.sequence)) continue;
+      // A redelivery is skipped; so is a message of a fenced-off older producer incarnation,
+      // which the indexer dead-letters with the reason on its own subscription.
+      if ((await state.marks.classify(m.producer, m.sequence)).kind !== 'new') continue;
       let results: readonly FetchResult[] = [];
       try {
         results = fetchCodec.decode(m.payload).results;

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError } from '../../index.js';
 import type { RobotsFetch } from '../crawler/httpFetch.js';
 import type { CrawlBudget } from './crawlBudget.js';
 import type { CrawlScope } from './crawlScope.js';

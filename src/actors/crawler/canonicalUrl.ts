@@ -1,4 +1,4 @@
-import { InvalidUrlError } from '../../errors.js';
+import { InvalidUrlError } from '../../index.js';
 
 /**
  * The crawler's URL canonicalisation, so that one page has one key. Every URL that enters

@@ -1,15 +1,11 @@
-import type { PayloadTooLargeError } from '../../errors.js';
+import { topic, topicName, type Broker, type Consumer, type Producer } from '../../runtime/brokers/index.js';
+import { feedDeliveries, messageKey, partitionId, producerId, sequence, type Behavior, type Deliveries, type FlowCounters, type PayloadTooLargeError } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
+import type { Partitioner } from '../partition/hostPartitioner.js';
 import { randomUUID } from 'node:crypto';
 import type { Subscription } from 'rxjs';
-import type { Behavior } from '../../runtime/actor/index.js';
-import type { Broker, Consumer, Producer } from '../../runtime/brokers/broker.js';
-import { producerId, partitionId, sequence } from '../../runtime/ids.js';
-import type { Partitioner } from '../../runtime/partitioner.js';
-import { Namespaces, topic, topicName } from '../../runtime/topics.js';
 import type { Logger } from 'pino';
 import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
-import { messageKey, type FlowCounters } from '../progress.js';
-import { feedMailbox, type Deliveries } from '../partition/inbox.js';
 import type { HttpFetcher } from './httpFetch.js';
 
 /**
@@ -86,7 +82,7 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
           receiverQueueSize: 16,
         });
         consumers.push(c);
-        feeds.push(feedMailbox(c, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 16, maxDelayMs: 2 }));
+        feeds.push(feedDeliveries(c, (d) => ctx.self.tell(d), ctx.fail, { maxCount: 16, maxDelayMs: 2 }));
       }
       return { consumers, feeds, producers: new Map(), producerName: producerId(`${options.name}/${randomUUID()}`), sequences: new Map() };
     },

@@ -1,7 +1,7 @@
 import { Parser } from 'htmlparser2';
 import type { LinkFeatures, Outlink } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
-import { hostOf } from '../../runtime/partitioner.js';
+import { hostOf } from '../../index.js';
 
 /** What `extractLinks` found in a page. */
 export interface ExtractedLinks {

@@ -1,8 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
-import { InvalidUrlError, isShardflowError } from '../../errors.js';
-import { hostOf } from '../../runtime/partitioner.js';
+import { hostOf, InvalidUrlError, isShardflowError } from '../../index.js';
 import type { FetchResult } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
 import { decodeBody } from './decodeBody.js';

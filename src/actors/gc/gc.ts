@@ -1,18 +1,13 @@
 import { Packr } from 'msgpackr';
-import type { ActorContext, ActorRef, Behavior } from '../../runtime/actor/index.js';
-import type { Cancel } from '../../runtime/clock.js';
-import { producerId } from '../../runtime/ids.js';
-import { hostOf } from '../../runtime/partitioner.js';
-import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
-import { InvalidArgumentError } from '../../errors.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
+import { decodeFloat64s, encodeFloat64s, encodeInt64, hostOf, InvalidArgumentError, type ActorContext, type ActorRef, type Behavior, type Cancel, type StreamOutbox } from '../../index.js';
 import type { LinkOp } from '../messages.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { DROPPED_HOST_PREFIX } from '../crawlPolicy/crawlPolicy.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
 import { enqueueLinkOps } from '../partition/linkOps.js';
-import { Outbox } from '../partition/outbox.js';
+import { openPartitionOutbox } from '../partition/streams.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, Counters, linkPrefix, splitLinkKey, type GcRecord, type PageRecord } from '../partition/schema.js';
 import { gcLogKey } from './gcLogKey.js';
@@ -76,7 +71,7 @@ type GcReply = GcSweepReport | DropHostReport | void;
 
 interface GcState {
   readonly store: Store;
-  readonly outbox: Outbox;
+  readonly outbox: StreamOutbox;
   timer: Cancel | undefined;
   stopped: boolean;
 }
@@ -132,7 +127,7 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
     async start(ctx) {
       const store = await env.store.acquire();
       try {
-        const outbox = await Outbox.open({ store, broker: env.broker, owner, producer: producerId(`${owner}@${env.partition}`), counters: env.counters });
+        const outbox = await openPartitionOutbox(env, store, owner);
         const state: GcState = { store, outbox, timer: undefined, stopped: false };
         for await (const [key] of store.iterate(ColumnFamilies.meta, { prefix: DROPPING_PREFIX, keysOnly: true })) {
           const host = key.toString('utf8').slice(DROPPING_PREFIX.length);

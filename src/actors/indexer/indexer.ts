@@ -1,15 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
-import type { Behavior } from '../../runtime/actor/index.js';
-import { Namespaces } from '../../runtime/topics.js';
-import { decodeFloat64s, encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
+import { applyExactlyOnce, decodeFloat64s, encodeFloat64s, encodeInt64, type Behavior, type Deliveries, type StreamOutbox } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
 import { fetchCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outlink } from '../messages.js';
 import { DEFAULT_MAX_OUTLINKS, extractLinksChunked } from '../crawler/extractLinks.js';
 import type { PartitionEnv } from '../partition/env.js';
-import { applyExactlyOnce, type Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
-import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkKey, linkKeyOrder, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
@@ -39,7 +36,7 @@ export interface IndexerOptions {
   readonly maxOutlinksPerPage?: number;
 }
 
-type IndexerState = SubscribedState & { readonly outbox: Outbox };
+type IndexerState = SubscribedState & { readonly outbox: StreamOutbox };
 
 /**
  * Messages of the indexer: fetch results from `fetches/<p>`, and `republish-links`, the

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Partitioner } from '../../runtime/partitioner.js';
+import type { Partitioner } from '../partition/hostPartitioner.js';
 import { grown } from './grown.js';
 import { KeyArena } from './keyArena.js';
 

@@ -1,10 +1,10 @@
-import type { Partitioner } from '../../runtime/partitioner.js';
-import { partitionId } from '../../runtime/ids.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
+import { topic } from '../../runtime/brokers/index.js';
 import { gatherKeys, packKeys, type PackedKeys, type WriteBatch } from '../../storage/index.js';
+import { partitionId, type StreamOutbox } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
+import type { Partitioner } from '../partition/hostPartitioner.js';
 import type { KeyArena } from './keyArena.js';
 import { contributionCodec } from '../messages.js';
-import type { Outbox } from '../partition/outbox.js';
 
 /** Most (url, delta) entries per `metrics/<q>` message. */
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
@@ -51,7 +51,7 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
  * @returns messages enqueued per partition
  */
 export async function enqueuePartitionContributions(
-  outbox: Outbox,
+  outbox: StreamOutbox,
   batch: WriteBatch,
   round: number,
   per: readonly PartitionContributions[],
@@ -97,7 +97,7 @@ export async function enqueuePartitionContributions(
  * @returns messages enqueued per partition
  */
 export async function enqueueContributions(
-  outbox: Outbox,
+  outbox: StreamOutbox,
   batch: WriteBatch,
   partitioner: Partitioner,
   round: number,

@@ -1,5 +1,4 @@
-import type { ActorRef } from '../../runtime/actor/index.js';
-import type { Clock } from '../../runtime/clock.js';
+import type { ActorRef, Clock } from '../../index.js';
 import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RoundApplied } from './metricActor.js';
 
 /** Options of `converge`. */

@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
-import { hostOf } from '../../runtime/partitioner.js';
 import type { Store } from '../../storage/index.js';
+import { hostOf } from '../../index.js';
 import { walkLivePages } from '../partition/livePages.js';
 import { ColumnFamilies, HOST_INDEX_TOTAL, type HostIndexTotal, type HostRecord } from '../partition/schema.js';
 

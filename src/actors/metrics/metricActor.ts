@@ -1,19 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Packr } from 'msgpackr';
-import type { ActorContext, Behavior } from '../../runtime/actor/index.js';
-import type { Broker, BrokerMessage } from '../../runtime/brokers/broker.js';
-import type { Cancel } from '../../runtime/clock.js';
-import { Namespaces } from '../../runtime/topics.js';
-import { decodeFloat64s, decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
+import type { Broker, BrokerMessage } from '../../runtime/brokers/index.js';
 import type { PackedKeys, Snapshot, Store, WriteBatch } from '../../storage/index.js';
-import { ActorStoppedError, isShardflowError } from '../../errors.js';
+import { ActorStoppedError, decodeFloat64s, decodeInt64, encodeInt64, isShardflowError, messageKey, type ActorContext, type Behavior, type Cancel, type Deliveries, type StreamOutbox } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
 import { contributionCodec, type ContributionBatch } from '../messages.js';
-import { messageKey } from '../progress.js';
 import { PendingContributions } from './pendingContributions.js';
 import type { PartitionEnv } from '../partition/env.js';
-import type { Deliveries } from '../partition/inbox.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
-import type { Outbox } from '../partition/outbox.js';
 import { ColumnFamilies, Counters, linkPrefix, roundKey } from '../partition/schema.js';
 import { emptyTargetContributions, enqueuePartitionContributions, type PartitionContributions } from './contributions.js';
 import type { Adjacency, AdjacencyCache } from './adjacencyCache.js';
@@ -123,7 +117,7 @@ export function sumCounts(counts: readonly PartitionCounts[]): PartitionCounts {
 }
 
 type MetricState = SubscribedState & {
-  readonly outbox: Outbox;
+  readonly outbox: StreamOutbox;
   readonly rounds: RoundBook;
   /** The in-memory copy of `ranks`, when valid (see RankMirror). */
   readonly mirror: { current: RankMirror | undefined };
@@ -462,8 +456,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { pending, consumer } = state;
     const cache = env.adjacency;
     for (const m of deliveries.messages) {
-      if (await state.marks.applied(m.producer, m.sequence)) {
-        await consumer.ack(m); // committed before (a redelivery after a lost ack)
+      const verdict = await state.marks.classify(m.producer, m.sequence);
+      if (verdict.kind !== 'new') {
+        // committed before (a redelivery after a lost ack), or from a fenced-off older
+        // producer incarnation: dead-lettered with the reason, its mark left as it is
+        if (verdict.kind === 'applied') await consumer.ack(m);
+        else await consumer.deadLetter(m, verdict.reason);
         env.counters.onSettled(Namespaces.metrics, messageKey(m));
         continue;
       }

@@ -1,8 +1,6 @@
-import type { BrokerMessage } from '../../runtime/brokers/broker.js';
-import type { ProducerId, Sequence } from '../../runtime/ids.js';
-import { encodeFloat64s } from '../../operators/mergeOperators.js';
+import type { BrokerMessage } from '../../runtime/brokers/index.js';
 import type { WriteBatch } from '../../storage/index.js';
-import type { AppliedMarks } from '../partition/appliedMarks.js';
+import { encodeFloat64s, type ProducerId, type Sequence, type StreamMarks } from '../../index.js';
 import { ColumnFamilies, roundKey } from '../partition/schema.js';
 import { grown } from './grown.js';
 
@@ -107,10 +105,10 @@ export class PendingContributions {
   /**
    * Adds the marks and round counts to `batch` (the batch that also carries the deltas,
    * which the caller writes as merges from `slots` and `delta`). Nothing is emptied: if
-   * `batch` fails to commit, the actor must restart (see AppliedMarks), and its stop()
+   * `batch` fails to commit, the actor must restart (see StreamMarks), and its stop()
    * finds these messages still `uncommitted`.
    */
-  record(batch: WriteBatch, marks: AppliedMarks): void {
+  record(batch: WriteBatch, marks: StreamMarks): void {
     for (const [producer, seq] of this.#marks) marks.record(batch, producer, seq);
     for (const [round, { messages, mass }] of this.#rounds) batch.merge(ColumnFamilies.rounds, roundKey(round), encodeFloat64s(messages, mass));
   }

@@ -1,10 +1,9 @@
-import type { Broker } from '../../runtime/brokers/broker.js';
-import type { PartitionId } from '../../runtime/ids.js';
-import type { Partitioner } from '../../runtime/partitioner.js';
+import type { Broker } from '../../runtime/brokers/index.js';
+import type { FlowCounters, PartitionId } from '../../index.js';
+import type { Partitioner } from './hostPartitioner.js';
 import type { Logger } from 'pino';
 import type { Mutex } from 'async-mutex';
 import type { AdjacencyCache } from '../metrics/adjacencyCache.js';
-import type { FlowCounters } from '../progress.js';
 import type { PartitionStoreHandle } from './partitionStore.js';
 
 /**

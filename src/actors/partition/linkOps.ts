@@ -1,9 +1,9 @@
-import { partitionId } from '../../runtime/ids.js';
-import type { Partitioner } from '../../runtime/partitioner.js';
-import { Namespaces, topic } from '../../runtime/topics.js';
+import { topic } from '../../runtime/brokers/index.js';
 import type { WriteBatch } from '../../storage/index.js';
+import { partitionId, type StreamOutbox } from '../../index.js';
+import { Namespaces } from '../namespaces.js';
+import type { Partitioner } from './hostPartitioner.js';
 import { linkOpCodec, type LinkOp } from '../messages.js';
-import type { Outbox } from './outbox.js';
 
 /** Most link operations per `links/<q>` message. */
 export const LINK_OPS_PER_MESSAGE = 512;
@@ -13,7 +13,7 @@ export const LINK_OPS_PER_MESSAGE = 512;
  * that owns each target's host, at most LINK_OPS_PER_MESSAGE per message, in order per
  * partition. Used by every writer of outlinks (the indexer, the garbage collector).
  */
-export async function enqueueLinkOps(outbox: Outbox, batch: WriteBatch, partitioner: Partitioner, ops: readonly LinkOp[]): Promise<void> {
+export async function enqueueLinkOps(outbox: StreamOutbox, batch: WriteBatch, partitioner: Partitioner, ops: readonly LinkOp[]): Promise<void> {
   const byPartition = new Map<number, LinkOp[]>();
   for (const op of ops) {
     const q = partitioner.forUrl(op.target);

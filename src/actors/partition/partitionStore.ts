@@ -1,5 +1,4 @@
-import { Store } from '../../storage/store.js';
-import type { SharedResources } from '../../storage/resources.js';
+import { Store, type SharedResources } from '../../storage/index.js';
 import { partitionColumnFamilies } from './schema.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
-import { encodeFloat64s, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
+import { encodeFloat64s, encodeInt64 } from '../../index.js';
 import { ChunkCursor } from '../metrics/chunkCursor.js';
 import { ColumnFamilies, Counters, type FrontierEntry, type PageRecord } from './schema.js';
 

@@ -1,6 +1,5 @@
-import { float64Add, int64Add } from '../../operators/mergeOperators.js';
-import { ttl } from '../../operators/compactionFilters.js';
 import type { ColumnFamilyOptions } from '../../storage/index.js';
+import { float64Add, int64Add, ttl } from '../../index.js';
 
 /**
  * The column families of one partition's RocksDB store and how their keys and values are
@@ -8,6 +7,9 @@ import type { ColumnFamilyOptions } from '../../storage/index.js';
  * so their iterators walk pages in the same order: the metric actor traverses them in step
  * without random reads. A 0x00 byte separates the two URLs of a link key; URLs never hold
  * one, and it sorts before every other byte, so a page's links come right after the page.
+ * `outbox` and `meta` hold the framework's stream bookkeeping (`StreamOutbox` rows, seq
+ * big-endian; `StreamMarks` marks and outbox sequences, int64 LE) under the framework's keys,
+ * in these two families (streams.ts).
  *
  * | family    | key                  | value                                          | merge       |
  * |-----------|----------------------|------------------------------------------------|-------------|
@@ -21,9 +23,9 @@ import type { ColumnFamilyOptions } from '../../storage/index.js';
  * | gcLog     | removedAt (BE) url   | msgpack GcRecord: what the GC removed and why  | (put), TTL  |
  * | counters  | name                 | int64 LE                                       | int64 add   |
  * | rounds    | round (uint32 BE)    | float64 LE [messages applied, mass applied]    | float64 add |
- * | outbox    | topic 0x00 seq (BE)  | payload bytes to publish                       | (put)       |
+ * | outbox    | owner|topic 0x00 seq | payload bytes to publish                       | (put)       |
  * | hosts     | host                 | msgpack HostRecord: pages, sum and max score   | (put)       |
- * | meta      | name                 | applied marks, next sequences, partitioner     | (put)       |
+ * | meta      | name                 | applied marks, outbox sequences, shape, rounds | (put)       |
  */
 export const ColumnFamilies = Object.freeze({
   pages: 'pages',
@@ -234,23 +236,4 @@ export function roundKey(round: number): Buffer {
   const key = Buffer.allocUnsafe(4);
   key.writeUInt32BE(round, 0);
   return key;
-}
-
-/** Key of an outbox entry: topic name, 0x00, sequence as 8-byte big-endian (so keys sort by sequence). */
-export function outboxKey(topic: string, seq: number): Buffer {
-  const n = Buffer.byteLength(topic, 'utf8');
-  const key = Buffer.allocUnsafe(n + 9);
-  key.write(topic, 0, 'utf8');
-  key[n] = SEP;
-  // seq < 2^53: high and low 32-bit halves, big-endian (no BigInt per key).
-  key.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), n + 1);
-  key.writeUInt32BE(seq >>> 0, n + 5);
-  return key;
-}
-
-/** Inverse of `outboxKey`. */
-export function parseOutboxKey(key: Uint8Array): { topic: string; seq: number } {
-  const i = key.indexOf(SEP);
-  const buf = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
-  return { topic: utf8d.decode(key.subarray(0, i)), seq: Number(buf.readBigUInt64BE(i + 1)) };
 }

@@ -1,22 +1,19 @@
 import type { Subscription } from 'rxjs';
-import type { ActorContext } from '../../runtime/actor/index.js';
-import type { Consumer } from '../../runtime/brokers/broker.js';
-import { producerId } from '../../runtime/ids.js';
-import { topic, type Namespace } from '../../runtime/topics.js';
+import { topic, type Consumer } from '../../runtime/brokers/index.js';
 import type { Store } from '../../storage/index.js';
-import { AppliedMarks } from './appliedMarks.js';
+import { feedDeliveries, type ActorContext, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
+import type { Namespace } from '../namespaces.js';
 import type { PartitionEnv } from './env.js';
-import { feedMailbox, type Deliveries } from './inbox.js';
-import { Outbox } from './outbox.js';
+import { openPartitionOutbox, partitionMarks } from './streams.js';
 
 /** The resources of a partition actor that consumes one topic of its partition. */
 export interface SubscribedState {
   readonly store: Store;
-  readonly marks: AppliedMarks;
+  readonly marks: StreamMarks;
   readonly consumer: Consumer;
   readonly feed: Subscription;
   /** Present when the actor sends messages (`withOutbox`). */
-  readonly outbox?: Outbox;
+  readonly outbox?: StreamOutbox;
 }
 
 /** Options of `openSubscribed`. */
@@ -40,18 +37,18 @@ export interface SubscribedOptions {
  */
 export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, options: SubscribedOptions): Promise<SubscribedState> {
   const store = await env.store.acquire();
-  let outbox: Outbox | undefined;
+  let outbox: StreamOutbox | undefined;
   try {
     if (options.withOutbox) {
-      outbox = await Outbox.open({ store, broker: env.broker, owner: options.owner, producer: producerId(`${options.owner}@${env.partition}`), counters: env.counters });
+      outbox = await openPartitionOutbox(env, store, options.owner);
     }
     const consumer = await env.broker.subscribe(topic(options.namespace, env.partition), {
       subscription: options.owner,
       type: 'failover',
       receiverQueueSize: options.receiverQueueSize,
     });
-    const feed = feedMailbox(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
-    return { store, consumer, feed, marks: new AppliedMarks(store, options.owner), ...(outbox ? { outbox } : {}) };
+    const feed = feedDeliveries(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
+    return { store, consumer, feed, marks: partitionMarks(store, options.owner), ...(outbox ? { outbox } : {}) };
   } catch (err) {
     await outbox?.close();
     await env.store.release();

@@ -29,6 +29,7 @@ export type { PulsarBrokerOptions } from './pulsar/broker.js';
 export { connectBroker, freshBrokerIdentity } from './connect.js';
 export type { BrokerIdentity } from './identity.js';
 export { deleteBrokerScope, describeBrokerScope, listBrokerScopes, BrokerScopeInUseError } from './scope.js';
+export { brokerKind } from './scope.js';
 export type { BrokerScopeOptions, BrokerScopeRemoval, BrokerScopeContents } from './scope.js';
 
 // Interceptors (batching, compression), composed around any producer or consumer

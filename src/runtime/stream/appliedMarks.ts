@@ -2,7 +2,7 @@ import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { ProducerId, Sequence } from '../ids.js';
 import { sequenceEpoch } from './producerEpoch.js';
-import { StreamColumnFamilies } from './reserved.js';
+import { StreamColumnFamilies, type StreamColumnFamilyNames } from './reserved.js';
 
 /** What `StreamMarks.classify` says of a delivered message. */
 export type MarkVerdict =
@@ -17,9 +17,9 @@ const APPLIED: MarkVerdict = Object.freeze({ kind: 'applied' });
 
 /**
  * Exactly-once effects over an at-least-once broker: the highest applied (epoch-packed)
- * sequence per producer, kept in `sf.meta` under `applied 0x00 <consumer> 0x00 <producer>`
- * (int64 LE, the web index's layout: its marks read as epoch 0) and written in the same
- * write batch as the effects, before the ack.
+ * sequence per producer, kept in the meta family (`sf.meta` unless given another) under
+ * `applied 0x00 <consumer> 0x00 <producer>` (int64 LE; marks written without epochs read as
+ * epoch 0) and written in the same write batch as the effects, before the ack.
  *
  * Requires per-producer order on a topic, which every broker gives (broker.ts). One writer
  * per `consumer` name and store: the cache is valid only for the incarnation that owns it
@@ -27,7 +27,16 @@ const APPLIED: MarkVerdict = Object.freeze({ kind: 'applied' });
  */
 export class StreamMarks {
   readonly #cache = new Map<string, number>();
-  constructor(readonly store: Store, readonly consumer: string) {}
+  readonly #family: string;
+
+  /**
+   * @param store the store that holds the marks and the effects they guard
+   * @param consumer names this set of marks (a stage, an actor kind such as `indexer`)
+   * @param columnFamilies where the marks live: its `meta` family (default `sf.meta`), which must exist in `store`
+   */
+  constructor(readonly store: Store, readonly consumer: string, columnFamilies: Pick<StreamColumnFamilyNames, 'meta'> = StreamColumnFamilies) {
+    this.#family = columnFamilies.meta;
+  }
 
   #key(producer: ProducerId): string {
     return `applied\u0000${this.consumer}\u0000${producer}`;
@@ -37,7 +46,7 @@ export class StreamMarks {
   async mark(producer: ProducerId): Promise<number> {
     const cached = this.#cache.get(producer);
     if (cached !== undefined) return cached;
-    const v = await this.store.get(StreamColumnFamilies.meta, this.#key(producer));
+    const v = await this.store.get(this.#family, this.#key(producer));
     const mark = v ? Number(decodeInt64(v)) : -1;
     this.#cache.set(producer, mark);
     return mark;
@@ -70,7 +79,7 @@ export class StreamMarks {
 
   /** Adds the new mark to `batch` (the batch that carries the message's effects) and to the cache. */
   record(batch: WriteBatch, producer: ProducerId, seq: Sequence): void {
-    batch.put(StreamColumnFamilies.meta, this.#key(producer), encodeInt64(seq));
+    batch.put(this.#family, this.#key(producer), encodeInt64(seq));
     this.#cache.set(producer, seq);
   }
 }

@@ -4,7 +4,7 @@ import { topicName, type Topic } from '../topics.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { FlowCounters } from './flowCounters.js';
-import { StreamColumnFamilies, outboxKey, parseOutboxKey } from './reserved.js';
+import { StreamColumnFamilies, outboxKey, parseOutboxKey, type StreamColumnFamilyNames } from './reserved.js';
 
 /** What `StreamOutbox.open` needs. */
 export interface StreamOutboxOptions {
@@ -15,6 +15,11 @@ export interface StreamOutboxOptions {
   /** Producer name on the broker, stable across restarts (e.g. `count@3`). */
   readonly producer: ProducerId;
   readonly counters: FlowCounters;
+  /**
+   * The column families of the outbox rows and of the sequences (default
+   * `StreamColumnFamilies`: `sf.outbox`, `sf.meta`); both must exist in `store`.
+   */
+  readonly columnFamilies?: StreamColumnFamilyNames;
 }
 
 interface Pending {
@@ -24,27 +29,33 @@ interface Pending {
 }
 
 /**
- * The transactional outbox of a stream stage: messages a stage emits as the effect of a
- * batch are written to `sf.outbox` in the same RocksDB write batch as the batch's other
- * effects, with their sequence numbers, and published after the commit. A crash between
- * commit and publish is repaired by `open`, which publishes what is left; a crash between
- * publish and the delete of the rows publishes them twice with the same
- * `(producer, sequence)`, which the receivers' applied marks skip. Sequences per topic are
- * kept in `sf.meta` (`seq 0x00 <owner> 0x00 <topic>`) in the same batch, so they never go
- * back (epoch 0 in the terms of producerEpoch.ts).
+ * The transactional outbox (of a stream stage, or of any actor that owns a store): messages
+ * sent as the effect of a batch are written to the outbox family (`sf.outbox` unless
+ * `columnFamilies` names another; key `<owner>|<topic> 0x00 seq (BE)`, see reserved.ts) in
+ * the same RocksDB write batch as the batch's other effects, with their sequence numbers,
+ * and published after the commit. A crash between commit and publish is repaired by `open`,
+ * which publishes what is left; a crash between publish and the delete of the rows
+ * publishes them twice with the same `(producer, sequence)`, which the receivers' applied
+ * marks skip. Sequences per topic are kept in the meta family (`sf.meta`;
+ * `seq 0x00 <owner> 0x00 <topic>`, int64 LE) in the same batch, so they never go back
+ * (epoch 0 in the terms of producerEpoch.ts).
  */
 export class StreamOutbox {
   readonly #producers = new Map<string, Producer>();
   readonly #next = new Map<string, number>();
   #pending: Pending[] = [];
 
-  private constructor(readonly options: StreamOutboxOptions) {}
+  readonly #families: StreamColumnFamilyNames;
+
+  private constructor(readonly options: StreamOutboxOptions) {
+    this.#families = options.columnFamilies ?? StreamColumnFamilies;
+  }
 
   /** Opens the outbox and publishes rows a previous incarnation left. @throws the store's and broker's errors */
   static async open(options: StreamOutboxOptions): Promise<StreamOutbox> {
     const outbox = new StreamOutbox(options);
     const prefix = `${options.owner}|`;
-    for await (const [key, value] of options.store.iterate(StreamColumnFamilies.outbox, { prefix })) {
+    for await (const [key, value] of options.store.iterate(outbox.#families.outbox, { prefix })) {
       const { topic, seq } = parseOutboxKey(key);
       outbox.#pending.push({ topic: parseTopic(topic.slice(prefix.length)), seq, payload: value });
     }
@@ -65,12 +76,12 @@ export class StreamOutbox {
     const name = topicName(topic);
     let seq = this.#next.get(name);
     if (seq === undefined) {
-      const stored = await this.options.store.get(StreamColumnFamilies.meta, this.#metaKey(name));
+      const stored = await this.options.store.get(this.#families.meta, this.#metaKey(name));
       seq = stored ? Number(decodeInt64(stored)) : 0;
     }
     this.#next.set(name, seq + 1);
-    batch.put(StreamColumnFamilies.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);
-    batch.put(StreamColumnFamilies.meta, this.#metaKey(name), encodeInt64(seq + 1));
+    batch.put(this.#families.outbox, outboxKey(`${this.options.owner}|${name}`, seq), payload);
+    batch.put(this.#families.meta, this.#metaKey(name), encodeInt64(seq + 1));
     this.#pending.push({ topic, seq, payload });
     return seq;
   }
@@ -87,7 +98,7 @@ export class StreamOutbox {
       const key = { producer: this.options.producer, topic: name, sequence: m.seq };
       const producer = await this.#producer(m.topic);
       await counters.sending(m.topic.namespace, key, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
-      done.delete(StreamColumnFamilies.outbox, outboxKey(`${owner}|${name}`, m.seq));
+      done.delete(this.#families.outbox, outboxKey(`${owner}|${name}`, m.seq));
     }
     await store.write(done);
   }

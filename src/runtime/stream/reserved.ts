@@ -17,6 +17,17 @@ export const StreamColumnFamilies = Object.freeze({
   outbox: 'sf.outbox',
 } as const);
 
+/**
+ * Which column families of a store hold the stream bookkeeping: `meta` (applied marks and
+ * outbox sequences, keys as in the table above) and `outbox` (outbox rows). Stages use
+ * `StreamColumnFamilies` (`sf.meta`, `sf.outbox`); an application that opens its own stores
+ * names its own (for example `meta` and `outbox`); keys and values are the same.
+ */
+export interface StreamColumnFamilyNames {
+  readonly meta: string;
+  readonly outbox: string;
+}
+
 /** Prefix of the framework's reserved column family names. */
 export const RESERVED_PREFIX = 'sf.';
 

@@ -1,4 +1,4 @@
-/** Promise helpers for work that a stop (a signal, a watchdog) may cut short. */
+/** Promise helpers for web-index work that a stop (a signal, a watchdog) may cut short. */
 
 /**
  * Resolves or rejects as `work` does, or rejects as soon as one of `stops` does (a watchdog's

@@ -1,0 +1,35 @@
+import type { Store } from '../../storage/index.js';
+import { producerId, StreamMarks, StreamOutbox, type StreamColumnFamilyNames } from '../../index.js';
+import type { PartitionEnv } from './env.js';
+import { ColumnFamilies } from './schema.js';
+
+/**
+ * Where a partition store keeps the framework's stream bookkeeping: applied marks and outbox
+ * sequences in `meta`, outbox rows in `outbox` (the web index's own names, from before the
+ * framework reserved `sf.*`; keys and values are the framework's, see schema.ts).
+ */
+export const PARTITION_STREAM_FAMILIES: StreamColumnFamilyNames = Object.freeze({
+  meta: ColumnFamilies.meta,
+  outbox: ColumnFamilies.outbox,
+});
+
+/**
+ * Opens the transactional outbox of actor `owner` (e.g. `indexer`) in its partition's store,
+ * as broker producer `<owner>@<partition>`, and publishes what a previous incarnation left.
+ * @throws the store's and the broker's errors
+ */
+export function openPartitionOutbox(env: PartitionEnv, store: Store, owner: string): Promise<StreamOutbox> {
+  return StreamOutbox.open({
+    store,
+    broker: env.broker,
+    owner,
+    producer: producerId(`${owner}@${env.partition}`),
+    counters: env.counters,
+    columnFamilies: PARTITION_STREAM_FAMILIES,
+  });
+}
+
+/** The applied marks of consumer `owner` (e.g. `indexer`) in a partition store. */
+export function partitionMarks(store: Store, owner: string): StreamMarks {
+  return new StreamMarks(store, owner, PARTITION_STREAM_FAMILIES);
+}

@@ -82,7 +82,8 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
       newMarks.set(m.producer, m.sequence);
       continue;
     }
-    const reason = await applyMessage(value, m);
+    const applied = applyMessage(value, m);
+    const reason = typeof applied === 'object' ? await applied : applied;
     if (reason === undefined) values.push(value);
     else deadLetter(m, reason);
     marks.advance(m.producer, m.sequence);

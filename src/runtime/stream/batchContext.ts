@@ -20,10 +20,11 @@ export interface BatchContext {
    * its effects stay, or the dead-letter reason when they were taken back (writes rolled back
    * to the save point, emits dropped): the handler called `ctx.deadLetter(reason)`, or threw
    * and `onError` (default `defaultMessageErrorDecision`) said `'dead-letter'`.
+   * A promise only when the handler returned one (a synchronous handler costs no microtask).
    * @throws the handler's error when the decision is `'fail'`; what `onError` throws;
    *   StoreBusyError when a read the handler left in flight keeps the batch from rolling back
    */
-  applyMessage(value: unknown, message: BrokerMessage): Promise<string | undefined>;
+  applyMessage(value: unknown, message: BrokerMessage): string | undefined | Promise<string | undefined>;
 }
 
 /**
@@ -91,22 +92,13 @@ export function batchContext(
     },
   };
 
-  const applyMessage = async (value: unknown, message: BrokerMessage): Promise<string | undefined> => {
-    if (!def.onMessage) return undefined;
-    batch.setSavePoint();
-    const emits = emitted.length;
-    const scope: { reason: string | undefined } = { reason: undefined };
-    current = scope;
-    try {
-      await def.onMessage(context, value, message);
-    } catch (err) {
-      // An explicit ctx.deadLetter stands even when the handler threw after it.
-      if (scope.reason === undefined) {
-        if (decideMessageError(def.onError, err, value, message) === 'fail') throw err;
-        scope.reason = errorReason(err);
-      }
-    } finally {
-      current = undefined;
+  /** Closes the save point of the message `scope` belongs to (see `applyMessage`). */
+  const settle = (scope: { reason: string | undefined }, emits: number, value: unknown, message: BrokerMessage, threw: boolean, err: unknown): string | undefined => {
+    current = undefined;
+    // An explicit ctx.deadLetter stands even when the handler threw after it.
+    if (threw && scope.reason === undefined) {
+      if (decideMessageError(def.onError, err, value, message) === 'fail') throw err;
+      scope.reason = errorReason(err);
     }
     if (scope.reason === undefined) {
       batch.popSavePoint();
@@ -115,6 +107,27 @@ export function batchContext(
       emitted.length = emits;
     }
     return scope.reason;
+  };
+
+  const applyMessage = (value: unknown, message: BrokerMessage): string | undefined | Promise<string | undefined> => {
+    if (!def.onMessage) return undefined;
+    batch.setSavePoint();
+    const emits = emitted.length;
+    const scope: { reason: string | undefined } = { reason: undefined };
+    current = scope;
+    let returned: void | Promise<void>;
+    try {
+      returned = def.onMessage(context, value, message);
+    } catch (err) {
+      return settle(scope, emits, value, message, true, err);
+    }
+    if (returned !== undefined && typeof (returned as PromiseLike<void>).then === 'function') {
+      return Promise.resolve(returned).then(
+        () => settle(scope, emits, value, message, false, undefined),
+        (err: unknown) => settle(scope, emits, value, message, true, err),
+      );
+    }
+    return settle(scope, emits, value, message, false, undefined);
   };
 
   return { context, batch, emitted, applyMessage };

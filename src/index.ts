@@ -3,12 +3,14 @@
  * grouped by section, nothing re-exported wholesale). What is not exported here or from a
  * subpath (`shardflow/storage`, `shardflow/brokers`, `shardflow/testing`) is internal and may
  * change without notice. docs/ARCHITECTURE.md describes the layers.
+ *
+ * @module shardflow
  */
 
 /* Topologies: namespaces, stages, starting them */
 export { Topology } from './runtime/topology/topology.js';
 export type { StageTypes } from './runtime/topology/topology.js';
-export { DEFAULT_STAGE_SUPERVISION } from './runtime/topology/running.js';
+export { DEFAULT_STAGE_SUPERVISION, DEFAULT_QUIESCENCE_TIMEOUT_MS } from './runtime/topology/running.js';
 export type { RunningTopology, TopologyStartOptions } from './runtime/topology/running.js';
 export { defineNamespace } from './runtime/stream/namespace.js';
 export type { NamespaceDef, NamespaceOptions } from './runtime/stream/namespace.js';
@@ -17,6 +19,14 @@ export type { StageBatchReport } from './runtime/stream/applyBatch.js';
 export type { StageCompactionReport } from './runtime/stream/stageCompaction.js';
 export { askWithRetry } from './runtime/topology/askWithRetry.js';
 export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
+
+/* Data dirs: the record of a topology's runs (resume, or refuse with the reason), one run at a time (a lock file with the pid) */
+export { readTopologyRecord, TOPOLOGY_RECORD_FILE } from './runtime/topology/dataDirRecord.js';
+export type { TopologyRecord, RecordedStage } from './runtime/topology/dataDirRecord.js';
+export { TOPOLOGY_LOCK_FILE } from './runtime/topology/topologyDataDir.js';
+export type { TopologyRecovery, UncleanPolicy } from './runtime/topology/topologyDataDir.js';
+export { acquireDataDirLock, lockFileHolder } from './runtime/topology/dataDirLock.js';
+export type { DataDirLock, DataDirLockOptions } from './runtime/topology/dataDirLock.js';
 
 /* Producers from outside a topology (epochs: a restarted producer is never skipped) */
 export { openExternalProducer } from './runtime/topology/externalProducer.js';
@@ -136,3 +146,12 @@ export type { TreeNode, ActorStatus, LifecycleEvent, ErrorSummary } from './runt
 /* An application's own HTTP endpoints: the Host header check against DNS rebinding */
 export { hostHeaderCheck, isLoopbackName } from './runtime/http/hostCheck.js';
 export type { HostCheckOptions } from './runtime/http/hostCheck.js';
+
+/* Types that the signatures above name (exported so consumers and the API reference can name them) */
+export type { StageEntry } from './runtime/topology/topology.js';
+export type { BackoffOptions, RestartLimit, DeciderRule, Decision, ErrorMatcher, ActorSpec, SupervisorSpec } from './runtime/supervision/index.js';
+export type { MailboxOptions, OverflowPolicy, Terminated } from './runtime/actor/index.js';
+export type { ActorInspectionEvent } from './runtime/actor/system.js';
+export type { StartedEvent, StoppedEvent, FailedEvent, RestartedEvent, EscalatedEvent } from './runtime/inspection.js';
+export type { NamespaceFlowSource, TopicFlowSource, TopicFlow } from './runtime/inspection/flowSource.js';
+export type { StoreErrorOptions } from './errors.js';

@@ -17,7 +17,8 @@
  *   float64Add     value/operand: N >= 1 float64, element-wise add; a shorter operand adds to
  *                  the first elements; the result is as long as the longest. Ranks: value
  *                  [x, r], a push writes [r, -r], a contribution writes [0, c]
- *   max / min      value/operand: one float64; the largest / smallest (NaN loses)
+ *   max / min      value/operand: exactly one float64 (no int64 variant); the largest /
+ *                  smallest (NaN loses)
  *   lastWriteWins  value/operand: 8-byte int64 timestamp (ms) + payload; the larger
  *                  timestamp wins, ties go to the later write; an empty payload is a tombstone
  *   set            entries [tag u8: 1 add, 2 remove][LEB128 length][member]; a value holds
@@ -61,10 +62,23 @@ export const int64Add = () => ({ name: 'shardflow.int64_add.v1' }) as const;
  */
 export const float64Add = () => ({ name: 'shardflow.float64_add.v1' }) as const;
 
-/** `shardflow.float64_max.v1`: one LE float64; keeps the largest. Encode with {@link encodeFloat64s}. */
+/**
+ * `shardflow.float64_max.v1`: keeps the largest value. Float64 only: the value and each operand
+ * are exactly one 8-byte LE float64, written with `encodeFloat64s(x)` (one number) and read
+ * with `decodeFloat64s(v)[0]`; an int64 operand from {@link encodeInt64}, or a vector of two
+ * or more numbers, is malformed (skipped and counted in `mergeFaults`). Integers up to 2^53
+ * are exact as float64. There is no int64 max/min operator (native/src/merge/ has only the
+ * float64 pair); for integers, a {@link record} field with the `'max'` rule compares two
+ * msgpack integers as int64. A NaN loses against any number (C++ `std::fmax`).
+ */
 export const max = () => ({ name: 'shardflow.float64_max.v1' }) as const;
 
-/** `shardflow.float64_min.v1`: one LE float64; keeps the smallest. Encode with {@link encodeFloat64s}. */
+/**
+ * `shardflow.float64_min.v1`: keeps the smallest value. Float64 only, like {@link max}: one
+ * 8-byte LE float64 per value and operand, written with `encodeFloat64s(x)`; an int64 operand
+ * is malformed (skipped and counted); for an integer minimum use a {@link record} field with
+ * the `'min'` rule. A NaN loses against any number (C++ `std::fmin`).
+ */
 export const min = () => ({ name: 'shardflow.float64_min.v1' }) as const;
 
 /**
@@ -111,7 +125,14 @@ export function decodeInt64(buf: Uint8Array): bigint {
   return Buffer.from(buf.buffer, buf.byteOffset, 8).readBigInt64LE();
 }
 
-/** N little-endian float64 (N >= 1). */
+/**
+ * Variadic: `encodeFloat64s(a, b, ...)` writes its N >= 1 number arguments as N little-endian
+ * float64 (8 N bytes), in order. Pass numbers, not an array: `encodeFloat64s(x)` for a
+ * {@link max} / {@link min} operand (one number), `encodeFloat64s(x, r)` for a two-element
+ * {@link float64Add} vector; spread an array with `encodeFloat64s(...values)` (or, for many
+ * keys, `WriteBatch.mergeFloat64s`, which takes a `Float64Array` without a Buffer per operand).
+ * @throws RangeError when called with no number
+ */
 export function encodeFloat64s(...xs: number[]): Buffer {
   if (xs.length === 0) throw new RangeError('encodeFloat64s needs at least one number');
   const buf = Buffer.allocUnsafe(8 * xs.length);

@@ -1,4 +1,10 @@
-/** TypeScript API over the native RocksDB addon (native/). */
+/**
+ * `shardflow/storage`: the TypeScript API over the native RocksDB addon (native/): stores with
+ * column families, write batches, snapshots, iteration, a memory budget shared by stores.
+ * docs/storage.md describes the layer (group commit, memory accounting, errors).
+ *
+ * @module shardflow/storage
+ */
 export { Store } from './store.js';
 export type { ColumnFamilyOptions, StoreOptions, WriteOptions, ReadOptions } from './store.js';
 export type { Key, PackedKeys } from './key.js';

@@ -70,7 +70,7 @@ export interface StoreStats {
   /**
    * This store's fixed cost charged to the budget at open: RocksDB bookkeeping outside the
    * cache and memtables, measured at about 768 KiB + 64 KiB per column family (hidden ones
-   * included); see docs/api/Store.md.
+   * included); see docs/storage.md.
    */
   fixedBytes: number;
   memoryBudgetBytes: number;

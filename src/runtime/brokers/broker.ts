@@ -1,6 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { ProducerId, Sequence } from '../ids.js';
 import type { Topic } from '../topics.js';
+import type { BrokerIdentity } from './identity.js';
 
 /**
  * The broker interface that the in-memory, Redis Streams and Pulsar brokers implement.
@@ -27,6 +28,13 @@ import type { Topic } from '../topics.js';
 export interface Broker {
   /** `memory`, `redis` or `pulsar`. */
   readonly kind: string;
+  /**
+   * Where this client's messages live: kind, address and scope (key prefix or tenant; see
+   * identity.ts). A topology's data dir records it, so that a run killed with messages in
+   * flight resumes only on the broker scope that still holds them. Optional so that wrappers
+   * may leave it out; the in-memory, Redis Streams and Pulsar brokers have it.
+   */
+  readonly identity?: BrokerIdentity;
   /** A producer on `topic`. @throws BrokerClosedError after `close()`. */
   producer(topic: Topic, options: ProducerOptions): Promise<Producer>;
   /**

@@ -2,6 +2,8 @@
  * `shardflow/brokers`: the broker interface, its three implementations, the interceptors
  * written once for all of them, and broker scopes (a run's Redis key prefix or Pulsar tenant).
  * See docs/brokers.md.
+ *
+ * @module shardflow/brokers
  */
 
 // The interface

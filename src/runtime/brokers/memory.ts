@@ -2,6 +2,7 @@ import type { Observable } from 'rxjs';
 import { BrokerClosedError, InvalidArgumentError, PayloadTooLargeError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
+import type { BrokerIdentity } from './identity.js';
 import { Delivery } from './internal/delivery.js';
 import {
   DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, oversized, parseSequence, positiveInteger, type RawFields,
@@ -25,6 +26,8 @@ import type {
  */
 export class MemoryBroker implements Broker {
   readonly kind = 'memory';
+  /** `{ kind: 'memory' }`: no address, no scope; nothing of it outlives the process. */
+  readonly identity: BrokerIdentity = Object.freeze({ kind: 'memory' });
   readonly #topics = new Map<string, MemoryTopic>();
   readonly #consumers = new Set<MemoryConsumer>();
   readonly #limits: MemoryLimits;

@@ -5,6 +5,7 @@ import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, Paylo
 import { sequence as toSequence, type ProducerId } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions } from './broker.js';
+import type { BrokerIdentity } from './identity.js';
 import { RedisConsumer, type RedisConsumerTimings } from './redis/consumer.js';
 import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, oversized, positiveInteger } from './internal/malformed.js';
 import { entryFields, toDeadLetter } from './redis/entry.js';
@@ -84,6 +85,8 @@ interface RedisLimits {
  */
 export class RedisStreamsBroker implements Broker {
   readonly kind = 'redis';
+  /** `{ kind: 'redis', url, scope: prefix }`, the url as given to `connect` (default `redis://127.0.0.1:6379`). */
+  readonly identity: BrokerIdentity;
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #timings: RedisConsumerTimings;
@@ -94,7 +97,8 @@ export class RedisStreamsBroker implements Broker {
   /** Last connection-level error, for messages (ioredis reports them as events). */
   #lastError: Error | undefined;
 
-  private constructor(redis: Redis, prefix: string, timings: RedisConsumerTimings, limits: RedisLimits) {
+  private constructor(redis: Redis, url: string, prefix: string, timings: RedisConsumerTimings, limits: RedisLimits) {
+    this.identity = Object.freeze({ kind: 'redis', url, scope: prefix });
     this.#redis = redis;
     this.#prefix = prefix;
     this.#timings = timings;
@@ -135,7 +139,7 @@ export class RedisStreamsBroker implements Broker {
       enableAutoPipelining: true,
       connectTimeout,
     });
-    const broker = new RedisStreamsBroker(redis, options.prefix ?? 'sf:', timings, limits);
+    const broker = new RedisStreamsBroker(redis, url, options.prefix ?? 'sf:', timings, limits);
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([

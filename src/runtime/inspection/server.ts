@@ -67,9 +67,9 @@ const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; conne
 
 /**
  * Serves the live supervision view of `system` over HTTP, read-only, from the same sources as the
- * CLI (`tree()` and `events$`), plus Prometheus metrics: {@link listenInspection} then
- * {@link InspectionEndpoint.attach}.
- * @throws (rejects) as {@link listenInspection}.
+ * CLI (`tree()` and `events$`), plus Prometheus metrics (routes: docs/console.md).
+ * @throws (rejects) `InvalidArgumentError` for a bad port or heartbeat; the `listen` error (e.g.
+ *   `EADDRINUSE`); the error reading the page's files.
  */
 export async function startInspectionServer(system: ActorSystem, options: InspectionServerOptions = {}): Promise<InspectionServer> {
   const endpoint = await listenInspection(options);

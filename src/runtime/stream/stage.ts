@@ -2,7 +2,6 @@ import type { BrokerMessage } from '../brokers/broker.js';
 import type { PartitionId } from '../ids.js';
 import type { SupervisorStrategy } from '../supervision/strategy.js';
 import type { ColumnFamilyOptions, IterateOptions, Key, Snapshot } from '../../storage/index.js';
-import type { MessageErrorDecision } from './messageErrors.js';
 import type { NamespaceDef } from './namespace.js';
 
 /** Output namespaces of a stage, by the name its handlers emit to. */
@@ -117,7 +116,7 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    * family, an unknown output: the handler's bug); `'fail'` for any other error. A throw from
    * `onError` fails the batch.
    */
-  readonly onError?: (err: unknown, value: I, message: BrokerMessage) => MessageErrorDecision;
+  readonly onError?: (err: unknown, value: I, message: BrokerMessage) => 'dead-letter' | 'fail';
   /**
    * Adds the effects of the whole batch (after every `onMessage`; `values` leaves out the
    * dead-lettered messages), e.g. one aggregate message per batch. A throw fails the batch.
@@ -132,6 +131,11 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
   readonly supervision?: SupervisorStrategy;
   /** Most messages per batch (default 256) and longest wait for a batch to fill in ms (default 5). */
   readonly batching?: { readonly maxCount?: number; readonly maxDelayMs?: number };
-  /** Unacked messages per partition consumer: the backpressure bound from the store back to the broker. Default 1024. */
+  /**
+   * Unacked messages per partition consumer: the backpressure bound from the store back to the
+   * broker. Default 1024. Pulsar's WebSocket proxy caps it at 1000: on a `PulsarBroker` give
+   * 1000 or less, or the partitions fail to subscribe (InvalidArgumentError, restarted by the
+   * supervisor) and nothing is consumed.
+   */
   readonly receiverQueueSize?: number;
 }

@@ -2,12 +2,12 @@ import { join } from 'node:path';
 import { ActorStoppedError, JobStalledError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { ChaosPolicy } from '../actor/chaosPolicy.js';
-import type { Logger } from '../actor/logger.js';
+import { consoleLogger, type Logger } from '../actor/logger.js';
 import type { ActorRef } from '../actor/ref.js';
 import { ActorSystem } from '../actor/system.js';
 import type { Broker, DeadLetter } from '../brokers/broker.js';
 import { systemClock, type Clock } from '../clock.js';
-import { partitionId } from '../ids.js';
+import { partitionId, type PartitionId } from '../ids.js';
 import { startInspectionServer, type InspectionServer } from '../inspection/server.js';
 import { TopicFlowCounters } from '../inspection/topicFlow.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
@@ -22,13 +22,26 @@ import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
 import { openExternalProducer, type TopologyProducer } from './externalProducer.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
 import type { StageTypes, Topology } from './topology.js';
+import { TopologyDataDir, type TopologyRecovery, type UncleanPolicy } from './topologyDataDir.js';
+import { whenStagesStarted } from './stagesStarted.js';
 
 /** Options of `Topology.start`. */
 export interface TopologyStartOptions {
   /** Any broker (memory, Redis Streams, Pulsar); the caller keeps it and closes it after `stop()`. */
   readonly broker: Broker;
-  /** Directory of the stage stores (`stages/<stage>/p<i>`) and producer epochs (`producers/`); created if missing. */
+  /**
+   * Directory of the stage stores (`stages/<stage>/p<i>`), producer epochs (`producers/`),
+   * the record of its runs (`topology.json`) and its lock (`topology.lock`: one run at a
+   * time); created if missing. See TopologyDataDir.
+   */
   readonly dataDir: string;
+  /**
+   * When the last run on `dataDir` did not stop quiet and what it had in flight is not on
+   * this broker (the in-memory broker, another broker or scope, lost broker data):
+   * `'refuse'` (default: DataDirError saying what was lost) or `'discard-in-flight'` (start
+   * without it, with a warning). On the same durable scope the run resumes either way.
+   */
+  readonly onUnclean?: UncleanPolicy;
   /** Fault injection (`ChaosPolicy.parse('0.05')`): fails stage `receive()` calls at that rate. Default off. */
   readonly chaos?: ChaosPolicy;
   readonly clock?: Clock;
@@ -49,6 +62,15 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   readonly topicFlow: TopicFlowCounters;
   /** The console, when `inspect` was given. */
   readonly inspection: InspectionServer | undefined;
+  /** How the start found the data dir: new, after a quiet stop, resumed, or in-flight messages discarded. */
+  readonly recovery: TopologyRecovery;
+  /**
+   * The partition that routing key `key` goes to in `target` (a namespace, or a stage: its
+   * input namespace): FNV-1a of the key's UTF-8 bytes modulo the partition count, the
+   * partition whose store holds that key's effects (`ask(stage, partitionOfKey(stage, key), ...)`).
+   * @throws RangeError for a stage this topology does not have
+   */
+  partitionOfKey(target: (keyof S & string) | NamespaceDef<any>, key: string): PartitionId;
   /**
    * An external producer into `namespace` under `name`, with the next durable epoch of that
    * name in this data dir (see `openExternalProducer`); its sends count for quiescence.
@@ -60,6 +82,14 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    * @throws RangeError for a partition outside the stage's; the hook's error after the retries
    */
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
+  /**
+   * `ask` of the partition that owns `key` in `stage`: the partition its input namespace
+   * routes `key` to (`input.partitioner.forKey(key)`, FNV-1a of the key modulo the partition
+   * count), so a query about one key reaches the store that holds it.
+   * @param key a routing key, as the input namespace's `key` function returns it for a message
+   * @throws RangeError for an unknown stage; the hook's error after the retries
+   */
+  askKey<N extends keyof S & string>(stage: N, key: string, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /** `ask` of every partition of `stage`, answers in partition order. */
   askAll<N extends keyof S & string>(stage: N, request: S[N]['request'], options?: AskRetryOptions): Promise<Array<S[N]['answer']>>;
   /**
@@ -74,26 +104,45 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   /**
    * Resolves when nothing is in flight: twice in a row, `pollMs` apart, every message sent to
    * a consumed namespace was settled and nothing moved in between (Mattern's four-counter
-   * method, see FlowCounters).
+   * method, see FlowCounters); on a resumed data dir, only once the last run's backlog on the
+   * broker drained as well (these counters do not know its messages). Bounded by default: a stage that never settles a message (a
+   * handler that hangs, a partition its supervisor stopped) fails the wait instead of polling
+   * forever.
+   * @param options.pollMs ms between checks, default 20
+   * @param options.timeoutMs ms to wait in all, default {@link DEFAULT_QUIESCENCE_TIMEOUT_MS}
+   *   (5 minutes); `Infinity` waits as long as it takes
    * @throws ActorStoppedError when the topology stopped (a failure escalated to the root);
-   *   JobStalledError when `timeoutMs` (default: none) passed, with the counts in flight
+   *   JobStalledError when `timeoutMs` passed, with the messages in flight per namespace;
+   *   BrokerDataLostError when a resumed run's subscription vanished from the broker
    */
   quiescence(options?: { readonly pollMs?: number; readonly timeoutMs?: number }): Promise<void>;
   /** Messages the stage dead-lettered (undecodable, fenced-off producer, malformed entries), over all its partitions, with their reasons. */
   deadLetters(stage: keyof S & string): Promise<DeadLetter[]>;
-  /** Stops every stage (stores closed, subscriptions left) and the console. Idempotent. */
+  /**
+   * Stops every stage (stores closed, subscriptions left) and the console, records the stop
+   * in the data dir (`quiet` when nothing was in flight, see TopologyDataDir) and releases
+   * its lock. Idempotent.
+   */
   stop(): Promise<void>;
 }
+
+/** How long `RunningTopology.quiescence()` waits when given no `timeoutMs`: 5 minutes, in ms. */
+export const DEFAULT_QUIESCENCE_TIMEOUT_MS = 300_000;
 
 /** Default supervision of a stage's partitions (see `StageDef.supervision`). */
 export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
 
 /**
- * Starts `topology`: one actor system; per stage, a supervisor `/<stage>` with one actor per
- * partition of its input (`stagePartition`), each owning its store under
- * `<dataDir>/stages/<stage>/p<i>`; the console when asked for.
- * @throws the stores' open errors (DataDirError for a store of another shape), the broker's
- *   errors, when a partition fails to start
+ * Starts `topology` on its data dir (`TopologyDataDir`: the lock, the record, resume or
+ * refuse after an unclean run): one actor system; per stage, a supervisor `/<stage>` with
+ * one actor per partition of its input (`stagePartition`), each owning its store under
+ * `<dataDir>/stages/<stage>/p<i>`; the console when asked for. Resolves once every stage
+ * partition has started (joined its subscription).
+ * @throws DataDirError when the data dir is in use, holds another topology or stage shape,
+ *   or its last run did not stop quiet and what it had in flight is not on this broker (see
+ *   `onUnclean`); the stores' open errors (DataDirError for a store of another shape); the
+ *   broker's errors; ActorStoppedError when a stage partition cannot start (its supervisor
+ *   gave up: the failure as `cause`)
  */
 export async function startTopology<S extends Record<string, StageTypes>>(topology: Topology<S>, options: TopologyStartOptions): Promise<RunningTopology<S>> {
   const clock = options.clock ?? systemClock;
@@ -102,6 +151,14 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
   const counters = new ScopedFlowCounters(consumed);
   const topicFlow = new TopicFlowCounters();
   const broker = topicFlow.wrap(options.broker);
+  const dataDir = await TopologyDataDir.open({
+    dataDir: options.dataDir,
+    topology: topology.name,
+    stages: topology.stages,
+    broker: options.broker,
+    onUnclean: options.onUnclean ?? 'refuse',
+    logger: options.logger ?? consoleLogger,
+  });
   const partitions = topology.stages.reduce((n, s) => n + s.def.input.partitioner.partitions, 0);
   const resources = SharedResources.create({ memoryBudgetBytes: options.memoryBudgetBytes ?? Math.max(64, 16 * partitions) * 2 ** 20 });
   const system = ActorSystem.create({
@@ -126,12 +183,15 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     }
   } catch (err) {
     await system.terminate();
+    dataDir.release();
     throw err;
   }
   let terminated = false;
   void system.whenTerminated.then(() => (terminated = true));
   const stopped = () =>
     Object.assign(new ActorStoppedError(`topology ${topology.name} has stopped`), { terminal: true });
+  const started = whenStagesStarted(system, topology.stages);
+  started.catch(() => undefined); // awaited below, unless supervise throws first
   try {
     for (const s of topology.stages) {
       const n = s.def.input.partitioner.partitions;
@@ -154,11 +214,20 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     }
   } catch (err) {
     await system.terminate();
+    dataDir.release();
     throw err;
   }
-  const inspection = options.inspect
-    ? await startInspectionServer(system, { ...options.inspect, flow: counters, topicFlow })
-    : undefined;
+  let inspection: InspectionServer | undefined;
+  try {
+    inspection = options.inspect ? await startInspectionServer(system, { ...options.inspect, flow: counters, topicFlow }) : undefined;
+    await started;
+    await dataDir.markRunning(); // from here on, a kill may leave messages in flight
+  } catch (err) {
+    await system.terminate();
+    await inspection?.close();
+    dataDir.release();
+    throw err;
+  }
 
   const stageOf = (name: string) => {
     const s = topology.stages.find((e) => e.name === name);
@@ -183,6 +252,10 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     counters,
     topicFlow,
     inspection,
+    recovery: dataDir.recovery,
+    partitionOfKey(target, key) {
+      return (typeof target === 'string' ? stageOf(target).def.input : target).partitioner.forKey(key);
+    },
     async producer(namespace, name) {
       if (terminated) throw stopped();
       const p = await openExternalProducer({ broker, dataDir: options.dataDir, namespace, name, counters });
@@ -190,6 +263,7 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
       return p;
     },
     ask,
+    askKey: async (stage, key, request, opts) => ask(stage, stageOf(stage).def.input.partitioner.forKey(key), request, opts),
     askAll: (stage, request, opts) =>
       Promise.all(Array.from({ length: stageOf(stage).def.input.partitioner.partitions }, (_, p) => ask(stage, p, request, opts))),
     async compact(stage, columnFamily, opts) {
@@ -198,17 +272,18 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
       const message = { type: 'compact', columnFamily } as const;
       return Promise.all(Array.from({ length: s.def.input.partitioner.partitions }, (_, p) => askWithRetry(refOf(stage, p), message, clock, opts) as Promise<StageCompactionReport>));
     },
-    async quiescence({ pollMs = 20, timeoutMs } = {}) {
+    async quiescence({ pollMs = 20, timeoutMs = DEFAULT_QUIESCENCE_TIMEOUT_MS } = {}) {
       const started = clock.now();
       const sleep = () => new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
       for (;;) {
         await sleep();
         if (terminated) throw stopped();
-        if (timeoutMs !== undefined && clock.now() - started > timeoutMs) {
+        if (clock.now() - started > timeoutMs) {
           const waiting = [...counters.sent].map(([ns, n]) => `${ns}: ${n - (counters.settled.get(ns) ?? 0)}`).join(', ');
-          throw new JobStalledError(`topology ${topology.name} not quiet after ${timeoutMs} ms (messages in flight per namespace: ${waiting || 'none'})`);
+          const left = dataDir.describeBacklog();
+          throw new JobStalledError(`topology ${topology.name} not quiet after ${timeoutMs} ms (messages in flight per namespace: ${waiting || 'none'}${left ? `; left by the last run, not applied yet: ${left}` : ''})`);
         }
-        if (!counters.balanced()) continue;
+        if (!counters.balanced() || !(await dataDir.backlogDrained())) continue;
         const epoch = counters.epoch();
         await sleep();
         if (counters.balanced() && counters.epoch() === epoch) return;
@@ -225,6 +300,7 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
         await Promise.allSettled([...producers].map((p) => p.close()));
         await system.terminate();
         await inspection?.close();
+        await dataDir.markStopped(counters.balanced());
       })();
       return stopping;
     },

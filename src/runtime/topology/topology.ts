@@ -122,7 +122,7 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
     return lines.join('\n');
   }
 
-  /** Starts the topology on a broker; see {@link startTopology}. */
+  /** Starts the topology on a broker: see {@link TopologyStartOptions} and {@link RunningTopology}. */
   start(options: TopologyStartOptions): Promise<RunningTopology<S>> {
     return startTopology(this, options);
   }

@@ -2,6 +2,7 @@ import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from
 import { producerId } from '../../ids.js';
 import type { Topic } from '../../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SubscribeOptions } from '../broker.js';
+import type { BrokerIdentity } from '../identity.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../internal/malformed.js';
 import { PulsarAdmin } from './admin.js';
 import { parseFrame, PulsarConsumer } from './consumer.js';
@@ -65,6 +66,11 @@ const KEEP = 'shardflow-retain';
  */
 export class PulsarBroker implements Broker {
   readonly kind = 'pulsar';
+  /**
+   * `{ kind: 'pulsar', url: 'pulsar://host:port', scope: tenant }`: the web address in the
+   * `pulsar://` form that `connectBroker` and `--broker` take (an `https://` one as given).
+   */
+  readonly identity: BrokerIdentity;
   readonly #admin: PulsarAdmin;
   readonly #wsUrl: string;
   readonly #tenant: string;
@@ -76,9 +82,10 @@ export class PulsarBroker implements Broker {
   readonly #deadLetterProducers = new Map<string, Promise<PulsarProducer>>();
   #closed = false;
 
-  private constructor(admin: PulsarAdmin, wsUrl: string, tenant: string, o: Settings) {
+  private constructor(admin: PulsarAdmin, webUrl: string, tenant: string, o: Settings) {
+    this.identity = Object.freeze({ kind: 'pulsar', url: webUrl.replace(/^http:\/\//, 'pulsar://'), scope: tenant });
     this.#admin = admin;
-    this.#wsUrl = wsUrl;
+    this.#wsUrl = webUrl.replace(/^http/, 'ws');
     this.#tenant = tenant;
     this.#o = o;
   }
@@ -104,7 +111,7 @@ export class PulsarBroker implements Broker {
     const admin = new PulsarAdmin(webUrl, o.connectTimeoutMs);
     const tenant = options.tenant ?? 'shardflow';
     await admin.ensureTenant(tenant);
-    return new PulsarBroker(admin, webUrl.replace(/^http/, 'ws'), tenant, o);
+    return new PulsarBroker(admin, webUrl, tenant, o);
   }
 
   /** @throws BrokerClosedError after close; BrokerDisconnectedError. */

@@ -7,7 +7,7 @@ import { SharedResources, Store } from '../src/storage/index.js';
 import { benchOptions } from './lib/options.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'params', 'puts', 'gets', 'multiGet', 'merges', 'rmw', 'unbatchedMergeOverRmw', 'batchedMergeMany', 'batchedRmw', 'mergeOverRmw', 'cpuNanosPerUpdate', 'float64', 'scan', 'manyStores'] as const;
+export const resultFields = ['smoke', 'params', 'puts', 'gets', 'multiGet', 'merges', 'rmw', 'unbatchedMergeOverRmw', 'batchedMergeMany', 'batchedRmw', 'mergeOverRmw', 'cpuNanosPerUpdate', 'float64', 'indexedBatch', 'scan', 'manyStores'] as const;
 
 /**
  * Storage throughput on one store and memory with many stores.
@@ -27,7 +27,10 @@ export const resultFields = ['smoke', 'params', 'puts', 'gets', 'multiGet', 'mer
  *     the merge path leaves idle, and the ratio measures idle cores, not cost: on 2 cores
  *     with 4 writers it fell to 1.5-1.7 while CPU per update stayed 2.45x): `batchedMerges` (one `batch.merge` per update),
  *     `batchedMergeMany` (one `batch.mergeMany` per write) vs `batchedRmw` (one `multiGet`
- *     of the batch's keys, decode + add in JS, one `batch.put` per key, one write);
+ *     of the batch's keys, decode + add in JS, one `batch.put` per key, one write), and
+ *     `indexedBatch`: `batchedMerges` recorded into a read-your-writes batch
+ *     (`store.indexedBatch()`, RocksDB's WriteBatchWithIndex: what a stream stage's batch
+ *     is) against a plain one, rates and CPU per update side by side;
  *     `mergeOverRmw` = batchedMergeMany / batchedRmw, the like-for-like ratio (both sides
  *     batched; the done-when of issue 3 asks >= 2);
  *   - float64 [0, delta] contributions into a float64Add family (the metric's `ranks`):
@@ -127,6 +130,7 @@ async function singleStore(
     columnFamilies: {
       data: {},
       counts: { mergeOperator: int64Add() },
+      icounts: { mergeOperator: int64Add() },
       rmw: {},
       fcounts: { mergeOperator: float64Add() },
       frmw: {},
@@ -153,7 +157,7 @@ async function singleStore(
     const zeros = encodeFloat64s(0, 0);
     for (let base = 0; base < counters; base += 1000) {
       const keys = Array.from({ length: Math.min(1000, counters - base) }, (_, i) => key(base + i));
-      const batch = store.batch().mergeMany('counts', keys, one).mergeMany('fcounts', keys, zeros);
+      const batch = store.batch().mergeMany('counts', keys, one).mergeMany('icounts', keys, one).mergeMany('fcounts', keys, zeros);
       for (const k of keys) batch.put('rmw', k, one).put('frmw', k, zeros);
       await store.write(batch);
     }
@@ -240,6 +244,12 @@ async function singleStore(
         batched(async (keys) => {
           await store.write(store.batch().mergeMany('counts', keys, one));
         }),
+      batchedMergesIndexed: () =>
+        batched(async (keys) => {
+          const batch = store.indexedBatch();
+          for (const k of keys) batch.merge('icounts', k, one);
+          await store.write(batch);
+        }),
       batchedRmw: () => {
         rmwRuns++;
         return batched(async (keys) => {
@@ -255,7 +265,7 @@ async function singleStore(
         });
       },
     });
-    const { batchedMerges, batchedMergeMany, batchedRmw } = counterRates as Record<string, number>;
+    const { batchedMerges, batchedMergeMany, batchedMergesIndexed, batchedRmw } = counterRates as Record<string, number>;
     // Every batched run updates each key the same number of times (n = checked / rmwRuns):
     // counts got the unbatched merges + 2 x rounds runs, rmw the unbatched RMW + rounds.
     for (const [k, total] of checked) {
@@ -263,6 +273,8 @@ async function singleStore(
       const b = decodeInt64((await store.get('rmw', k))!);
       const perRun = total / BigInt(rmwRuns);
       if (a - b !== perRun * BigInt(rmwRuns)) throw new Error(`batched merge and read-modify-write disagree for ${k}: ${a} - ${b}`);
+      const indexed = decodeInt64((await store.get('icounts', k))!);
+      if (indexed - 1n !== perRun * BigInt(rmwRuns)) throw new Error(`indexed batches counted ${indexed - 1n} for ${k}, plain ones ${perRun * BigInt(rmwRuns)}`);
     }
 
     // Float64 [0, delta] contributions, as the metric merges them into `ranks`.
@@ -324,6 +336,13 @@ async function singleStore(
         mergeFloat64s: { opsPerSec: float64MergeFloat64s },
         rmw: { updatesPerSec: float64Rmw },
         mergeFloat64sOverRmw: Number((float64MergeFloat64s / float64Rmw).toFixed(2)),
+      },
+      /** Merges recorded per key into an indexed (read-your-writes) batch vs a plain one: rates, CPU ns per update, plain / indexed. */
+      indexedBatch: {
+        plain: { opsPerSec: batchedMerges, cpuNanosPerUpdate: cpuNanosPerUpdate.batchedMerges },
+        indexed: { opsPerSec: batchedMergesIndexed, cpuNanosPerUpdate: cpuNanosPerUpdate.batchedMergesIndexed },
+        plainOverIndexed: Number((batchedMerges / batchedMergesIndexed).toFixed(2)),
+        cpuIndexedOverPlain: Number((cpuNanosPerUpdate.batchedMergesIndexed! / cpuNanosPerUpdate.batchedMerges!).toFixed(2)),
       },
       scan: { keysPerSec: scanKeysPerSec, keys: scanned },
     };

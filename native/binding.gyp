@@ -7,6 +7,7 @@
       "target_name": "shardflow_native",
       "sources": [
         "src/addon.cc",
+        "src/core/indexed_batch.cc",
         "src/core/iterator.cc",
         "src/core/resources.cc",
         "src/core/status.cc",
@@ -28,6 +29,7 @@
         "src/objects/snapshot.cc",
         "src/objects/store.cc",
         "src/objects/write_batch.cc",
+        "src/objects/write_batch_reads.cc",
         "src/util/errors.cc",
         "src/util/msgpack.cc"
       ],

@@ -9,12 +9,14 @@
 
 /* Topologies: namespaces, stages, starting them */
 export { Topology } from './runtime/topology/topology.js';
-export type { StageTypes } from './runtime/topology/topology.js';
+export type { StageTypes, ColumnFamiliesOf } from './runtime/topology/topology.js';
 export { DEFAULT_STAGE_SUPERVISION, DEFAULT_QUIESCENCE_TIMEOUT_MS } from './runtime/topology/running.js';
 export type { RunningTopology, TopologyStartOptions } from './runtime/topology/running.js';
 export { defineNamespace } from './runtime/stream/namespace.js';
 export type { NamespaceDef, NamespaceOptions } from './runtime/stream/namespace.js';
 export type { StageDef, StageContext, StageWrites, StageReads, StageOutputs, MessageOf } from './runtime/stream/stage.js';
+export { defaultMessageErrorDecision } from './runtime/stream/messageErrors.js';
+export type { MessageErrorDecision } from './runtime/stream/messageErrors.js';
 export type { StageBatchReport } from './runtime/stream/applyBatch.js';
 export type { StageCompactionReport } from './runtime/stream/stageCompaction.js';
 export { askWithRetry } from './runtime/topology/askWithRetry.js';

@@ -10,6 +10,7 @@ export type { ColumnFamilyOptions, StoreOptions, WriteOptions, ReadOptions } fro
 export type { Key, PackedKeys } from './key.js';
 export { gatherKeys, packKeys, packedKey } from './key.js';
 export { WriteBatch } from './writeBatch.js';
+export { IndexedWriteBatch } from './indexedBatch.js';
 export { Snapshot } from './snapshot.js';
 export { SharedResources } from './resources.js';
 export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';

@@ -47,6 +47,15 @@ export interface NativeIterator {
   close(): void;
 }
 
+/** Options of a native iterator: bounds as bytes (see internal/iterationBounds.ts). */
+export interface NativeIteratorOptions {
+  lower?: Uint8Array;
+  upper?: Uint8Array;
+  reverse?: boolean;
+  keysOnly?: boolean;
+  snapshot?: NativeSnapshot;
+}
+
 export interface NativeWriteBatch {
   put(cf: number, key: NativeKey, value: NativeKey): void;
   merge(cf: number, key: NativeKey, operand: NativeKey): void;
@@ -60,6 +69,17 @@ export interface NativeWriteBatch {
   clear(): void;
   count(): number;
   byteSize(): number;
+  setSavePoint(): void;
+  /** @throws InvalidArgumentError without a save point */
+  rollbackToSavePoint(): void;
+  /** @throws InvalidArgumentError without a save point */
+  popSavePoint(): void;
+}
+
+/** `new WriteBatch(store, true)`: a WriteBatchWithIndex whose reads see it on top of the store. */
+export interface NativeIndexedBatch extends NativeWriteBatch {
+  get(cf: number, key: NativeKey, snapshot?: NativeSnapshot): Promise<Buffer | undefined>;
+  iterator(cf: number, options: NativeIteratorOptions): NativeIterator;
 }
 
 export interface NativeResources {
@@ -87,16 +107,16 @@ export interface NativeStore {
   property(name: string, cf?: number): string | undefined;
   stats(): NativeStats;
   snapshot(): NativeSnapshot;
-  iterator(
-    cf: number,
-    options: { lower?: Uint8Array; upper?: Uint8Array; reverse?: boolean; keysOnly?: boolean; snapshot?: NativeSnapshot },
-  ): NativeIterator;
+  iterator(cf: number, options: NativeIteratorOptions): NativeIterator;
   close(): Promise<void>;
 }
 
 export interface NativeAddon {
   Store: new () => NativeStore;
-  WriteBatch: new (store: NativeStore) => NativeWriteBatch;
+  WriteBatch: {
+    new (store: NativeStore, indexed: true): NativeIndexedBatch;
+    new (store: NativeStore, indexed?: false): NativeWriteBatch;
+  };
   Resources: new (memoryBudgetBytes: number) => NativeResources;
   setErrorClasses(classes: Record<string, unknown>): void;
   isKnownMergeOperator(name: string): boolean;

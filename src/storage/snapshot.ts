@@ -1,3 +1,4 @@
+import { StoreClosedError } from '../errors.js';
 import type { NativeSnapshot } from './native.js';
 
 /**
@@ -30,4 +31,16 @@ export class Snapshot {
     this.#native?.release();
     this.#native = undefined;
   }
+}
+
+/**
+ * @internal The native snapshot of a read's `{ snapshot }` option, or undefined without one.
+ * @throws StoreClosedError for a released snapshot
+ */
+export function nativeSnapshotOf(opts: { snapshot?: Snapshot } | undefined): NativeSnapshot | undefined {
+  const snap = opts?.snapshot;
+  if (snap === undefined) return undefined;
+  const native = snap.native;
+  if (native === undefined) throw new StoreClosedError('snapshot is released');
+  return native;
 }

@@ -2,13 +2,14 @@ import { mkdir } from 'node:fs/promises';
 import { InvalidArgumentError, StoreClosedError, UnknownMergeOperatorError } from '../errors.js';
 import type { CompactionFilterSpec } from '../operators/compactionFilters.js';
 import type { MergeOperatorSpec } from '../operators/mergeOperators.js';
-import { iterationBounds } from './internal/iterationBounds.js';
+import { IndexedWriteBatch } from './indexedBatch.js';
+import { chunksOf, entriesOf, nativeChunks, rawChunksOf } from './internal/chunkedIteration.js';
 import { WriteGroup } from './internal/writeGroup.js';
 import type { Chunk, IterateOptions, RawChunk } from './iteration.js';
 import { keyBytes, type Key } from './key.js';
 import { nativeAddon, type NativeColumnFamily, type NativeSnapshot, type NativeStore } from './native.js';
 import type { SharedResources } from './resources.js';
-import { Snapshot } from './snapshot.js';
+import { nativeSnapshotOf, Snapshot } from './snapshot.js';
 import type { StoreStats } from './stats.js';
 import { WriteBatch } from './writeBatch.js';
 
@@ -55,9 +56,6 @@ export interface WriteOptions {
 export interface ReadOptions {
   snapshot?: Snapshot;
 }
-
-const DEFAULT_CHUNK_SIZE = 1024;
-const DEFAULT_CHUNK_BYTES = 8 * 2 ** 20;
 
 /**
  * One RocksDB database with named column families: what a partition owns. Every
@@ -128,7 +126,7 @@ export class Store {
     if (i < 0) return this.#unknownCf(cf);
     let snapshot: NativeSnapshot | undefined;
     try {
-      snapshot = snapshotOf(opts);
+      snapshot = nativeSnapshotOf(opts);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -139,7 +137,7 @@ export class Store {
   async multiGet(cf: string, keys: Key[], opts?: ReadOptions): Promise<(Buffer | undefined)[]> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
-    const [data, lengths] = await this.#native.multiGet(i, keys, snapshotOf(opts));
+    const [data, lengths] = await this.#native.multiGet(i, keys, nativeSnapshotOf(opts));
     const out = new Array<Buffer | undefined>(lengths.length);
     let offset = 0;
     for (let k = 0; k < lengths.length; k++) {
@@ -192,14 +190,33 @@ export class Store {
   /** An empty batch for this store. @throws StoreClosedError */
   batch(): WriteBatch {
     this.#throwIfClosed();
-    return new WriteBatch(new (nativeAddon().WriteBatch)(this.#native), (name) => {
-      const i = this.#cf(name);
-      if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
-      return i;
-    });
+    return new WriteBatch(new (nativeAddon().WriteBatch)(this.#native), this.#batchCf);
   }
 
-  /** Applies the batch atomically across column families; takes its operations (no copy): the batch is empty afterwards, reusable at once. */
+  /**
+   * An empty batch for this store that reads its own writes (`IndexedWriteBatch`: RocksDB's
+   * WriteBatchWithIndex; `get` and `iterate` see it on top of the store). Recording costs
+   * more than in a plain `batch()` (an index insert per operation: `npm run bench --
+   * storage`, `indexedBatch`). @throws StoreClosedError
+   */
+  indexedBatch(): IndexedWriteBatch {
+    this.#throwIfClosed();
+    return new IndexedWriteBatch(new (nativeAddon().WriteBatch)(this.#native, true), this.#batchCf);
+  }
+
+  /** A batch's column family index. @throws InvalidArgumentError for an undeclared family */
+  readonly #batchCf = (name: string): number => {
+    const i = this.#cf(name);
+    if (i < 0) throw new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
+    return i;
+  };
+
+  /**
+   * Applies the batch atomically across column families; takes its operations (no copy): the
+   * batch is empty afterwards, reusable at once.
+   * @throws (as a rejection) StoreBusyError for an `IndexedWriteBatch` with a read in flight
+   *   (nothing is written); StoreClosedError, StoreIOError
+   */
   write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
     return this.#native.write(batch.native, opts?.sync === true);
   }
@@ -209,29 +226,16 @@ export class Store {
    * implicit snapshot taken at the first step unless `snapshot` is given. Breaking out of
    * the loop releases the native iterator.
    */
-  async *iterate(cf: string, opts?: IterateOptions): AsyncGenerator<[Buffer, Buffer]> {
-    const empty = Buffer.alloc(0);
-    for await (const { keys, values } of this.chunks(cf, opts)) {
-      for (let k = 0; k < keys.length; k++) yield [keys[k]!, values[k] ?? empty];
-    }
+  iterate(cf: string, opts?: IterateOptions): AsyncGenerator<[Buffer, Buffer]> {
+    return entriesOf(this.chunks(cf, opts));
   }
 
   /**
    * The fast path: one item per native call, its keys and values as Buffers viewing one
    * chunk buffer each (no per-entry copies). Same options as {@link iterate}.
    */
-  async *chunks(cf: string, opts: IterateOptions = {}): AsyncGenerator<Chunk> {
-    for await (const [kb, ko, vb, vo] of this.#nativeChunks(cf, opts, opts.keysOnly === true)) {
-      const n = ko.length - 1;
-      const keys = new Array<Buffer>(n);
-      for (let k = 0; k < n; k++) keys[k] = kb.subarray(ko[k]!, ko[k + 1]!);
-      let values: Buffer[] = [];
-      if (vb !== undefined && vo !== undefined) {
-        values = new Array<Buffer>(n);
-        for (let k = 0; k < n; k++) values[k] = vb.subarray(vo[k]!, vo[k + 1]!);
-      }
-      yield { keys, values };
-    }
+  chunks(cf: string, opts: IterateOptions = {}): AsyncGenerator<Chunk> {
+    return chunksOf(this.#nativeChunks(cf, opts, opts.keysOnly === true));
   }
 
   /**
@@ -239,39 +243,13 @@ export class Store {
    * value buffers with their offsets ({@link RawChunk}). The buffers are valid until the
    * next item is requested. Same options as {@link iterate} except `keysOnly`.
    */
-  async *rawChunks(cf: string, opts: Omit<IterateOptions, 'keysOnly'> = {}): AsyncGenerator<RawChunk> {
-    for await (const [kb, ko, vb, vo] of this.#nativeChunks(cf, opts, false)) {
-      if (vb !== undefined && vo !== undefined) yield { count: ko.length - 1, keys: kb, keyOffsets: ko, values: vb, valueOffsets: vo };
-    }
+  rawChunks(cf: string, opts: Omit<IterateOptions, 'keysOnly'> = {}): AsyncGenerator<RawChunk> {
+    return rawChunksOf(this.#nativeChunks(cf, opts, false));
   }
 
-  /** The native iterator's non-empty chunks: key buffer and offsets, value buffer and offsets. */
-  async *#nativeChunks(cf: string, opts: IterateOptions, keysOnly: boolean) {
+  #nativeChunks(cf: string, opts: IterateOptions, keysOnly: boolean) {
     const i = this.#cf(cf);
-    if (i < 0) await this.#unknownCf(cf);
-    const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_SIZE;
-    const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new InvalidArgumentError('chunkSize must be an integer >= 1');
-    if (!(chunkBytes >= 1)) throw new InvalidArgumentError('chunkBytes must be >= 1');
-    const { lower, upper, empty } = iterationBounds(opts);
-    if (empty) return;
-    const snapshot = snapshotOf(opts);
-    const it = this.#native.iterator(i, {
-      ...(lower ? { lower } : {}),
-      ...(upper ? { upper } : {}),
-      reverse: opts.reverse === true,
-      keysOnly,
-      ...(snapshot ? { snapshot } : {}),
-    });
-    try {
-      for (;;) {
-        const [kb, ko, vb, vo, done] = await it.next(chunkSize, chunkBytes);
-        if (ko.length > 1) yield [kb, ko, vb, vo] as const;
-        if (done) return;
-      }
-    } finally {
-      it.close();
-    }
+    return nativeChunks(i >= 0 ? i : this.#cfError(cf), (c, o) => this.#native.iterator(c, o), opts, keysOnly);
   }
 
   /** A point-in-time view for consistent reads across column families. @throws StoreClosedError */
@@ -337,21 +315,16 @@ export class Store {
   }
 
   #unknownCf(name: string): Promise<never> {
-    if (this.#closed) return Promise.reject(new StoreClosedError());
-    return Promise.reject(new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`));
+    return Promise.reject(this.#cfError(name));
+  }
+
+  #cfError(name: string): Error {
+    return this.#closed ? new StoreClosedError() : new InvalidArgumentError(`unknown column family ${JSON.stringify(name)}`);
   }
 
   #throwIfClosed(): void {
     if (this.#closed) throw new StoreClosedError();
   }
-}
-
-function snapshotOf(opts: ReadOptions | undefined): NativeSnapshot | undefined {
-  const snap = opts?.snapshot;
-  if (snap === undefined) return undefined;
-  const native = snap.native;
-  if (native === undefined) throw new StoreClosedError('snapshot is released');
-  return native;
 }
 
 function toNativeColumnFamilies(options: StoreOptions, isKnown: (name: string) => boolean): NativeColumnFamily[] {

@@ -121,6 +121,34 @@ export class WriteBatch {
     this.#native.clear();
     return this;
   }
+
+  /**
+   * Marks the current end of the batch (RocksDB's `WriteBatch::SetSavePoint`); save points
+   * stack. With {@link rollbackToSavePoint}, what one step recorded can be taken back
+   * without losing the rest (a stage dead-letters one message of a batch this way).
+   */
+  setSavePoint(): this {
+    this.#native.setSavePoint();
+    return this;
+  }
+
+  /**
+   * Removes everything recorded since the latest save point, and that save point. Cost: a
+   * plain batch truncates its buffer; an `IndexedWriteBatch` also rebuilds its index (one
+   * insert per operation left).
+   * @throws InvalidArgumentError without a save point; StoreBusyError for an
+   *   `IndexedWriteBatch` with a read in flight (nothing is removed)
+   */
+  rollbackToSavePoint(): this {
+    this.#native.rollbackToSavePoint();
+    return this;
+  }
+
+  /** Forgets the latest save point, keeping what was recorded since. @throws InvalidArgumentError without a save point */
+  popSavePoint(): this {
+    this.#native.popSavePoint();
+    return this;
+  }
 }
 
 /**

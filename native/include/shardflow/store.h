@@ -54,6 +54,7 @@ class WriteBufferManager;
 
 namespace shardflow {
 
+class IndexedBatch;
 class Iterator;
 struct IteratorOptions;
 class Snapshot;
@@ -142,6 +143,13 @@ class Store {
 
   Status Get(int cf, const Snapshot* snap, std::string_view key, std::string* value,
              bool* found) noexcept;
+  // `key` as `batch` (made for this store) leaves it on top of the database (or of `snap`),
+  // RocksDB's WriteBatchWithIndex::GetFromBatchAndDB: the batch's last put or delete of the
+  // key wins, and merges recorded after it (or over the database's value when there is no
+  // put or delete) are resolved with the family's merge operator. The caller keeps the
+  // batch unchanged meanwhile (IndexedBatch::BeginRead).
+  Status GetFromBatch(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                      std::string* value, bool* found) noexcept;
   // values/found are resized to keys.size().
   Status MultiGet(int cf, const Snapshot* snap, const std::vector<std::string>& keys,
                   std::vector<std::string>* values, std::vector<bool>* found) noexcept;
@@ -163,8 +171,10 @@ class Store {
   StoreStats Stats() noexcept;
 
   Status NewSnapshot(std::shared_ptr<Snapshot>* out) noexcept;
+  // With `batch` (made for this store; null for none): the batch's entries on top of the
+  // database's, see shardflow/iterator.h. Owner thread of the batch.
   Status NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snapshot> snap,
-                     std::unique_ptr<Iterator>* out) noexcept;
+                     std::shared_ptr<IndexedBatch> batch, std::unique_ptr<Iterator>* out) noexcept;
 
   // Releases snapshots, deletes iterators, flushes nothing (the WAL is durable) and
   // closes the database. Idempotent.
@@ -176,9 +186,19 @@ class Store {
   friend class Snapshot;
   Store() = default;
   rocksdb::ColumnFamilyHandle* Handle(int cf) const noexcept;
+  // Get, or GetFromBatch when `batch` is not null.
+  Status GetImpl(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                 std::string* value, bool* found) noexcept;
   // Registry of live snapshots / iterators, guarded by mu_.
   void Unregister(Snapshot* s) noexcept;
   void Unregister(Iterator* it) noexcept;
+  // mu_ held, store open: a snapshot registered like NewSnapshot's.
+  std::shared_ptr<Snapshot> NewSnapshotLocked() noexcept;
+  // mu_ held, store open: the RocksDB iterator of `it` (over its batch index, if any).
+  rocksdb::Iterator* MakeRocksIterator(Iterator* it) noexcept;
+  // Deletes the RocksDB iterator of `it` (Iterator::Detach) / makes it again (next chunk).
+  void DropRocksIterator(Iterator* it) noexcept;
+  Status RemakeRocksIterator(Iterator* it) noexcept;
   Status CheckOpen(int cf) const noexcept;
   // Throttles a writer while the shared memtables are over budget (store.cc).
   void AdmitWrite() noexcept;

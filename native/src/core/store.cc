@@ -17,8 +17,10 @@
 #include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
 #include <rocksdb/write_buffer_manager.h>
 
+#include "shardflow/indexed_batch.h"
 #include "shardflow/iterator.h"
 #include "shardflow/write_batch.h"
 
@@ -325,13 +327,25 @@ Status ReadOptionsFor(const Store* store, const Snapshot* snap, rocksdb::ReadOpt
 
 Status Store::Get(int cf, const Snapshot* snap, std::string_view key, std::string* value,
                   bool* found) noexcept {
+  return GetImpl(cf, snap, nullptr, key, value, found);
+}
+
+Status Store::GetFromBatch(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                           std::string* value, bool* found) noexcept {
+  return GetImpl(cf, snap, batch, key, value, found);
+}
+
+Status Store::GetImpl(int cf, const Snapshot* snap, IndexedBatch* batch, std::string_view key,
+                      std::string* value, bool* found) noexcept {
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
   rocksdb::ReadOptions ro;
   s = ReadOptionsFor(this, snap, &ro);
   if (!s.ok()) return s;
   rocksdb::PinnableSlice pinned;
-  rocksdb::Status rs = db_->Get(ro, handles_[cf], rocksdb::Slice(key.data(), key.size()), &pinned);
+  const rocksdb::Slice k(key.data(), key.size());
+  rocksdb::Status rs = batch ? batch->wbwi()->GetFromBatchAndDB(db_, ro, handles_[cf], k, &pinned)
+                             : db_->Get(ro, handles_[cf], k, &pinned);
   if (rs.IsNotFound()) {
     *found = false;
     return Status::OK();
@@ -575,12 +589,16 @@ StoreStats Store::Stats() noexcept {
 Status Store::NewSnapshot(std::shared_ptr<Snapshot>* out) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_ || db_ == nullptr) return Status::Closed("store is closed");
+  *out = NewSnapshotLocked();
+  return Status::OK();
+}
+
+std::shared_ptr<Snapshot> Store::NewSnapshotLocked() noexcept {
   auto snap = std::shared_ptr<Snapshot>(new Snapshot());
   snap->store_ = self_.lock();
   snap->snap_ = db_->GetSnapshot();
   snapshots_.insert(snap.get());
-  *out = std::move(snap);
-  return Status::OK();
+  return snap;
 }
 
 Snapshot::~Snapshot() {
@@ -596,7 +614,7 @@ void Store::Unregister(Snapshot* s) noexcept {
 }
 
 Status Store::NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snapshot> snap,
-                          std::unique_ptr<Iterator>* out) noexcept {
+                          std::shared_ptr<IndexedBatch> batch, std::unique_ptr<Iterator>* out) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   Status s = CheckOpen(cf);
   if (!s.ok()) return s;
@@ -606,9 +624,13 @@ Status Store::NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snaps
   if (snap && snap->snap_ == nullptr) return Status::Closed("snapshot is released");
   std::unique_ptr<Iterator> it(new Iterator());
   it->store_ = self_.lock();
+  // A batch iterator may make its RocksDB iterator again (Iterator::Detach): pin the
+  // database's state of now for it.
+  if (batch && !snap) snap = NewSnapshotLocked();
   it->snapshot_ = std::move(snap);
   it->options_ = std::move(options);
-  rocksdb::ReadOptions ro;
+  it->cf_ = cf;
+  rocksdb::ReadOptions& ro = *it->read_options_;
   ro.total_order_seek = true;  // bounds, not the prefix extractor, decide what is visited
   if (it->snapshot_) ro.snapshot = it->snapshot_->snap_;
   if (it->options_.lower) {
@@ -619,9 +641,36 @@ Status Store::NewIterator(int cf, IteratorOptions options, std::shared_ptr<Snaps
     it->upper_slice_ = std::make_unique<rocksdb::Slice>(*it->options_.upper);
     ro.iterate_upper_bound = it->upper_slice_.get();
   }
-  it->it_ = db_->NewIterator(ro, handles_[cf]);
+  if (batch) {
+    it->delta_ = batch->wbwi_;
+    batch->iterators_.insert(it.get());
+    it->batch_ = std::move(batch);
+  }
+  it->it_ = MakeRocksIterator(it.get());
   iterators_.insert(it.get());
   *out = std::move(it);
+  return Status::OK();
+}
+
+rocksdb::Iterator* Store::MakeRocksIterator(Iterator* it) noexcept {
+  rocksdb::Iterator* base = db_->NewIterator(*it->read_options_, handles_[it->cf_]);
+  if (!it->delta_) return base;
+  return it->delta_->NewIteratorWithBase(handles_[it->cf_], base, it->read_options_.get());
+}
+
+void Store::DropRocksIterator(Iterator* it) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  delete it->it_;
+  it->it_ = nullptr;
+}
+
+Status Store::RemakeRocksIterator(Iterator* it) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || db_ == nullptr) return Status::Closed("store is closed");
+  if (it->snapshot_ && it->snapshot_->snap_ == nullptr) return Status::Closed("snapshot is released");
+  delete it->it_;
+  it->it_ = MakeRocksIterator(it);
+  it->rebuild_ = false;
   return Status::OK();
 }
 

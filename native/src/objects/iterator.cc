@@ -3,8 +3,10 @@
 #include <cstring>
 
 #include "addon.h"
+#include "objects/snapshot.h"
 #include "objects/store.h"
 #include "objects/worker.h"
+#include "util/bytes.h"
 #include "util/errors.h"
 
 namespace shardflow::binding {
@@ -16,8 +18,11 @@ class ChunkWorker final : public StoreWorker {
         iter_(iter),
         iter_ref_(Napi::Persistent(iter->Value())),
         it_(iter->it_.get()),
+        batch_(it_->reading_batch()),
         max_entries_(max_entries),
-        max_bytes_(max_bytes) {}
+        max_bytes_(max_bytes) {
+    if (batch_) batch_->BeginRead();
+  }
 
  protected:
   void Run() noexcept override { status_ = it_->NextChunk(max_entries_, max_bytes_, &chunk_); }
@@ -37,7 +42,10 @@ class ChunkWorker final : public StoreWorker {
     return out;
   }
 
-  void Settled() override { iter_->ChunkSettled(); }
+  void Settled() override {
+    if (batch_) batch_->EndRead();
+    iter_->ChunkSettled();
+  }
 
  private:
   static Napi::Value Offsets(Napi::Env env, const std::vector<uint32_t>& v) {
@@ -49,6 +57,7 @@ class ChunkWorker final : public StoreWorker {
   IteratorWrap* iter_;
   Napi::ObjectReference iter_ref_;
   Iterator* it_;
+  std::shared_ptr<IndexedBatch> batch_;  // the batch whose own index this chunk reads, if any
   uint32_t max_entries_;
   uint64_t max_bytes_;
   Chunk chunk_;
@@ -62,7 +71,31 @@ Napi::Function IteratorWrap::Init(Napi::Env env) {
                      });
 }
 
-Napi::Object IteratorWrap::New(Napi::Env env, StoreWrap* owner, std::unique_ptr<Iterator> it) {
+namespace {
+Status ParseOptions(Napi::Value v, IteratorOptions* options, std::shared_ptr<Snapshot>* snap) {
+  if (!v.IsObject()) return Status::OK();
+  Napi::Object o = v.As<Napi::Object>();
+  for (const char* name : {"lower", "upper"}) {
+    Napi::Value b = o.Get(name);
+    if (b.IsUndefined() || b.IsNull()) continue;
+    BytesArg bytes;
+    if (!bytes.Read(b)) return Status::InvalidArgument("iterator bounds must be strings or Uint8Arrays");
+    (std::strcmp(name, "lower") == 0 ? options->lower : options->upper) = bytes.Copy();
+  }
+  options->reverse = o.Get("reverse").ToBoolean().Value();
+  options->keys_only = o.Get("keysOnly").ToBoolean().Value();
+  return SnapshotWrap::Arg(o.Get("snapshot"), snap);
+}
+}  // namespace
+
+Napi::Value IteratorWrap::Make(Napi::Env env, StoreWrap* owner, int cf, Napi::Value options,
+                               std::shared_ptr<IndexedBatch> batch) {
+  IteratorOptions parsed;
+  std::shared_ptr<Snapshot> snap;
+  Status s = ParseOptions(options, &parsed, &snap);
+  std::unique_ptr<Iterator> it;
+  if (s.ok()) s = owner->store()->NewIterator(cf, std::move(parsed), std::move(snap), std::move(batch), &it);
+  if (!s.ok()) return ThrowStatus(env, s);
   Napi::Object obj = Addon::Get(env)->iterator_ctor.New({});
   if (obj.IsEmpty()) return obj;
   IteratorWrap* self = Napi::ObjectWrap<IteratorWrap>::Unwrap(obj);

@@ -3,7 +3,9 @@
 // done]: entry i's key is keys[keyOffsets[i], keyOffsets[i+1]) (Buffer, Uint32Array).
 // One chunk in flight at a time (a second next() rejects with StoreBusyError). close()
 // is synchronous and idempotent; with a chunk in flight it takes effect when the chunk
-// settles. JS thread only; chunks run on the pool and count as in-flight store work.
+// settles. JS thread only; chunks run on the pool and count as in-flight store work, and,
+// while the iterator reads an indexed batch's own index, as reads of that batch
+// (IndexedBatch::BeginRead: the batch refuses changes meanwhile).
 #ifndef SHARDFLOW_OBJECTS_ITERATOR_H_
 #define SHARDFLOW_OBJECTS_ITERATOR_H_
 
@@ -11,6 +13,7 @@
 
 #include <memory>
 
+#include "shardflow/indexed_batch.h"
 #include "shardflow/iterator.h"
 
 namespace shardflow::binding {
@@ -22,7 +25,11 @@ class IteratorWrap : public Napi::ObjectWrap<IteratorWrap> {
  public:
   static Napi::Function Init(Napi::Env env);
   explicit IteratorWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<IteratorWrap>(info) {}
-  static Napi::Object New(Napi::Env env, StoreWrap* owner, std::unique_ptr<Iterator> it);
+  // iterator(cf, { lower?, upper?, reverse?, keysOnly?, snapshot? }) of store.iterator() and
+  // of an indexed batch's iterator() (`batch` non-null): parses the options, makes the
+  // iterator, or throws (InvalidArgumentError, StoreClosedError) and returns undefined.
+  static Napi::Value Make(Napi::Env env, StoreWrap* owner, int cf, Napi::Value options,
+                          std::shared_ptr<IndexedBatch> batch);
 
  private:
   friend class ChunkWorker;

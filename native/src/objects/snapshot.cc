@@ -26,6 +26,12 @@ bool SnapshotWrap::FromValue(Napi::Value value, std::shared_ptr<Snapshot>* out) 
   return true;
 }
 
+Status SnapshotWrap::Arg(Napi::Value value, std::shared_ptr<Snapshot>* out) {
+  if (!FromValue(value, out)) return Status::InvalidArgument("snapshot must come from store.snapshot()");
+  if (!value.IsUndefined() && !value.IsNull() && !*out) return Status::Closed("snapshot is released");
+  return Status::OK();
+}
+
 Napi::Value SnapshotWrap::Release(const Napi::CallbackInfo& info) {
   snap_.reset();
   return info.Env().Undefined();

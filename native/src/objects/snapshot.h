@@ -19,6 +19,9 @@ class SnapshotWrap : public Napi::ObjectWrap<SnapshotWrap> {
   static Napi::Object New(Napi::Env env, std::shared_ptr<Snapshot> snap);
   // Null after release(). `value` must be a SnapshotWrap (checked) or undefined.
   static bool FromValue(Napi::Value value, std::shared_ptr<Snapshot>* out);
+  // A read's optional snapshot argument: OK with *out null for undefined, InvalidArgument
+  // for anything but a SnapshotWrap, Closed for a released one.
+  static Status Arg(Napi::Value value, std::shared_ptr<Snapshot>* out);
   const std::shared_ptr<Snapshot>& snapshot() const { return snap_; }
 
  private:

@@ -183,27 +183,6 @@ class CloseWorker final : public StoreWorker {
 
 namespace {
 
-class GetWorker final : public StoreWorker {
- public:
-  GetWorker(Napi::Env env, StoreWrap* owner, int cf, std::string key, std::shared_ptr<Snapshot> snap)
-      : StoreWorker(env, owner), store_(owner->store()), cf_(cf), key_(std::move(key)), snap_(std::move(snap)) {}
-
- protected:
-  void Run() noexcept override { status_ = store_->Get(cf_, snap_.get(), key_, &value_, &found_); }
-  Napi::Value Result(Napi::Env env) override {
-    if (!found_) return env.Undefined();
-    return Napi::Buffer<char>::Copy(env, value_.data(), value_.size());
-  }
-
- private:
-  std::shared_ptr<Store> store_;
-  int cf_;
-  std::string key_;
-  std::shared_ptr<Snapshot> snap_;
-  std::string value_;
-  bool found_ = false;
-};
-
 // Resolves to [data: Buffer, lengths: Int32Array] (-1 = missing); JS slices the buffer.
 class MultiGetWorker final : public StoreWorker {
  public:
@@ -441,10 +420,8 @@ Napi::Value StoreWrap::Get(const Napi::CallbackInfo& info) {
   BytesArg key;
   std::shared_ptr<Snapshot> snap;
   if (info.Length() < 2 || !key.Read(info[1])) return RejectedPromise(env, Status::InvalidArgument("key must be a string or Uint8Array"));
-  if (!SnapshotWrap::FromValue(info.Length() > 2 ? info[2] : env.Undefined(), &snap)) {
-    return RejectedPromise(env, Status::InvalidArgument("snapshot must come from store.snapshot()"));
-  }
-  if (info.Length() > 2 && !info[2].IsUndefined() && !snap) return RejectedPromise(env, Status::Closed("snapshot is released"));
+  Status s = SnapshotWrap::Arg(info.Length() > 2 ? info[2] : env.Undefined(), &snap);
+  if (!s.ok()) return RejectedPromise(env, s);
   auto* worker = new GetWorker(env, this, cf, key.Copy(), std::move(snap));
   return worker->Start();
 }
@@ -463,10 +440,8 @@ Napi::Value StoreWrap::MultiGet(const Napi::CallbackInfo& info) {
     keys[i] = k.Copy();
   }
   std::shared_ptr<Snapshot> snap;
-  if (!SnapshotWrap::FromValue(info.Length() > 2 ? info[2] : env.Undefined(), &snap)) {
-    return RejectedPromise(env, Status::InvalidArgument("snapshot must come from store.snapshot()"));
-  }
-  if (info.Length() > 2 && !info[2].IsUndefined() && !snap) return RejectedPromise(env, Status::Closed("snapshot is released"));
+  Status s = SnapshotWrap::Arg(info.Length() > 2 ? info[2] : env.Undefined(), &snap);
+  if (!s.ok()) return RejectedPromise(env, s);
   auto* worker = new MultiGetWorker(env, this, cf, std::move(keys), std::move(snap));
   return worker->Start();
 }
@@ -516,7 +491,10 @@ Napi::Value StoreWrap::Write(const Napi::CallbackInfo& info) {
     return RejectedPromise(env, Status::InvalidArgument("the batch was made by another store"));
   }
   const bool sync = SyncArg(info, 1);
-  auto* worker = new WriteBatchWorker(env, this, batch->Take(env), sync);
+  rocksdb::WriteBatch taken;
+  Status s = batch->Take(env, &taken);
+  if (!s.ok()) return RejectedPromise(env, s);
+  auto* worker = new WriteBatchWorker(env, this, std::move(taken), sync);
   return worker->Start();
 }
 
@@ -596,28 +574,8 @@ Napi::Value StoreWrap::NewIterator(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (state_ != State::kOpen) return ThrowStatus(env, Status::Closed("store is closed"));
   if (info.Length() < 1 || !info[0].IsNumber()) return ThrowStatus(env, Status::InvalidArgument("column family index must be a number"));
-  int cf = info[0].As<Napi::Number>().Int32Value();
-  IteratorOptions options;
-  std::shared_ptr<Snapshot> snap;
-  if (info.Length() > 1 && info[1].IsObject()) {
-    Napi::Object o = info[1].As<Napi::Object>();
-    for (const char* name : {"lower", "upper"}) {
-      Napi::Value v = o.Get(name);
-      if (v.IsUndefined() || v.IsNull()) continue;
-      BytesArg b;
-      if (!b.Read(v)) return ThrowStatus(env, Status::InvalidArgument("iterator bounds must be strings or Uint8Arrays"));
-      (std::strcmp(name, "lower") == 0 ? options.lower : options.upper) = b.Copy();
-    }
-    options.reverse = o.Get("reverse").ToBoolean().Value();
-    options.keys_only = o.Get("keysOnly").ToBoolean().Value();
-    Napi::Value sv = o.Get("snapshot");
-    if (!SnapshotWrap::FromValue(sv, &snap)) return ThrowStatus(env, Status::InvalidArgument("snapshot must come from store.snapshot()"));
-    if (!sv.IsUndefined() && !sv.IsNull() && !snap) return ThrowStatus(env, Status::Closed("snapshot is released"));
-  }
-  std::unique_ptr<Iterator> it;
-  Status s = store_->NewIterator(cf, std::move(options), std::move(snap), &it);
-  if (!s.ok()) return ThrowStatus(env, s);
-  return IteratorWrap::New(env, this, std::move(it));
+  return IteratorWrap::Make(env, this, info[0].As<Napi::Number>().Int32Value(),
+                           info.Length() > 1 ? info[1] : env.Undefined(), nullptr);
 }
 
 Napi::Value StoreWrap::Close(const Napi::CallbackInfo& info) {

@@ -8,7 +8,11 @@
 
 #include <napi.h>
 
+#include <memory>
+#include <string>
+
 #include "objects/store.h"
+#include "shardflow/indexed_batch.h"
 #include "shardflow/status.h"
 #include "util/errors.h"
 
@@ -68,6 +72,41 @@ class StoreWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   Napi::ObjectReference owner_ref_;
   bool counted_;
+};
+
+// A point read: store.get(cf, key, snapshot?), or an indexed batch's get (`batch` non-null:
+// the batch on top of the store, and a read of the batch until it settles, see
+// IndexedBatch::BeginRead). Resolves to a Buffer, or undefined when absent.
+class GetWorker final : public StoreWorker {
+ public:
+  GetWorker(Napi::Env env, StoreWrap* owner, int cf, std::string key, std::shared_ptr<Snapshot> snap,
+            std::shared_ptr<IndexedBatch> batch = nullptr)
+      : StoreWorker(env, owner), store_(owner->store()), batch_(std::move(batch)), cf_(cf), key_(std::move(key)),
+        snap_(std::move(snap)) {
+    if (batch_) batch_->BeginRead();
+  }
+
+ protected:
+  void Run() noexcept override {
+    status_ = batch_ ? store_->GetFromBatch(cf_, snap_.get(), batch_.get(), key_, &value_, &found_)
+                     : store_->Get(cf_, snap_.get(), key_, &value_, &found_);
+  }
+  Napi::Value Result(Napi::Env env) override {
+    if (!found_) return env.Undefined();
+    return Napi::Buffer<char>::Copy(env, value_.data(), value_.size());
+  }
+  void Settled() override {
+    if (batch_) batch_->EndRead();
+  }
+
+ private:
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<IndexedBatch> batch_;
+  int cf_;
+  std::string key_;
+  std::shared_ptr<Snapshot> snap_;
+  std::string value_;
+  bool found_ = false;
 };
 
 }  // namespace shardflow::binding

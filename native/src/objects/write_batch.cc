@@ -27,6 +27,11 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                          InstanceMethod<&WriteBatchWrap::Clear>("clear"),
                          InstanceMethod<&WriteBatchWrap::Count>("count"),
                          InstanceMethod<&WriteBatchWrap::ByteSize>("byteSize"),
+                         InstanceMethod<&WriteBatchWrap::SetSavePoint>("setSavePoint"),
+                         InstanceMethod<&WriteBatchWrap::RollbackToSavePoint>("rollbackToSavePoint"),
+                         InstanceMethod<&WriteBatchWrap::PopSavePoint>("popSavePoint"),
+                         InstanceMethod<&WriteBatchWrap::Get>("get"),
+                         InstanceMethod<&WriteBatchWrap::NewIterator>("iterator"),
                      });
 }
 
@@ -46,6 +51,12 @@ WriteBatchWrap::WriteBatchWrap(const Napi::CallbackInfo& info) : Napi::ObjectWra
     return;
   }
   store_ = owner->store();
+  if (info.Length() >= 2 && info[1].ToBoolean().Value()) {
+    indexed_ = std::make_shared<IndexedBatch>();
+    rec_ = indexed_->wbwi();
+    owner_ = owner;
+    owner_ref_ = Napi::Persistent(info[0].As<Napi::Object>());
+  }
 }
 
 WriteBatchWrap* WriteBatchWrap::FromValue(Napi::Value value) {
@@ -61,6 +72,14 @@ const ColumnFamilyRef* WriteBatchWrap::CfArg(const Napi::CallbackInfo& info) {
   if (info.Length() >= 1 && info[0].IsNumber()) ref = store_->Ref(info[0].As<Napi::Number>().Int32Value());
   if (ref == nullptr) ThrowStatus(info.Env(), Status::InvalidArgument("unknown column family index"));
   return ref;
+}
+
+bool WriteBatchWrap::Changeable(Napi::Env env) {
+  if (!indexed_) return true;
+  Status s = indexed_->PrepareChange();
+  if (s.ok()) return true;
+  ThrowStatus(env, s);
+  return false;
 }
 
 namespace {
@@ -79,7 +98,7 @@ bool ReadArgs(const Napi::CallbackInfo& info, size_t n, BytesArg* args) {
 }  // namespace
 
 void WriteBatchWrap::ReportMemory(Napi::Env env) {
-  const int64_t size = static_cast<int64_t>(batch_.GetDataSize());
+  const int64_t size = static_cast<int64_t>(rec_->GetWriteBatch()->GetDataSize());
   const int64_t delta = size - reported_;
   if (delta >= (64 << 10) || delta <= -(64 << 10)) {
     Napi::MemoryManagement::AdjustExternalMemory(env, delta);
@@ -87,11 +106,17 @@ void WriteBatchWrap::ReportMemory(Napi::Env env) {
   }
 }
 
-rocksdb::WriteBatch WriteBatchWrap::Take(Napi::Env env) {
-  rocksdb::WriteBatch taken(std::move(batch_));
-  batch_ = rocksdb::WriteBatch();
+Status WriteBatchWrap::Take(Napi::Env env, rocksdb::WriteBatch* out) {
+  if (indexed_) {
+    Status s = indexed_->PrepareChange();
+    if (!s.ok()) return s;
+    indexed_->TakeInto(out);
+  } else {
+    *out = std::move(batch_);
+    batch_ = rocksdb::WriteBatch();
+  }
   ReportMemory(env);
-  return taken;
+  return Status::OK();
 }
 
 void WriteBatchWrap::Finalize(Napi::Env env) {
@@ -108,15 +133,15 @@ Napi::Value WriteBatchWrap::Check(Napi::Env env, const rocksdb::Status& s) {
 Napi::Value WriteBatchWrap::Put(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
   BytesArg a[2];
-  if (cf == nullptr || !ReadArgs(info, 2, a)) return info.Env().Undefined();
-  return Check(info.Env(), batch_.Put(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
+  if (cf == nullptr || !ReadArgs(info, 2, a) || !Changeable(info.Env())) return info.Env().Undefined();
+  return Check(info.Env(), rec_->Put(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
 }
 
 Napi::Value WriteBatchWrap::Merge(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
   BytesArg a[2];
-  if (cf == nullptr || !ReadArgs(info, 2, a)) return info.Env().Undefined();
-  return Check(info.Env(), batch_.Merge(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
+  if (cf == nullptr || !ReadArgs(info, 2, a) || !Changeable(info.Env())) return info.Env().Undefined();
+  return Check(info.Env(), rec_->Merge(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
 }
 
 namespace {
@@ -131,7 +156,7 @@ bool KeysArg(const Napi::CallbackInfo& info, size_t i, Napi::Array* out) {
 }
 
 // Puts key `a 0x00 b` (built by RocksDB from slice parts, no copy here) with `value`.
-rocksdb::Status PutPair(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view a, std::string_view b, std::string_view value) {
+rocksdb::Status PutPair(rocksdb::WriteBatchBase* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view a, std::string_view b, std::string_view value) {
   static const char kSep = 0;
   const rocksdb::Slice key_parts[3] = {S(a), rocksdb::Slice(&kSep, 1), S(b)};
   const rocksdb::Slice value_part = S(value);
@@ -139,7 +164,7 @@ rocksdb::Status PutPair(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle*
 }
 
 // On failure the batch is rolled back to where the call started: all or nothing.
-Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatch* batch, Status s) {
+Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatchBase* batch, Status s) {
   batch->RollbackToSavePoint();
   return ThrowStatus(env, std::move(s));
 }
@@ -147,13 +172,14 @@ Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatch* batch, Status s) {
 
 template <typename Record>
 Napi::Value WriteBatchWrap::RecordAll(Napi::Env env, const ColumnFamilyRef* cf, size_t n, Record&& record) {
-  batch_.SetSavePoint();
+  if (!Changeable(env)) return env.Undefined();
+  rec_->SetSavePoint();
   auto* ref = const_cast<ColumnFamilyRef*>(cf);
   for (size_t i = 0; i < n; ++i) {
     Status s = record(ref, i);
-    if (!s.ok()) return Rollback(env, &batch_, std::move(s));
+    if (!s.ok()) return Rollback(env, rec_, std::move(s));
   }
-  batch_.PopSavePoint();
+  rec_->PopSavePoint();
   ReportMemory(env);
   return env.Undefined();
 }
@@ -182,7 +208,7 @@ Napi::Value WriteBatchWrap::MergeMany(const Napi::CallbackInfo& info) {
     BytesArg k, v;
     if (!k.Read(keys.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("keys must be strings or Uint8Arrays");
     if (!shared && !v.Read(operands.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("operands must be Uint8Arrays");
-    return Status::FromRocks(batch_.Merge(ref, S(k.View()), S(shared ? one.View() : v.View())));
+    return Status::FromRocks(rec_->Merge(ref, S(k.View()), S(shared ? one.View() : v.View())));
   });
 }
 
@@ -224,7 +250,7 @@ Napi::Value WriteBatchWrap::PutPairs(const Napi::CallbackInfo& info) {
       }
       part[j] = read[j].View();
     }
-    return Status::FromRocks(PutPair(&batch_, ref, part[0], part[1], part[2]));
+    return Status::FromRocks(PutPair(rec_, ref, part[0], part[1], part[2]));
   });
 }
 
@@ -273,7 +299,7 @@ Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
   return RecordAll(env, cf, static_cast<size_t>(n), [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     const std::string_view a = parts[0].empty() ? shared[0].View() : parts[0][i];
     const std::string_view b = parts[1].empty() ? shared[1].View() : parts[1][i];
-    return Status::FromRocks(PutPair(&batch_, ref, a, b, values[which[i]].View()));
+    return Status::FromRocks(PutPair(rec_, ref, a, b, values[which[i]].View()));
   });
 }
 
@@ -298,7 +324,7 @@ Napi::Value WriteBatchWrap::MergeFloat64s(const Napi::CallbackInfo& info) {
     BytesArg k;
     if (!k.Read(keys.Get(static_cast<uint32_t>(i)))) return Status::InvalidArgument("keys must be strings or Uint8Arrays");
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
-    return Status::FromRocks(batch_.Merge(ref, S(k.View()), rocksdb::Slice(operand)));
+    return Status::FromRocks(rec_->Merge(ref, S(k.View()), rocksdb::Slice(operand)));
   });
 }
 
@@ -350,31 +376,38 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
   return RecordAll(env, cf, n, [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
     const uint32_t from = start != nullptr ? start[i] : (i == 0 ? 0 : end[i - 1]);
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
-    return Status::FromRocks(batch_.Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand)));
+    return Status::FromRocks(rec_->Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand)));
   });
 }
 
 Napi::Value WriteBatchWrap::Delete(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
   BytesArg a[1];
-  if (cf == nullptr || !ReadArgs(info, 1, a)) return info.Env().Undefined();
-  return Check(info.Env(), batch_.Delete(const_cast<ColumnFamilyRef*>(cf), S(a[0].View())));
+  if (cf == nullptr || !ReadArgs(info, 1, a) || !Changeable(info.Env())) return info.Env().Undefined();
+  return Check(info.Env(), rec_->Delete(const_cast<ColumnFamilyRef*>(cf), S(a[0].View())));
 }
 
 Napi::Value WriteBatchWrap::DeleteRange(const Napi::CallbackInfo& info) {
   const ColumnFamilyRef* cf = CfArg(info);
   BytesArg a[2];
   if (cf == nullptr || !ReadArgs(info, 2, a)) return info.Env().Undefined();
+  if (indexed_) {
+    return ThrowStatus(info.Env(), Status::InvalidArgument(
+        "an indexed (read-your-writes) batch takes no range deletes (RocksDB 7.8's WriteBatchWithIndex does not index them): delete the keys one by one"));
+  }
   if (!cf->TakesRangeDeletes()) {
     return ThrowStatus(info.Env(), Status::InvalidArgument("column family " + cf->GetName() +
                                                            " uses memtable insert hints and takes no range deletes: delete its keys one by one"));
   }
-  return Check(info.Env(), batch_.DeleteRange(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
+  return Check(info.Env(), rec_->DeleteRange(const_cast<ColumnFamilyRef*>(cf), S(a[0].View()), S(a[1].View())));
 }
 
 Napi::Value WriteBatchWrap::Clear(const Napi::CallbackInfo& info) {
-  // Give the memory back (rocksdb::WriteBatch::Clear keeps its string's capacity).
-  if (batch_.GetDataSize() > (64u << 10)) {
+  if (!Changeable(info.Env())) return info.Env().Undefined();
+  if (indexed_) {
+    rec_->Clear();
+  } else if (batch_.GetDataSize() > (64u << 10)) {
+    // Give the memory back (rocksdb::WriteBatch::Clear keeps its string's capacity).
     batch_ = rocksdb::WriteBatch();
   } else {
     batch_.Clear();
@@ -384,11 +417,41 @@ Napi::Value WriteBatchWrap::Clear(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value WriteBatchWrap::Count(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), batch_.Count());
+  return Napi::Number::New(info.Env(), rec_->GetWriteBatch()->Count());
 }
 
 Napi::Value WriteBatchWrap::ByteSize(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(batch_.GetDataSize()));
+  return Napi::Number::New(info.Env(), static_cast<double>(rec_->GetWriteBatch()->GetDataSize()));
+}
+
+// Save points (RocksDB's WriteBatch::SetSavePoint, RollbackToSavePoint, PopSavePoint): a
+// stack of places in the batch; a rollback removes what was recorded since the top one (an
+// indexed batch rebuilds its index then, O(entries)) and pops it.
+Napi::Value WriteBatchWrap::SetSavePoint(const Napi::CallbackInfo& info) {
+  rec_->SetSavePoint();
+  return info.Env().Undefined();
+}
+
+namespace {
+Napi::Value NoSavePoint(Napi::Env env, const rocksdb::Status& s) {
+  if (s.IsNotFound()) return ThrowStatus(env, Status::InvalidArgument("the batch has no save point (setSavePoint() first)"));
+  return ThrowStatus(env, Status::FromRocks(s));
+}
+}  // namespace
+
+Napi::Value WriteBatchWrap::RollbackToSavePoint(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!Changeable(env)) return env.Undefined();
+  rocksdb::Status s = rec_->RollbackToSavePoint();
+  if (!s.ok()) return NoSavePoint(env, s);
+  ReportMemory(env);
+  return env.Undefined();
+}
+
+Napi::Value WriteBatchWrap::PopSavePoint(const Napi::CallbackInfo& info) {
+  rocksdb::Status s = rec_->PopSavePoint();
+  if (!s.ok()) return NoSavePoint(info.Env(), s);
+  return info.Env().Undefined();
 }
 
 }  // namespace shardflow::binding

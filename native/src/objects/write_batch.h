@@ -3,6 +3,13 @@
 // for: `new WriteBatch(store)`. Column families are given by index. The batch records
 // through ColumnFamilyRef (shardflow/write_batch.h), so it stays valid after the store
 // closes; writing it then fails with StoreClosedError. JS thread only.
+//
+// `new WriteBatch(store, true)` makes an indexed batch (shardflow/indexed_batch.h) that
+// also reads: get(cf, key, snapshot?) -> Promise<Buffer | undefined> and iterator(cf,
+// options) -> Iterator see the batch on top of the store. Every change (a record, clear,
+// rollbackToSavePoint, a write that takes it) throws StoreBusyError while one of its reads
+// is in flight, and deleteRange throws InvalidArgumentError (RocksDB 7.8 indexes none).
+// Save points (setSavePoint, rollbackToSavePoint, popSavePoint) work on both kinds.
 #ifndef SHARDFLOW_OBJECTS_WRITE_BATCH_H_
 #define SHARDFLOW_OBJECTS_WRITE_BATCH_H_
 
@@ -12,6 +19,7 @@
 
 #include <rocksdb/write_batch.h>
 
+#include "shardflow/indexed_batch.h"
 #include "shardflow/store.h"
 
 namespace shardflow::binding {
@@ -24,9 +32,9 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   explicit WriteBatchWrap(const Napi::CallbackInfo& info);
   // Null when `value` is not a WriteBatchWrap.
   static WriteBatchWrap* FromValue(Napi::Value value);
-  const rocksdb::WriteBatch& batch() const { return batch_; }
-  // Moves the recorded operations out (for a write) and leaves this batch empty.
-  rocksdb::WriteBatch Take(Napi::Env env);
+  // Moves the recorded operations into *out (for a write) and leaves this batch empty;
+  // Busy (nothing moved) while a read of an indexed batch is in flight.
+  Status Take(Napi::Env env, rocksdb::WriteBatch* out);
   const Store* store() const { return store_.get(); }
 
  private:
@@ -50,7 +58,18 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   Napi::Value Clear(const Napi::CallbackInfo& info);
   Napi::Value Count(const Napi::CallbackInfo& info);
   Napi::Value ByteSize(const Napi::CallbackInfo& info);
+  Napi::Value SetSavePoint(const Napi::CallbackInfo& info);
+  Napi::Value RollbackToSavePoint(const Napi::CallbackInfo& info);
+  Napi::Value PopSavePoint(const Napi::CallbackInfo& info);
+  // Indexed batches only (write_batch_reads.cc).
+  Napi::Value Get(const Napi::CallbackInfo& info);
+  Napi::Value NewIterator(const Napi::CallbackInfo& info);
+  // Indexed batches: the store is open and cf a column family, else throws / rejects.
+  bool CheckReadable(Napi::Env env, Napi::Value cf_arg, int* cf, Status* error);
   const ColumnFamilyRef* CfArg(const Napi::CallbackInfo& info);
+  // Before a change: true for a plain batch; for an indexed one, IndexedBatch::PrepareChange
+  // (false, thrown, while a read is in flight).
+  bool Changeable(Napi::Env env);
   Napi::Value Check(Napi::Env env, const rocksdb::Status& s);
   // Tells V8 how much native memory this batch holds (in 64 KiB steps), so that dropped
   // batches of many MiB get collected soon rather than piling up between GCs (they did in
@@ -65,6 +84,10 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
 
   std::shared_ptr<Store> store_;
   rocksdb::WriteBatch batch_;
+  std::shared_ptr<IndexedBatch> indexed_;  // null for a plain batch
+  rocksdb::WriteBatchBase* rec_ = &batch_;  // what records go to: batch_ or indexed_'s index
+  StoreWrap* owner_ = nullptr;              // indexed batches: the store their reads run on
+  Napi::ObjectReference owner_ref_;
 };
 
 }  // namespace shardflow::binding

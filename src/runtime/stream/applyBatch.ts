@@ -1,13 +1,14 @@
-import { isShardflowError, InvalidArgumentError } from '../../errors.js';
+import { isShardflowError } from '../../errors.js';
 import type { BrokerMessage, Consumer } from '../brokers/broker.js';
 import type { PartitionId } from '../ids.js';
-import type { Topic } from '../topics.js';
 import type { Store } from '../../storage/index.js';
 import type { StreamMarks } from './appliedMarks.js';
+import { batchContext } from './batchContext.js';
+import { DeadLetterRows } from './deadLetterRows.js';
 import { messageKey, type FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
 import type { PartitionFence } from './ownerEpoch.js';
-import type { StageContext, StageDef, StageOutputs, StageReads } from './stage.js';
+import type { StageDef, StageOutputs, StageReads } from './stage.js';
 
 /** What `applyStageBatch` works with: one incarnation of one stage partition. */
 export interface StageBatchContext {
@@ -15,6 +16,7 @@ export interface StageBatchContext {
   readonly namespace: string;
   readonly def: StageDef<any, StageOutputs, string, unknown, unknown>;
   readonly store: Store;
+  /** Committed reads (the `query` hook's); a batch's handlers read through the batch instead. */
   readonly reads: StageReads<string>;
   readonly marks: StreamMarks;
   readonly outbox: StreamOutbox;
@@ -33,37 +35,35 @@ export interface StageBatchReport {
 
 /**
  * Applies one batch of deliveries with exactly-once effects (see `StageDef`): classifies
- * each message against its producer's applied mark (skip a redelivery, dead-letter a
- * fenced-off older incarnation), decodes it (dead-letter it with the codec's reason when it
- * does not decode), runs `onMessage` per message and `onBatch` once, writes the effects, the
- * marks and the emitted messages' outbox rows in one write batch, commits, publishes the
- * outbox, then acks (or dead-letters) every message and counts it settled.
+ * each message against its producer's applied mark (skip a redelivery, dead-letter it again
+ * if it was dead-lettered, dead-letter a fenced-off older incarnation), decodes it
+ * (dead-letter it with the codec's reason when it does not decode), runs `onMessage` per
+ * message in a save point of one read-your-writes batch (`batchContext`: a message
+ * dead-lettered by its handler or `onError` leaves no effect) and `onBatch` once, writes the
+ * effects, the marks, the dead letters' reasons (`DeadLetterRows`) and the emitted messages'
+ * outbox rows in that batch, commits, publishes the outbox, then acks (or dead-letters) every
+ * message and counts it settled.
  *
  * With a `fence` (cluster ownership), the lease is checked right before the commit and again
  * before the publish: a fenced-off owner commits nothing, or leaves what it committed in the
  * outbox for the next owner to publish (same sequences), and acks nothing.
  *
- * @throws whatever the handlers, the codecs of emitted values or the store throw, and
- *   FencedError; nothing is then committed or acked: the caller must drop its marks and outbox (their caches ran
- *   ahead) and have the broker deliver the batch again
+ * @throws whatever the handlers (an `onMessage` error decided `'fail'`), `onError`, the codecs
+ *   of emitted values or the store throw, and FencedError; nothing is then committed or acked:
+ *   the caller must drop its marks and outbox (their caches ran ahead) and have the broker
+ *   deliver the batch again
  */
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
   const { def, store, marks, outbox, counters } = ctx;
-  const batch = store.batch();
-  const emitted: Array<[Topic, Uint8Array]> = [];
-  const outputs = def.outputs ?? {};
-  const handlerContext: StageContext<StageOutputs, string> = {
-    partition: ctx.partition,
-    writes: batch,
-    reads: ctx.reads,
-    emit(output, value) {
-      const ns = outputs[output];
-      if (!ns) throw new InvalidArgumentError(`emit to ${JSON.stringify(output)}: not an output of this stage (outputs: ${Object.keys(outputs).join(', ') || 'none'})`);
-      emitted.push([ns.topicOf(value), ns.codec.encode(value)]);
-    },
-  };
+  const { context: handlerContext, batch, emitted, applyMessage } = batchContext(ctx.partition, def, store.indexedBatch(), ctx.reads);
+  const deadRows = new DeadLetterRows(store, marks.consumer);
   const values: unknown[] = [];
   const dead = new Map<BrokerMessage, string>();
+  /** A message of this batch, covered by its mark, goes to the dead-letter topic with `reason`. */
+  const deadLetter = (m: BrokerMessage, reason: string) => {
+    dead.set(m, reason);
+    deadRows.record(batch, m, reason);
+  };
   // The last applied sequence per producer: one mark put per producer and batch (sequences
   // classified new only ever grow, so the last is the highest).
   const newMarks = new Map<BrokerMessage['producer'], BrokerMessage['sequence']>();
@@ -71,7 +71,9 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   for (const m of messages) {
     const verdict = await marks.classify(m.producer, m.sequence);
     if (verdict.kind === 'applied') {
-      skipped++;
+      const reason = await deadRows.reasonOf(m);
+      if (reason === undefined) skipped++;
+      else dead.set(m, reason); // its dead letter did not reach the broker before a crash
       continue;
     }
     if (verdict.kind === 'conflict') {
@@ -83,15 +85,17 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
       value = def.input.codec.decode(m.payload);
     } catch (err) {
       if (!isShardflowError(err)) throw err;
-      dead.set(m, err.message);
+      deadLetter(m, err.message);
       marks.advance(m.producer, m.sequence);
       newMarks.set(m.producer, m.sequence);
       continue;
     }
-    await def.onMessage?.(handlerContext, value, m);
+    const applied = applyMessage(value, m);
+    const reason = typeof applied === 'object' ? await applied : applied;
+    if (reason === undefined) values.push(value);
+    else deadLetter(m, reason);
     marks.advance(m.producer, m.sequence);
     newMarks.set(m.producer, m.sequence);
-    values.push(value);
   }
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
   for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
@@ -108,5 +112,6 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
     else await consumer.ack(m);
     counters.onSettled(ctx.namespace, messageKey(m));
   }
+  if (dead.size > 0) await deadRows.settled(dead.keys());
   return { applied: values.length, skipped, deadLettered: dead.size, emitted: emitted.length };
 }

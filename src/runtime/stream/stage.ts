@@ -12,23 +12,35 @@ export type MessageOf<N> = N extends NamespaceDef<infer T> ? T : never;
 
 /**
  * The effects of one batch on the stage's own column families `C`, all committed in one
- * RocksDB write batch with the applied marks and the outbox rows (a typed view of
- * `WriteBatch`: only declared families are accepted).
+ * RocksDB write batch with the applied marks and the outbox rows (a typed view of the
+ * batch's `IndexedWriteBatch`: only declared families are accepted). `ctx.reads` sees them at
+ * once. No range deletes: RocksDB 7.8 cannot index them in a read-your-writes batch; delete
+ * the keys one by one (iterate the range, delete each key).
+ * @throws InvalidArgumentError for an undeclared family or a value that is not a Uint8Array;
+ *   StoreBusyError while a read of the batch is in flight (await each read before writing)
  */
 export interface StageWrites<C extends string> {
   put(cf: C, key: Key, value: Uint8Array): void;
   /** Folds `operand` into the value with the family's merge operator (declared with the family). */
   merge(cf: C, key: Key, operand: Uint8Array): void;
   delete(cf: C, key: Key): void;
-  /** Removes the keys in [start, end) (not for families with `memtableInsertHint`). */
-  deleteRange(cf: C, start: Key, end: Key): void;
 }
 
-/** Reads of the stage's own column families (what is committed; the batch's writes are not visible). */
+/**
+ * Reads of the stage's own column families. In a batch's handlers (`ctx.reads`) they are
+ * read-your-writes, like Kafka Streams' and Flink's keyed state: the batch's writes so far
+ * (the messages before this one, and this one's own) on top of what is committed, merges
+ * resolved with the family's merge operator (RocksDB's WriteBatchWithIndex:
+ * `IndexedWriteBatch`). An `iterate` sees the batch as it was at its first step, whatever is
+ * written while it runs. In the `query` hook, between batches, they read what is committed.
+ */
 export interface StageReads<C extends string> {
   get(cf: C, key: Key): Promise<Buffer | undefined>;
   iterate(cf: C, options?: IterateOptions): AsyncGenerator<[Buffer, Buffer]>;
-  /** A consistent view for several reads; release it with `snapshot.release()`. */
+  /**
+   * A consistent view of what is committed, for several reads (`iterate(cf, { snapshot })`;
+   * in a batch, the batch's writes show on top of it); release it with `snapshot.release()`.
+   */
   snapshot(): Snapshot;
 }
 
@@ -46,6 +58,14 @@ export interface StageContext<O extends StageOutputs, C extends string> {
    * effect at its receivers). @throws whatever the codec or key function throws
    */
   emit<K extends keyof O & string>(output: K, value: MessageOf<O[K]>): void;
+  /**
+   * Rejects the message `onMessage` runs for, alone: what its handler wrote and emitted, before
+   * or after this call, is taken back (the batch's write-batch save point), the message goes
+   * to the dead-letter topic with `reason`, and the rest of the batch commits. The handler
+   * should return after it. The first reason of a message counts.
+   * @throws InvalidArgumentError in `onBatch` (a batch fails as a whole: throw) or for an empty reason
+   */
+  deadLetter(reason: string): void;
 }
 
 /**
@@ -53,11 +73,16 @@ export interface StageContext<O extends StageOutputs, C extends string> {
  * Flink's keyed process function): consumes every partition of `input`, one actor per
  * partition, each owning a RocksDB store with the declared `columnFamilies`.
  *
- * Per batch of delivered messages: messages already applied are skipped (a redelivery),
- * undecodable ones and those of a fenced-off producer incarnation are dead-lettered with the
- * reason, `onMessage` runs for each new message in order, then `onBatch` once with all of
- * them; their writes, the applied marks and the emitted messages (outbox rows) commit in one
- * write batch, the outbox is published, then the batch is acked.
+ * Per batch of delivered messages: messages already applied are skipped (a redelivery; one
+ * dead-lettered before is dead-lettered again with its reason), undecodable ones and those of
+ * a fenced-off producer incarnation are dead-lettered with the reason, `onMessage` runs for
+ * each new message in order, each inside a save point of the batch (`ctx.deadLetter`, or a
+ * throw that `onError` sends to the dead-letter topic, takes back that message's effects
+ * alone), then `onBatch` once with the messages kept; their writes, the applied marks (dead
+ * letters included) and the emitted messages (outbox rows) commit in one write batch, the
+ * outbox is published, then each message is acked or dead-lettered with its reason. Handlers
+ * read the batch's writes (`StageReads`), so a read-then-write handler sees an earlier
+ * version of its key in the same batch.
  *
  * Type parameters: `I` input messages, `O` output namespaces, `C` column family names, `Q`/`R`
  * request and answer of the `query` hook.
@@ -73,9 +98,29 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    * with `sf.` (the framework's).
    */
   readonly columnFamilies?: { readonly [K in C]: ColumnFamilyOptions };
-  /** Adds one message's effects. A throw fails the batch: nothing is committed or acked, the partition restarts and the broker redelivers. */
+  /**
+   * Adds one message's effects; `ctx.deadLetter(reason)` rejects the message alone. A throw is
+   * decided by `onError`: dead-letter the message alone, or fail the batch (nothing is
+   * committed or acked, the partition restarts and the broker delivers the batch again).
+   */
   readonly onMessage?: (ctx: StageContext<O, C>, value: I, message: BrokerMessage) => void | Promise<void>;
-  /** Adds the effects of the whole batch (after every `onMessage`), e.g. one aggregate message per batch. */
+  /**
+   * What a throw from `onMessage` does to its message (after Kafka Streams'
+   * ProcessingExceptionHandler, KIP-1033, and Akka's supervision deciders): `'dead-letter'`
+   * takes back that message's writes and emits and sends it to the dead-letter topic with the
+   * reason `onMessage threw <name> (<code>): <message>`; `'fail'` fails the batch. Default
+   * (`defaultMessageErrorDecision`): `'dead-letter'` for a ShardflowError of bad input
+   * (InvalidArgumentError, e.g. a namespace key function refusing a value in `emit`;
+   * InvalidUrlError, e.g. `hostOf` on a URL without a host; UndecodableMessageError;
+   * PayloadTooLargeError), unless the stage context's own API threw it (an undeclared column
+   * family, an unknown output: the handler's bug); `'fail'` for any other error. A throw from
+   * `onError` fails the batch.
+   */
+  readonly onError?: (err: unknown, value: I, message: BrokerMessage) => 'dead-letter' | 'fail';
+  /**
+   * Adds the effects of the whole batch (after every `onMessage`; `values` leaves out the
+   * dead-lettered messages), e.g. one aggregate message per batch. A throw fails the batch.
+   */
   readonly onBatch?: (ctx: StageContext<O, C>, values: readonly I[]) => void | Promise<void>;
   /** Answers `RunningTopology.ask(stage, partition, request)` from the partition's store, between batches. */
   readonly query?: (reads: StageReads<C>, request: Q, partition: PartitionId) => R | Promise<R>;

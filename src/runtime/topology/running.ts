@@ -21,7 +21,7 @@ import { checkStageFamily, type StageCompactionReport } from '../stream/stageCom
 import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
 import { openExternalProducer, type TopologyProducer } from './externalProducer.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
-import type { StageTypes, Topology } from './topology.js';
+import type { ColumnFamiliesOf, StageTypes, Topology } from './topology.js';
 import { TopologyDataDir, type TopologyRecovery, type UncleanPolicy } from './topologyDataDir.js';
 import { whenStagesStarted } from './stagesStarted.js';
 
@@ -100,7 +100,7 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    * @throws InvalidArgumentError for a family the stage does not declare; RangeError for an
    *   unknown stage; the store's errors after the retries
    */
-  compact<N extends keyof S & string>(stage: N, columnFamily: S[N]['columnFamilies'], options?: AskRetryOptions): Promise<StageCompactionReport[]>;
+  compact<N extends keyof S & string>(stage: N, columnFamily: ColumnFamiliesOf<S[N]>, options?: AskRetryOptions): Promise<StageCompactionReport[]>;
   /**
    * Resolves when nothing is in flight: twice in a row, `pollMs` apart, every message sent to
    * a consumed namespace was settled and nothing moved in between (Mattern's four-counter

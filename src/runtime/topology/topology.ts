@@ -4,12 +4,20 @@ import type { NamespaceDef } from '../stream/namespace.js';
 import type { StageDef, StageOutputs } from '../stream/stage.js';
 import { startTopology, type RunningTopology, type TopologyStartOptions } from './running.js';
 
-/** What the type of a topology remembers of each stage: its query hook's request and answer, its column family names. */
+/**
+ * What the type of a topology remembers of each stage: its query hook's request and answer,
+ * its column family names. `columnFamilies` is optional so that a hand-written
+ * `RunningTopology<{ count: { request: string; answer: bigint } }>` still type-checks (then
+ * `compact` takes any family name and checks it when called).
+ */
 export interface StageTypes {
   readonly request: unknown;
   readonly answer: unknown;
-  readonly columnFamilies: string;
+  readonly columnFamilies?: string;
 }
+
+/** The column family names a stage's types know (any string when they do not say). */
+export type ColumnFamiliesOf<T extends StageTypes> = T extends { readonly columnFamilies: infer C extends string } ? C : string;
 
 /** A stage as the topology holds it (types erased). */
 export interface StageEntry {

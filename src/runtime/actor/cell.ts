@@ -6,7 +6,7 @@ import { isSupervisorSpec, type ChildSpec } from '../supervision/childSpec.js';
 import { RestartBook } from '../supervision/internal/restartBook.js';
 import { superviseFailure } from '../supervision/internal/superviseFailure.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
-import { ActorStoppedError, InvalidArgumentError, MailboxFullError } from '../../errors.js';
+import { ActorStoppedError, InjectedFaultError, InvalidArgumentError, MailboxFullError } from '../../errors.js';
 import type { Behavior } from './behavior.js';
 import { checkActorName } from './checkActorName.js';
 import { createMailbox } from './createMailbox.js';
@@ -333,6 +333,10 @@ export class ActorCell<M = any, S = any, R = any> {
     }
     this.#send({ type: 'shardflow.failed', error });
     this.host.emit('@shardflow.failed', this, error);
+    // Every real failure is logged where it happened, as Akka logs each failure its supervisor
+    // handles; a fault that chaos testing injected on purpose only at debug level.
+    if (error instanceof InjectedFaultError) this.host.logger.debug({ path: this.path, err: error }, 'injected fault; the supervisor decides');
+    else this.host.logger.warn({ path: this.path, err: error }, 'actor failed; its supervisor decides (restart, stop or escalate)');
     if (this.parent === null) this.host.guardianFailed(error);
     else this.parent.superviseChild(this, error, incarnation);
   }

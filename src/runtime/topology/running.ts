@@ -187,9 +187,24 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     throw err;
   }
   let terminated = false;
-  void system.whenTerminated.then(() => (terminated = true));
+  let failure: { readonly error: unknown } | undefined;
+  void system.whenTerminated.then((t) => {
+    terminated = true;
+    if (t.kind === 'failed') failure = { error: t.error };
+  });
+  // A topology that stopped because a failure escalated to the root says which one, with the
+  // chain of causes (a restart intensity exceeded, then the failure that was repeated).
+  const describe = (e: unknown): string => {
+    if (!(e instanceof Error)) return String(e);
+    return e.cause === undefined ? e.message : `${e.message}; last failure: ${describe(e.cause)}`;
+  };
   const stopped = () =>
-    Object.assign(new ActorStoppedError(`topology ${topology.name} has stopped`), { terminal: true });
+    Object.assign(
+      failure
+        ? new ActorStoppedError(`topology ${topology.name} has stopped: a failure escalated past its stage's supervisor: ${describe(failure.error)}`, { cause: failure.error })
+        : new ActorStoppedError(`topology ${topology.name} has stopped`),
+      { terminal: true },
+    );
   const started = whenStagesStarted(system, topology.stages);
   started.catch(() => undefined); // awaited below, unless supervise throws first
   try {
@@ -210,6 +225,10 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
             resources,
           }),
         })),
+        // A partition past its restart intensity escalates to the stage's supervisor, which
+        // escalates to the root: the topology stops and says why (quiescence() and ask() throw
+        // ActorStoppedError with the failure), instead of restarting the whole stage forever.
+        { supervision: SupervisorStrategy.escalate },
       );
     }
   } catch (err) {

@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ActorStoppedError, MemoryBroker, SupervisorStrategy, Topology, defineNamespace, encodeInt64, int64Add, msgpackCodec,
+} from '../src/index.js';
+import { recordingLogger } from './kit/recordingLogger.js';
+import { tempDir } from './kit/datasets.js';
+
+/**
+ * A handler that always fails on one message (a bug, not bad input) must not restart its stage
+ * forever in silence, as a first user found: each failure is logged where it happened, the
+ * partition's restart intensity escalates to the stage's supervisor, which escalates to the
+ * root, and the topology stops saying why (`quiescence()` throws ActorStoppedError naming the
+ * handler's error) instead of polling until its timeout.
+ */
+interface Txn { readonly card: string; readonly cents: number }
+const isTxn = (v: unknown): v is Txn => typeof (v as Txn)?.card === 'string' && Number.isInteger((v as Txn)?.cents);
+
+test('a handler that always throws on one message stops the topology with its error, logged', { timeout: 120_000 }, async () => {
+  const { dir, cleanup } = tempDir('sf-escalation-');
+  const txns = defineNamespace('txns', { codec: msgpackCodec('Txn', isTxn), partitions: 4, key: (t: Txn) => t.card });
+  const topology = Topology.create('poison').stage('cards', {
+    input: txns,
+    columnFamilies: { total: { mergeOperator: int64Add() } },
+    supervision: SupervisorStrategy.restartWithBackoff({ minMs: 1, maxMs: 5, factor: 2, randomFactor: 0 }).withLimit(3, 60_000),
+    onMessage(ctx, t) {
+      if (t.card === 'poison') throw new Error('cannot handle txn poison (a bug in the handler)');
+      ctx.writes.merge('total', t.card, encodeInt64(t.cents));
+    },
+  });
+  const logger = recordingLogger();
+  const broker = new MemoryBroker();
+  const running = await topology.start({ broker, dataDir: dir, logger });
+  try {
+    const producer = await running.producer(txns, 'txns-src');
+    for (let i = 0; i < 50; i++) await producer.send({ card: `card-${i % 7}`, cents: 100 + i });
+    await producer.send({ card: 'poison', cents: 1 });
+    const err = await running.quiescence({ timeoutMs: 60_000 }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ActorStoppedError, `quiescence ends with ActorStoppedError, not ${String(err)}`);
+    assert.match(err.message, /cannot handle txn poison/, 'the error names the handler failure that escalated');
+    const failures = logger.entries.filter((e) => e.level === 'warn' && /actor failed/.test(e.message ?? ''));
+    assert.ok(failures.length >= 4, `each failure of the partition is logged (${failures.length} warnings)`);
+    assert.match(JSON.stringify((failures[0]!.fields as { path: string }).path), /\/cards\/p\d/);
+    await assert.rejects(running.ask('cards', 0, undefined as never), ActorStoppedError);
+  } finally {
+    await running.stop();
+    await broker.close();
+    cleanup();
+  }
+});

@@ -24,6 +24,7 @@ export type { AskRetryOptions } from './runtime/topology/askWithRetry.js';
 
 /* Data dirs: the record of a topology's runs (resume, or refuse with the reason), one run at a time (a lock file with the pid) */
 export { readTopologyRecord, TOPOLOGY_RECORD_FILE } from './runtime/topology/dataDirRecord.js';
+export { brokerIdentityFor } from './runtime/topology/brokerIdentityFor.js';
 export type { TopologyRecord, RecordedStage } from './runtime/topology/dataDirRecord.js';
 export { TOPOLOGY_LOCK_FILE } from './runtime/topology/topologyDataDir.js';
 export type { TopologyRecovery, UncleanPolicy } from './runtime/topology/topologyDataDir.js';

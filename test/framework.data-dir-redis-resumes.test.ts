@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Redis } from 'ioredis';
-import { deleteBrokerScope, readTopologyRecord } from '../src/index.js';
+import { brokerIdentityFor, deleteBrokerScope, readTopologyRecord } from '../src/index.js';
 import { addTruth } from './kit/clickTopology.js';
 import { killPoint, runClickChild, sentBefore } from './kit/clickTopologyRun.js';
 import { tempDir } from './kit/datasets.js';
@@ -39,6 +39,10 @@ for (const seed of [2, 8]) {
       const record = readTopologyRecord(dataDir);
       assert.equal(record?.state, 'running');
       assert.deepEqual(record?.broker, { kind: 'redis', url, scope: prefix });
+      // What a user's program connects to for the next run: the recorded scope on that broker, a fresh one elsewhere.
+      assert.deepEqual(brokerIdentityFor(dataDir, url), record?.broker);
+      assert.deepEqual(brokerIdentityFor(dataDir, 'memory'), { kind: 'memory' });
+      assert.notEqual(brokerIdentityFor(dataDir, `${url}/1`).scope, prefix);
 
       const elsewhere = await runClickChild(['--data-dir', dataDir, '--events', '10']);
       assert.equal(elsewhere.code, 2, elsewhere.stderr);

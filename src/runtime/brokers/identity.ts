@@ -7,9 +7,9 @@
  * { kind: 'redis',  url: 'redis://127.0.0.1:6379',  scope: 'sf:1a2b3c4d:' }       keys sf:1a2b3c4d:links/3, ...
  * { kind: 'pulsar', url: 'pulsar://127.0.0.1:8080', scope: 'shardflow-1a2b3c4d' }  topics persistent://shardflow-1a2b3c4d/links/3, ...
  * ```
- * A data dir records it (`shardflow.json`, src/topology/dataDir.ts) so that the next run on
- * the data dir reopens the same scope, and so that `shardflow clean` can remove it
- * (`deleteBrokerScope`, ./scope.ts).
+ * A data dir records it (a topology's `topology.json`, see `readTopologyRecord` and
+ * `brokerIdentityFor`; the web index's `shardflow.json`) so that the next run on the data dir
+ * reopens the same scope, and so that `shardflow clean` can remove it (`deleteBrokerScope`).
  */
 export interface BrokerIdentity {
   /** `memory`, `redis` or `pulsar`. */

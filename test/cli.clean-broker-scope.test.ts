@@ -17,6 +17,7 @@ import { topic } from '../src/runtime/topics.js';
 import { Namespaces } from '../src/actors/namespaces.js';
 import { RECORD_FILE, type DataDirRecord } from '../src/topology/dataDir.js';
 import { eventually, pulsarUnavailable } from './kit/brokers.js';
+import { TOPOLOGY_RECORD_FILE, type TopologyRecord } from '../src/index.js';
 
 // `shardflow clean` against the real Redis and Pulsar: a data dir's broker scope (keys,
 // streams, consumer groups, dead letters; Pulsar topics, subscriptions, dead-letter topics,
@@ -172,7 +173,7 @@ describe('shardflow clean on redis', () => {
     mkdirSync(bare);
     const noRecord = await cli(['clean', '--data-dir', bare, '--remove-data']);
     assert.equal(noRecord.status, 1, noRecord.stderr);
-    assert.match(noRecord.stderr, /has no record file \(shardflow\.json\).*Nothing was removed/);
+    assert.match(noRecord.stderr, /has no record file \(shardflow\.json of a job, topology\.json of a topology\).*Nothing was removed/);
     assert.ok(existsSync(bare), 'a folder without a record is never removed');
     assert.deepEqual(await scan(mine), keys);
 
@@ -186,6 +187,23 @@ describe('shardflow clean on redis', () => {
     const again = await cli(['clean', '--broker', redisUrl, '--scope', mine]);
     assert.equal(again.status, 0, again.stderr);
     assert.match(again.stdout, /removed 0 topics \(0 dead letters\)/);
+  });
+
+  it("removes the scope a framework topology's data dir records (topology.json)", async (t) => {
+    if (skip) return t.skip(`redis unavailable: ${skip}`);
+    const mine = await scoped();
+    const dir = path.join(root, 'topology');
+    mkdirSync(dir);
+    const record: TopologyRecord = {
+      format: 1, topology: 'clicks', stages: [{ stage: 'count', namespace: 'links', partitions: 1, partitioner: 'fnv1a/1' }],
+      broker: { kind: 'redis', url: redisUrl, scope: mine }, state: 'quiet', pid: process.pid, runs: 1, updatedAt: new Date().toISOString(),
+    };
+    writeFileSync(path.join(dir, TOPOLOGY_RECORD_FILE), JSON.stringify(record));
+    const keys = await scan(mine);
+    const r = await cli(['clean', '--data-dir', dir]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`data dir ${dir}: scope ${mine} on ${redisUrl}: removed ${keys.length} keys`));
+    assert.deepEqual(await scan(mine), [], 'no key of the scope is left');
   });
 
   it('refuses a scope with connected consumers, unless --force', async (t) => {

@@ -1,9 +1,20 @@
 import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { brokerKind, BrokerScopeInUseError, deleteBrokerScope, describeBrokerScope, listBrokerScopes, type BrokerIdentity, type BrokerScopeRemoval } from '../runtime/brokers/index.js';
-import { DataDirError, InvalidArgumentError } from '../index.js';
+import { DataDirError, InvalidArgumentError, lockFileHolder, readTopologyRecord, TOPOLOGY_LOCK_FILE } from '../index.js';
 import { readRecord } from '../topology/dataDir.js';
 import { dataDirLockHolder } from '../topology/dataDirLock.js';
+
+/** The broker a data dir records: a web-index job's (`shardflow.json`) or a framework topology's (`topology.json`). */
+function recordOf(dir: string): { readonly broker: BrokerIdentity } | undefined {
+  return readRecord(dir) ?? readTopologyRecord(dir);
+}
+
+/** The pid of the live process that holds data dir `dir` (a job's or a topology's lock), if any. */
+function holderOf(dir: string): number | undefined {
+  return dataDirLockHolder(dir) ?? lockFileHolder(join(dir, TOPOLOGY_LOCK_FILE));
+}
 
 /** Options of `runClean` (the `shardflow clean` flags). */
 export interface CleanOptions {
@@ -82,14 +93,14 @@ export async function runClean(o: CleanOptions, write: (line: string) => void): 
  */
 function recordedBroker(dir: string, given: string | undefined): BrokerIdentity {
   if (!existsSync(dir)) throw new DataDirError(`no data dir at ${dir}`);
-  const holder = dataDirLockHolder(dir);
+  const holder = holderOf(dir);
   if (holder !== undefined) {
     throw new DataDirError(`data dir ${dir} is in use by process ${holder} (a shardflow job runs on it): nothing was removed. Stop that job first.`);
   }
-  const record = readRecord(dir);
+  const record = recordOf(dir);
   if (!record) {
     throw new DataDirError(
-      `${dir} has no record file (shardflow.json): it is not a data dir, or was written before data dirs recorded their broker scope. Nothing was removed; remove a known scope with --broker SPEC --scope SCOPE.`,
+      `${dir} has no record file (shardflow.json of a job, topology.json of a topology): it is not a data dir, or was written before data dirs recorded their broker scope. Nothing was removed; remove a known scope with --broker SPEC --scope SCOPE.`,
     );
   }
   const b = record.broker;
@@ -112,8 +123,8 @@ async function cleanOrphans(o: CleanOptions, spec: string, write: (line: string)
   const kept = new Set<string>();
   for (const dir of o.dataDirs) {
     if (!existsSync(dir)) throw new DataDirError(`no data dir at ${dir}`);
-    const record = readRecord(dir);
-    if (!record) throw new DataDirError(`${dir} has no record file (shardflow.json): it is not a data dir, so it cannot say which scope to keep`);
+    const record = recordOf(dir);
+    if (!record) throw new DataDirError(`${dir} has no record file (shardflow.json or topology.json): it is not a data dir, so it cannot say which scope to keep`);
     if (record.broker.scope) kept.add(record.broker.scope);
   }
   const scopes = await listBrokerScopes(url, o.family === undefined ? {} : { family: o.family });

@@ -47,7 +47,9 @@ test('a stage dead-letters a message whose guard throws, with the reason, and ap
   let restarts = 0;
   running.system.events$.subscribe((e) => void (e.type === '@shardflow.restarted' && restarts++));
   try {
-    const producer = await running.producer(visits, 'visits-src');
+    // Another system's producer, without the guard (the topology's own producers check it at the send).
+    const unchecked = defineNamespace('visits', { codec: msgpackCodec('Visit', (v): v is Visit => true), partitions: 1, key: (v: Visit) => v.key });
+    const producer = await running.producer(unchecked, 'visits-src');
     await producer.send({ key: 'a', url: 'http://a.example/1' });
     await producer.send({ key: 'a', url: 'gopher://a.example/2' });
     await producer.send({ key: 'a', url: 'https://a.example/3' });
@@ -56,6 +58,35 @@ test('a stage dead-letters a message whose guard throws, with the reason, and ap
     assert.deepEqual(dead.map((d) => d.reason), ['Visit: url "gopher://a.example/2" is not http(s)']);
     assert.equal(await running.ask('count', 0, 'a'), 2n);
     assert.equal(restarts, 0, 'the bad message failed no batch');
+  } finally {
+    await running.stop();
+    await broker.close();
+    cleanup();
+  }
+});
+
+test('an external producer runs the guard at its send: a bad value is refused there with the reason, nothing is sent', { timeout: 60_000 }, async () => {
+  const { dir, cleanup } = tempDir('sf-codec-check-');
+  const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 2, key: (v: Visit) => v.key });
+  const topology = Topology.create('codec-check').stage('count', {
+    input: visits,
+    columnFamilies: { n: { mergeOperator: int64Add() } },
+    onMessage: (ctx, v) => ctx.writes.merge('n', v.key, encodeInt64(1)),
+    query: async (reads, key: string) => decodeInt64((await reads.get('n', key)) ?? encodeInt64(0)),
+  });
+  const quiet: Logger = { debug() {}, warn() {}, error() {} };
+  const broker = new MemoryBroker();
+  const running = await topology.start({ broker, dataDir: dir, logger: quiet });
+  try {
+    const producer = await running.producer(visits, 'visits-src');
+    await producer.send({ key: 'a', url: 'https://a.example/' });
+    await assert.rejects(producer.send({ key: 'a', url: 'ftp://a.example/' }), (err: Error) =>
+      err.name === 'InvalidArgumentError' && /Visit: url "ftp:\/\/a\.example\/" is not http\(s\) \(refused at the send\)/.test(err.message));
+    await assert.rejects(producer.send(JSON.parse('{"key":42}') as Visit), /Visit: value does not have the expected shape \(refused at the send\)/);
+    await producer.send({ key: 'a', url: 'https://a.example/2' });
+    await running.quiescence({ timeoutMs: 30_000 });
+    assert.equal(await running.askKey('count', 'a', 'a'), 2n);
+    assert.deepEqual(await running.deadLetters('count'), [], 'refused values never reach the broker');
   } finally {
     await running.stop();
     await broker.close();

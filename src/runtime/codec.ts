@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr';
-import { UndecodableMessageError } from '../errors.js';
+import { InvalidArgumentError, UndecodableMessageError } from '../errors.js';
 
 /**
  * msgpack on the wire (msgpackr). One `Codec<T>` per message type; `decode` checks the shape
@@ -11,6 +11,14 @@ export interface Codec<T> {
   encode(value: T): Uint8Array;
   /** @throws UndecodableMessageError when the bytes are not msgpack or fail the guard. */
   decode(bytes: Uint8Array): T;
+  /**
+   * Checks a value before it is sent (what `decode` would refuse at the receiver), so that a
+   * producer fed from outside the type system (JSON, another queue) fails at its `send`,
+   * where the caller can act, instead of leaving a dead letter downstream. Optional: codecs
+   * without it are not checked at the send.
+   * @throws InvalidArgumentError naming the codec and what is wrong
+   */
+  check?(value: unknown): asserts value is T;
 }
 
 /**
@@ -24,7 +32,8 @@ export interface Codec<T> {
 const packr = new Packr({ useRecords: true, mapsAsObjects: true, moreTypes: false, int64AsType: 'number' });
 
 /**
- * A msgpack codec whose `decode` accepts only values for which `guard` returns true.
+ * A msgpack codec whose `decode` accepts only values for which `guard` returns true, and
+ * whose `check` runs the same guard on a value before an external producer sends it.
  * `guard` may also throw to say what is wrong (`throw new Error('outlink 3 has no host')`):
  * `decode` then throws UndecodableMessageError `<name>: <that message>`, so a stage
  * dead-letters the message with that reason; false gives the reason "value does not have the
@@ -41,14 +50,22 @@ export function msgpackCodec<T>(name: string, guard: (value: unknown) => value i
       } catch (cause) {
         throw new UndecodableMessageError(`${name}: bytes are not msgpack (${(cause as Error).message})`, { cause });
       }
-      let ok: boolean;
-      try {
-        ok = guard(value);
-      } catch (cause) {
-        throw new UndecodableMessageError(`${name}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-      }
-      if (!ok) throw new UndecodableMessageError(`${name}: value does not have the expected shape`);
+      const wrong = guardFailure(name, guard, value);
+      if (wrong !== undefined) throw new UndecodableMessageError(wrong.message, { cause: wrong.cause });
       return value as T;
     },
+    check(value: unknown): asserts value is T {
+      const wrong = guardFailure(name, guard, value);
+      if (wrong !== undefined) throw new InvalidArgumentError(`${wrong.message} (refused at the send)`, { cause: wrong.cause });
+    },
   };
+}
+
+/** Why `guard` refuses `value` (its throw, or false), or undefined when it accepts it. */
+function guardFailure(name: string, guard: (value: unknown) => boolean, value: unknown): { readonly message: string; readonly cause?: unknown } | undefined {
+  try {
+    return guard(value) ? undefined : { message: `${name}: value does not have the expected shape` };
+  } catch (cause) {
+    return { message: `${name}: ${cause instanceof Error ? cause.message : String(cause)}`, cause };
+  }
 }

@@ -15,7 +15,8 @@ export interface TopologyProducer<T> {
    * Sends `value` to the partition of its key. Resolves when the broker has it. Await each
    * send (or keep one send per topic in flight) to keep their order. A failed send uses up
    * its sequence (the broker may have it): sending the value again is a new message.
-   * @throws the codec's, key function's and broker's errors
+   * @throws InvalidArgumentError when the namespace's codec refuses `value` (`Codec.check`:
+   *   nothing is sent); the key function's and broker's errors
    */
   send(value: T): Promise<void>;
   /** Closes the broker producers. */
@@ -60,6 +61,7 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
     name,
     epoch,
     async send(value) {
+      namespace.codec.check?.(value);
       const t = namespace.topicOf(value);
       const payload = namespace.codec.encode(value);
       const n = next.get(t.partition) ?? 0;

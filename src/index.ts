@@ -39,6 +39,7 @@ export type { Worker, WorkerOptions } from './cluster/worker.js';
 export type { WorkerEvent } from './cluster/events.js';
 export { clusterStatus, listClusters } from './cluster/status.js';
 export { clusterBrokerIdentity } from './cluster/brokerScope.js';
+export { retireCluster } from './cluster/retire.js';
 export { loadTopology } from './cluster/topologyModule.js';
 export { CLUSTER_NAME, DEFAULT_CLUSTER_PREFIX } from './cluster/keys.js';
 export type { ClusterStatus, ClusterStatusOptions, PartitionStatus } from './cluster/status.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ClusterStatus } from '../src/index.js';
-import { ClusterRun } from './kit/clusterRun.js';
+import { withClusterRun } from './kit/clusterRun.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
 import { runCli } from './kit/cliRun.js';
 
@@ -17,9 +17,7 @@ const LEASE_MS = 3000;
 
 test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: exact counts', { timeout: 120_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
-  const run = new ClusterRun(LEASE_MS, { cli: true });
-  try {
-    await run.open();
+  await withClusterRun(t, LEASE_MS, { cli: true }, async (run) => {
     const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
     await run.balancedOn(workers);
     await run.send(1000);
@@ -58,12 +56,7 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
     await run.quiet(staying);
     await run.stopAll();
     await run.verify();
-  } catch (err) {
-    for (const w of run.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-1500)}`);
-    throw err;
-  } finally {
-    await run.close();
-  }
+  });
 });
 
 test('shardflow worker refuses a module export that is not a topology, and cluster status an unknown cluster', { timeout: 60_000 }, async (t) => {

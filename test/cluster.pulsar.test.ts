@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ClusterRun, type WorkerProcess } from './kit/clusterRun.js';
+import { withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
 import { pulsarUnavailable } from './kit/brokers.js';
 
@@ -23,9 +23,7 @@ test('three shardflow workers over Pulsar: SIGKILL of one mid-stream, exact coun
     t.skip(`pulsar unavailable: ${reason}`);
     return;
   }
-  const run = new ClusterRun(LEASE_MS, { cli: true, broker: webUrl.replace(/^http:/, 'pulsar:') });
-  try {
-    await run.open();
+  await withClusterRun(t, LEASE_MS, { cli: true, broker: webUrl.replace(/^http:/, 'pulsar:') }, async (run) => {
     const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
     const s = await run.balancedOn(workers);
     assert.ok(s.workers.every((w) => w.broker?.kind === 'pulsar' && w.broker.scope === `shardflow-cluster-${run.clusterName}`), 'the workers report the cluster\'s Pulsar tenant');
@@ -43,10 +41,5 @@ test('three shardflow workers over Pulsar: SIGKILL of one mid-stream, exact coun
     await run.quiet(live);
     await run.stopAll();
     await run.verify();
-  } catch (err) {
-    for (const w of run.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-1500)}`);
-    throw err;
-  } finally {
-    await run.close();
-  }
+  });
 });

@@ -225,3 +225,21 @@ export class ClusterRun {
     this.#dir.cleanup();
   }
 }
+
+/**
+ * Runs `body` on a fresh, opened {@link ClusterRun}; on a failure prints each worker's last
+ * stderr as test diagnostics; always kills what still runs and removes the run's keys,
+ * broker scope and data dir.
+ */
+export async function withClusterRun(t: import('node:test').TestContext, leaseMs: number, options: ClusterRunOptions, body: (run: ClusterRun) => Promise<void>): Promise<void> {
+  const run = new ClusterRun(leaseMs, options);
+  try {
+    await run.open();
+    await body(run);
+  } catch (err) {
+    for (const w of run.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-1500)}`);
+    throw err;
+  } finally {
+    await run.close();
+  }
+}

@@ -89,6 +89,19 @@ export function workerCommand(setExit: (code: number) => void): Command {
       const print = (e: WorkerEvent): void => {
         process.stdout.write(opts.json ? `${JSON.stringify({ event: e, at: Date.now() })}\n` : `${new Date().toISOString()} ${eventLine(e)}\n`);
       };
+      // Signals are caught from here on: one that arrives while the worker joins stops it as soon as it has joined.
+      let signalled: NodeJS.Signals | undefined;
+      let onFirstSignal: (() => void) | undefined;
+      const onSignal = (signal: NodeJS.Signals): void => {
+        if (signalled) {
+          process.stderr.write(`shardflow worker: ${signal} again: exiting without finishing the hand-back (the leases run out)\n`);
+          process.exit(signal === 'SIGTERM' ? 143 : 130);
+        }
+        signalled = signal;
+        onFirstSignal?.();
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
       let worker;
       try {
         worker = await startWorker({
@@ -112,18 +125,11 @@ export function workerCommand(setExit: (code: number) => void): Command {
       if (worker.host.inspection) process.stderr.write(`shardflow worker ${worker.id}: console at ${worker.host.inspection.url}\n`);
       const w = worker;
       const code = await new Promise<number>((done) => {
-        let signalled = false;
-        const onSignal = (signal: NodeJS.Signals): void => {
-          if (signalled) {
-            process.stderr.write(`shardflow worker: ${signal} again: exiting without finishing the hand-back (the leases run out)\n`);
-            process.exit(signal === 'SIGTERM' ? 143 : 130);
-          }
-          signalled = true;
-          process.stderr.write(`shardflow worker ${w.id}: ${signal}: handing the partitions back\n`);
+        onFirstSignal = (): void => {
+          process.stderr.write(`shardflow worker ${w.id}: ${signalled}: handing the partitions back\n`);
           void w.stop().then(() => done(0), () => done(1));
         };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
+        if (signalled) onFirstSignal();
         w.closed.catch((err: unknown) => {
           process.stderr.write(`shardflow worker ${w.id}: stopped by a failure: ${err instanceof Error ? err.message : String(err)}\n`);
           done(1);

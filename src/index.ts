@@ -40,7 +40,11 @@ export { epochSequence, sequenceEpoch, MAX_EPOCH } from './runtime/stream/produc
 export { startWorker, DEFAULT_LEASE_MS } from './cluster/worker.js';
 export type { Worker, WorkerOptions } from './cluster/worker.js';
 export type { WorkerEvent } from './cluster/events.js';
-export { clusterStatus } from './cluster/status.js';
+export { clusterStatus, listClusters } from './cluster/status.js';
+export { clusterBrokerIdentity } from './cluster/brokerScope.js';
+export { retireCluster } from './cluster/retire.js';
+export { loadTopology } from './cluster/topologyModule.js';
+export { CLUSTER_NAME, DEFAULT_CLUSTER_PREFIX } from './cluster/keys.js';
 export type { ClusterStatus, ClusterStatusOptions, PartitionStatus } from './cluster/status.js';
 export type { MemberReport } from './cluster/membership.js';
 export { assignPartitions } from './cluster/assignment.js';

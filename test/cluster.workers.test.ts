@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ClusterRun, until, type WorkerProcess } from './kit/clusterRun.js';
+import { ClusterRun, until, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
 
 /**
@@ -16,16 +16,7 @@ const LEASE_MS = 3000;
 
 async function cluster(t: import('node:test').TestContext, body: (run: ClusterRun) => Promise<void>): Promise<void> {
   if (await skipWithoutRedis(t)) return;
-  const run = new ClusterRun(LEASE_MS);
-  try {
-    await run.open();
-    await body(run);
-  } catch (err) {
-    for (const w of run.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-1500)}`);
-    throw err;
-  } finally {
-    await run.close();
-  }
+  await withClusterRun(t, LEASE_MS, {}, body);
 }
 
 const unitsOf = (s: Awaited<ReturnType<ClusterRun['status']>>, w: WorkerProcess) => s.partitions.filter((p) => p.owner === w.id);

@@ -6,12 +6,15 @@ import { crawlCommand } from './crawl.js';
 import { queryCommand, serveCommand } from './query.js';
 import { treeCommand } from './tree.js';
 import { cleanCommand } from './clean.js';
+import { workerCommand } from './worker.js';
+import { clusterCommand } from './cluster.js';
 
 /**
  * The `shardflow` command line: `demo` (the main job), `rank` (rank a graph file), `crawl`
  * (crawl real sites), `serve` (the query API over a data folder), `query` (ask it), `tree` (the
- * live supervision tree of a job started with `--inspect-port`), `clean` (remove a run's broker
- * scope).
+ * live supervision tree of a job started with `--inspect-port`, or of every worker of a
+ * cluster), `clean` (remove a run's broker scope), `worker` (run a framework topology's
+ * partitions as one worker of a cluster), `cluster status` (a cluster's workers and partitions).
  * @returns the process exit code
  */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -28,6 +31,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(queryCommand((c) => (code = c)));
   program.addCommand(treeCommand((c) => (code = c)));
   program.addCommand(cleanCommand((c) => (code = c)));
+  program.addCommand(workerCommand((c) => (code = c)));
+  program.addCommand(clusterCommand((c) => (code = c)));
   try {
     await program.parseAsync([...argv]);
   } catch (err) {

@@ -2,6 +2,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import pc from 'picocolors';
 import { readEventStream, type ActorStatus, type TreeNode } from '../index.js';
 import { positiveInt } from './options.js';
+import { withClusterReadOptions, type ClusterReadOptions } from './cluster.js';
+import { readClusterTrees, renderClusterTree } from './clusterTree.js';
 
 /** The picocolors formatters used for states. */
 type StatusColor = 'green' | 'blue' | 'yellow' | 'red' | 'gray';
@@ -258,25 +260,35 @@ function endpointUrl(value: string): string {
   return value;
 }
 
-/** `shardflow tree --url URL [--watch]`: the live supervision tree of a running job, in a terminal. */
+/** `shardflow tree --url URL [--watch]`, or `--cluster URL [--name CLUSTER]` for every worker of a cluster. */
 export function treeCommand(setExit: (code: number) => void): Command {
-  return new Command('tree')
-    .description('show the supervision tree of a job started with --inspect-port, coloured by state, with restarts and mailbox depths')
-    .requiredOption('--url <url>', '(required) the inspection endpoint, e.g. http://127.0.0.1:9464', endpointUrl)
-    .option('--watch', 'redraw on every lifecycle event until the job ends (Ctrl-C to stop)', false)
+  return withClusterReadOptions(
+    new Command('tree')
+      .description('show the supervision tree of a job started with --inspect-port (or of every worker of a cluster), coloured by state, with restarts and mailbox depths')
+      .option('--url <url>', 'the inspection endpoint, e.g. http://127.0.0.1:9464 (or give --cluster)', endpointUrl),
+    false,
+  )
+    .option('--watch', 'redraw on every lifecycle event until the job ends (Ctrl-C to stop); with --cluster, every --interval', false)
     .option('--interval <ms>', 'with --watch, also redraw every <ms> milliseconds', positiveInt, 1000)
     .option('--filter <text>', 'only actors whose path contains <text> (e.g. p3/ or indexer), with their ancestors')
     .option('--no-color', 'plain text (also when NO_COLOR is set or stdout is not a terminal)')
-    .action(async (opts: { url: string; watch: boolean; interval: number; color: boolean; filter?: string }) => {
+    .action(async (opts: { url?: string; watch: boolean; interval: number; color: boolean; filter?: string } & Partial<ClusterReadOptions>) => {
+      if ((opts.url === undefined) === (opts.cluster === undefined)) throw new InvalidArgumentError('give either --url <endpoint> or --cluster <redis url>');
       const abort = new AbortController();
       const onSigint = (): void => abort.abort();
       process.once('SIGINT', onSigint);
+      const color = opts.color && pc.isColorSupported;
       try {
+        if (opts.cluster !== undefined) {
+          await runClusterTree({ ...(opts as ClusterReadOptions), cluster: opts.cluster }, opts, color, abort.signal);
+          setExit(0);
+          return;
+        }
         const outcome = await runTree({
-          url: opts.url,
+          url: opts.url!,
           watch: opts.watch,
           intervalMs: opts.interval,
-          color: opts.color && pc.isColorSupported,
+          color,
           write: (text) => process.stdout.write(text),
           signal: abort.signal,
           ...(opts.filter ? { filter: opts.filter } : {}),
@@ -287,11 +299,32 @@ export function treeCommand(setExit: (code: number) => void): Command {
         if (outcome === 'stream-ended') console.log('event stream ended: the job terminated or the endpoint closed');
         setExit(0);
       } catch (err) {
+        if (err instanceof InvalidArgumentError) throw err;
         const cause = (err as { cause?: { code?: string } }).cause?.code;
-        console.error(`shardflow tree: cannot read ${opts.url}: ${(err as Error).message}${cause ? ` (${cause})` : ''}`);
+        console.error(`shardflow tree: cannot read ${opts.url ?? opts.cluster}: ${(err as Error).message}${cause ? ` (${cause})` : ''}`);
         setExit(1);
       } finally {
         process.off('SIGINT', onSigint);
       }
     });
+}
+
+/** `tree --cluster`: prints every worker's partitions and tree once, or with `watch` redraws in place every `interval` ms until `signal` aborts. */
+async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; interval: number; filter?: string }, color: boolean, signal: AbortSignal): Promise<void> {
+  const frame = async (): Promise<string> => {
+    const { status, trees } = await readClusterTrees(read);
+    return renderClusterTree(status, trees, { color, at: Date.now(), ...(opts.filter ? { filter: opts.filter } : {}) });
+  };
+  if (!opts.watch) {
+    process.stdout.write(`${await frame()}\n`);
+    return;
+  }
+  while (!signal.aborted) {
+    const text = fit(await frame(), process.stdout.isTTY && process.stdout.rows > 2 ? process.stdout.rows - 1 : undefined);
+    process.stdout.write(`${HOME}${text.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}`);
+    await new Promise((resolve) => {
+      const t = setTimeout(resolve, opts.interval);
+      signal.addEventListener('abort', () => (clearTimeout(t), resolve(undefined)), { once: true });
+    });
+  }
 }

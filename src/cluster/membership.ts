@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError } from '../errors.js';
+import type { BrokerIdentity } from '../runtime/brokers/identity.js';
 import type { ClusterKeys } from './keys.js';
 import type { ClusterStage } from './units.js';
 
@@ -21,6 +22,10 @@ export interface MemberReport {
   readonly opening: readonly string[];
   /** Units the worker refused to run, with the reason (a store of another shape, a corrupt store). */
   readonly failed: Readonly<Record<string, string>>;
+  /** Base URL of the worker's inspection endpoint (docs/console.md: `/tree`, `/events`, `/metrics`), or null when it serves none. */
+  readonly inspectUrl?: string | null;
+  /** The broker its partitions consume and publish through (kind, url, scope), so that `clusterStatus` and clients can reach it; null when the broker does not say. */
+  readonly broker?: BrokerIdentity | null;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Broker } from '../runtime/brokers/broker.js';
 import { partitionId } from '../runtime/ids.js';
 import { topic } from '../runtime/topics.js';
-import { ClusterKeys } from './keys.js';
+import { CLUSTER_NAME, ClusterKeys, DEFAULT_CLUSTER_PREFIX } from './keys.js';
 import { liveMembers, readClusterTopology, type MemberReport } from './membership.js';
 import { connectCoordination } from './redisConnection.js';
 import { allUnits, parseUnitKey, unitKey, type ClusterStage } from './units.js';
@@ -117,4 +117,29 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     workers: members.map((m) => ({ ...m, leases: leases.get(m.id) ?? 0 })),
     partitions: withBacklog,
   };
+}
+
+/**
+ * The names of the clusters that recorded a topology in the Redis at `cluster` under
+ * `keyPrefix` (default `sfc:`), sorted: what `shardflow cluster status` offers when no
+ * cluster name is given. Reads with SCAN (never blocks the server).
+ * @throws BrokerDisconnectedError when Redis does not answer
+ */
+export async function listClusters(cluster: string, keyPrefix = DEFAULT_CLUSTER_PREFIX): Promise<string[]> {
+  const redis = await connectCoordination(cluster, 5000);
+  try {
+    const names = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*:topology`, 'COUNT', 1000);
+      cursor = next;
+      for (const k of keys) {
+        const name = k.slice(keyPrefix.length, -':topology'.length);
+        if (CLUSTER_NAME.test(name)) names.add(name);
+      }
+    } while (cursor !== '0');
+    return [...names].sort();
+  } finally {
+    redis.disconnect();
+  }
 }

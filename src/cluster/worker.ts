@@ -350,6 +350,8 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       running: by('running'),
       opening: by('opening'),
       failed: Object.fromEntries(this.#failed),
+      inspectUrl: this.#host?.inspection?.url ?? null,
+      broker: this.options.broker.identity ?? null,
     };
   }
 

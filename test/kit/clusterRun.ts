@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import {
-  RedisStreamsBroker, clusterStatus, openExternalProducer, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
+  RedisStreamsBroker, clusterBrokerIdentity, clusterStatus, connectBroker, deleteBrokerScope, openExternalProducer,
+  type Broker, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
 } from '../../src/index.js';
 import { partitionId } from '../../src/runtime/ids.js';
 import { StreamColumnFamilies, stageColumnFamilies } from '../../src/runtime/stream/reserved.js';
@@ -34,6 +35,18 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
   }
 }
 
+/** How a {@link ClusterRun} starts its workers. */
+export interface ClusterRunOptions {
+  /**
+   * Start each worker with the command `shardflow worker --topology test/kit/clusterTopology.ts
+   * --broker <broker> --json` (its broker scope `clusterBrokerIdentity(broker, clusterName)`)
+   * instead of test/kit/clusterWorker.ts on Redis Streams. Default false.
+   */
+  readonly cli?: boolean;
+  /** With `cli`: `redis://…` (default REDIS_URL) or `pulsar://host:port`. */
+  readonly broker?: string;
+}
+
 /**
  * A cluster of worker processes on this machine for a test: its own Redis key prefixes and
  * cluster name, one shared data dir, a producer of clicks in the test process and the ground
@@ -42,33 +55,50 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
 export class ClusterRun {
   readonly clusterName = `test-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
   readonly keyPrefix = `sfc-test-${process.pid}:`;
-  readonly brokerPrefix = `sftest-${process.pid}-${this.clusterName}:`;
+  readonly brokerPrefix: string;
+  readonly brokerIdentity: BrokerIdentity;
   readonly workers: WorkerProcess[] = [];
   readonly truth = new Map<string, number>();
   readonly #dir = tempDir('sf-cluster-');
   readonly #topology = clusterClickTopology();
-  #broker!: RedisStreamsBroker;
+  readonly #cli: boolean;
+  #broker!: Broker;
   #producer!: TopologyProducer<Click>;
   #sent = 0;
 
-  constructor(readonly leaseMs: number) {}
+  constructor(readonly leaseMs: number, options: ClusterRunOptions = {}) {
+    this.#cli = options.cli ?? false;
+    this.brokerIdentity = this.#cli
+      ? clusterBrokerIdentity(options.broker ?? REDIS_URL, this.clusterName)
+      : { kind: 'redis', url: REDIS_URL, scope: `sftest-${process.pid}-${this.clusterName}:` };
+    this.brokerPrefix = this.brokerIdentity.scope!;
+  }
 
   get dataDir(): string {
     return this.#dir.dir;
   }
 
   async open(): Promise<void> {
-    this.#broker = await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: this.brokerPrefix, heartbeatMs: 200, deadAfterMs: 2000, blockMs: 100 });
+    this.#broker = this.#cli
+      ? await connectBroker(this.brokerIdentity)
+      : await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: this.brokerPrefix, heartbeatMs: 200, deadAfterMs: 2000, blockMs: 100 });
     this.#producer = await openExternalProducer({ broker: this.#broker, dataDir: this.dataDir, namespace: this.#topology.clicks, name: 'clicks-src' });
+  }
+
+  /** The arguments of `shardflow worker` for worker `name` of this run (`--inspect-port 0`: a console each). */
+  workerArgs(name: string): string[] {
+    return [
+      'worker', '--topology', 'test/kit/clusterTopology.ts', '--cluster', REDIS_URL, '--cluster-name', this.clusterName, '--key-prefix', this.keyPrefix,
+      '--broker', this.brokerIdentity.url!, '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--inspect-port', '0', '--json',
+    ];
   }
 
   /** Starts a worker process named `name`; resolves once it joined. */
   async startWorker(name: string): Promise<WorkerProcess> {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.dataDir, name, String(this.leaseMs)],
-      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const args = this.#cli
+      ? [resolve(repoRoot, 'bin/shardflow.mjs'), ...this.workerArgs(name)]
+      : ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.dataDir, name, String(this.leaseMs)];
+    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     const w: WorkerProcess = {
       name, child, events: [], id: undefined, stderr: '',
       exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal }))),
@@ -190,7 +220,26 @@ export class ClusterRun {
     }
     await this.#producer?.close();
     await this.#broker?.close();
-    await deleteKeys(this.brokerPrefix, `${this.keyPrefix}${this.clusterName}:`);
+    if (this.brokerIdentity.kind === 'pulsar') await deleteBrokerScope(this.brokerIdentity);
+    await deleteKeys(...(this.brokerIdentity.kind === 'redis' ? [this.brokerPrefix] : []), `${this.keyPrefix}${this.clusterName}:`);
     this.#dir.cleanup();
+  }
+}
+
+/**
+ * Runs `body` on a fresh, opened {@link ClusterRun}; on a failure prints each worker's last
+ * stderr as test diagnostics; always kills what still runs and removes the run's keys,
+ * broker scope and data dir.
+ */
+export async function withClusterRun(t: import('node:test').TestContext, leaseMs: number, options: ClusterRunOptions, body: (run: ClusterRun) => Promise<void>): Promise<void> {
+  const run = new ClusterRun(leaseMs, options);
+  try {
+    await run.open();
+    await body(run);
+  } catch (err) {
+    for (const w of run.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-1500)}`);
+    throw err;
+  } finally {
+    await run.close();
   }
 }

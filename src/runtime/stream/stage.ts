@@ -133,9 +133,8 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
   readonly batching?: { readonly maxCount?: number; readonly maxDelayMs?: number };
   /**
    * Unacked messages per partition consumer: the backpressure bound from the store back to the
-   * broker. Default 1024. Pulsar's WebSocket proxy caps it at 1000: on a `PulsarBroker` give
-   * 1000 or less, or the partitions fail to subscribe (InvalidArgumentError, restarted by the
-   * supervisor) and nothing is consumed.
+   * broker. Default 1024. Pulsar's WebSocket proxy caps it at 1000: a `PulsarBroker` lowers a
+   * larger value to 1000.
    */
   readonly receiverQueueSize?: number;
 }

@@ -48,6 +48,9 @@ type Settings = Required<Omit<PulsarBrokerOptions, 'webUrl' | 'tenant'>>;
 /** Subscription that keeps a dead-letter topic's messages retained (nobody reads it). */
 const KEEP = 'shardflow-retain';
 
+/** Largest receiver queue (prefetch window) Pulsar's WebSocket proxy accepts. */
+const PULSAR_MAX_RECEIVER_QUEUE = 1000;
+
 /**
  * The Pulsar broker, over Pulsar's WebSocket and REST admin APIs (no native client: the npm
  * `pulsar-client` needs the native libpulsar, which no reachable registry serves).
@@ -132,13 +135,19 @@ export class PulsarBroker implements Broker {
     return p;
   }
 
-  /** @throws InvalidArgumentError (exclusive taken, type mismatch, receiverQueueSize > 1000); BrokerDisconnectedError. */
+  /**
+   * A `receiverQueueSize` above 1000 is lowered to 1000, the cap of Pulsar's WebSocket proxy
+   * (it is a prefetch window: a smaller one only delivers in smaller steps), so that a stage's
+   * default of 1024 runs on Pulsar as on the other brokers.
+   * @throws InvalidArgumentError (exclusive taken, type mismatch, receiverQueueSize not an integer >= 1); BrokerDisconnectedError.
+   */
   async subscribe(topic: Topic, options: SubscribeOptions): Promise<Consumer> {
     this.#assertOpen();
-    const receiverQueueSize = options.receiverQueueSize ?? 1000;
-    if (!Number.isInteger(receiverQueueSize) || receiverQueueSize < 1 || receiverQueueSize > 1000) {
-      throw new InvalidArgumentError(`receiverQueueSize must be in [1, 1000] for pulsar (the WebSocket proxy caps it), got ${receiverQueueSize}`);
+    const asked = options.receiverQueueSize ?? PULSAR_MAX_RECEIVER_QUEUE;
+    if (!Number.isInteger(asked) || asked < 1) {
+      throw new InvalidArgumentError(`receiverQueueSize must be an integer >= 1, got ${asked}`);
     }
+    const receiverQueueSize = Math.min(asked, PULSAR_MAX_RECEIVER_QUEUE);
     await this.#namespace(topic);
     const dlq = deadLetterTopic(this.#tenant, topic, options.subscription);
     const c = await PulsarConsumer.open({

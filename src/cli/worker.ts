@@ -1,0 +1,141 @@
+import { Command, InvalidArgumentError } from 'commander';
+import {
+  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadTopology, startWorker, type WorkerEvent,
+} from '../index.js';
+import { cliLogger, positiveInt } from './options.js';
+
+/** Parses `--cluster`: a `redis://` URL. @throws commander's InvalidArgumentError */
+export function clusterUrl(value: string): string {
+  if (!/^rediss?:\/\//.test(value)) throw new InvalidArgumentError(`expected the cluster's Redis as redis://host:port, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Parses a cluster name (`--cluster-name`, `cluster status --name`). @throws commander's InvalidArgumentError */
+export function clusterName(value: string): string {
+  if (!CLUSTER_NAME.test(value)) throw new InvalidArgumentError(`expected 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** One line for a worker event: `started count/3 epoch 2`. */
+function eventLine(e: WorkerEvent): string {
+  switch (e.type) {
+    case 'joined':
+    case 'left':
+      return `${e.type} ${e.worker}`;
+    case 'leader':
+      return `leader ${e.worker} epoch ${e.epoch}`;
+    case 'assigned':
+      return `assigned round ${e.round}: ${e.placed.length} placed, ${e.moves.length} moves${e.unplaced.length ? `, unplaced ${e.unplaced.join(' ')}` : ''}`;
+    case 'waiting':
+    case 'fenced':
+    case 'failed':
+      return `${e.type} ${e.unit} epoch ${e.epoch}: ${e.reason}`;
+    default:
+      return `${e.type} ${e.unit} epoch ${e.epoch}`;
+  }
+}
+
+interface WorkerCliOptions {
+  topology: string;
+  export?: string;
+  cluster: string;
+  clusterName?: string;
+  broker: string;
+  dataDir: string;
+  name?: string;
+  maxPartitions?: number;
+  leaseMs: number;
+  inspectPort?: number;
+  keyPrefix?: string;
+  json: boolean;
+  logLevel: string;
+}
+
+/**
+ * `shardflow worker`: runs a framework topology's partitions as one worker of a cluster
+ * (`startWorker`, docs/cluster.md) until SIGTERM or SIGINT, then hands its partitions back and
+ * exits 0. Prints one line per worker event on stdout (`--json`: `{"event":…,"at":ms}`).
+ * Exit codes: 0 after a hand-back, 1 when a failure stopped the worker, 2 for bad input.
+ */
+export function workerCommand(setExit: (code: number) => void): Command {
+  return new Command('worker')
+    .description('run the partitions the cluster assigns to this process, for a topology module, until SIGTERM/SIGINT (hands them back, exits 0)')
+    .requiredOption('--topology <module>', '(required) an ES module (.js, or .ts under tsx) whose default export is the Topology, or a function returning it')
+    .option('--export <name>', 'use this named export of the module instead of the default export')
+    .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
+    .option('--cluster-name <name>', "the cluster to join (default: the topology's name)", clusterName)
+    .requiredOption('--broker <spec>', "(required) memory (this process only), redis://host:port or pulsar://host:port; topics under the cluster's scope")
+    .requiredOption('--data-dir <dir>', '(required) parent folder of the partition stores, shared by the workers of one machine')
+    .option('--name <name>', 'worker name shown in status and events (default: host name and pid)')
+    .option('--max-partitions <n>', 'most partition units this worker takes', positiveInt)
+    .option('--lease-ms <ms>', 'partition, leader and membership lease time; a killed worker\'s partitions are owned again within lease + 2 heartbeats', positiveInt, DEFAULT_LEASE_MS)
+    .option('--inspect-port <port>', 'serve this worker\'s console on 127.0.0.1:<port> (0: any free port); published in its membership record for `shardflow tree --cluster`', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${v}`);
+      return n;
+    })
+    .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
+    .option('--json', 'print each event as a JSON line', false)
+    .option('--log-level <level>', 'pino log level on stderr', 'warn')
+    .action(async (opts: WorkerCliOptions) => {
+      const topology = await loadTopology(opts.topology, opts.export);
+      if (opts.clusterName === undefined && !CLUSTER_NAME.test(topology.name)) {
+        throw new InvalidArgumentError(`the topology's name ${JSON.stringify(topology.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
+      }
+      const name = opts.clusterName ?? topology.name;
+      const log = cliLogger(opts.logLevel);
+      if (opts.broker === 'memory') process.stderr.write('shardflow worker: --broker memory: only messages published inside this process reach its partitions (use redis:// or pulsar:// for a cluster of processes)\n');
+      const broker = await connectBroker(clusterBrokerIdentity(opts.broker, name));
+      const print = (e: WorkerEvent): void => {
+        process.stdout.write(opts.json ? `${JSON.stringify({ event: e, at: Date.now() })}\n` : `${new Date().toISOString()} ${eventLine(e)}\n`);
+      };
+      // Signals are caught from here on: one that arrives while the worker joins stops it as soon as it has joined.
+      let signalled: NodeJS.Signals | undefined;
+      let onFirstSignal: (() => void) | undefined;
+      const onSignal = (signal: NodeJS.Signals): void => {
+        if (signalled) {
+          process.stderr.write(`shardflow worker: ${signal} again: exiting without finishing the hand-back (the leases run out)\n`);
+          process.exit(signal === 'SIGTERM' ? 143 : 130);
+        }
+        signalled = signal;
+        onFirstSignal?.();
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+      let worker;
+      try {
+        worker = await startWorker({
+          cluster: opts.cluster,
+          clusterName: name,
+          topology,
+          broker,
+          dataDir: opts.dataDir,
+          leaseMs: opts.leaseMs,
+          keyPrefix: opts.keyPrefix ?? 'sfc:',
+          logger: log,
+          onEvent: print,
+          ...(opts.name !== undefined ? { name: opts.name } : {}),
+          ...(opts.maxPartitions !== undefined ? { maxPartitions: opts.maxPartitions } : {}),
+          ...(opts.inspectPort !== undefined ? { inspect: { port: opts.inspectPort, host: '127.0.0.1' } } : {}),
+        });
+      } catch (err) {
+        await broker.close();
+        throw err;
+      }
+      if (worker.host.inspection) process.stderr.write(`shardflow worker ${worker.id}: console at ${worker.host.inspection.url}\n`);
+      const w = worker;
+      const code = await new Promise<number>((done) => {
+        onFirstSignal = (): void => {
+          process.stderr.write(`shardflow worker ${w.id}: ${signalled}: handing the partitions back\n`);
+          void w.stop().then(() => done(0), () => done(1));
+        };
+        if (signalled) onFirstSignal();
+        w.closed.catch((err: unknown) => {
+          process.stderr.write(`shardflow worker ${w.id}: stopped by a failure: ${err instanceof Error ? err.message : String(err)}\n`);
+          done(1);
+        });
+      });
+      await broker.close();
+      setExit(code);
+    });
+}

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createActor, type Actor } from 'xstate';
 import type { Clock } from '../clock.js';
 import type { ActorStatus, LifecycleEvent, TreeNode } from '../inspection.js';
@@ -119,7 +120,7 @@ export class ActorCell<M = any, S = any, R = any> {
   /** `start()` succeeded and `stop()` has not run yet for this incarnation. */
   #live = false;
   #incarnation = 0;
-  #abort = new AbortController();
+  #abort = listenedAbortController();
   #ctx: IncarnationContext<M>;
   #processed = 0;
   #dropped = 0;
@@ -381,7 +382,7 @@ export class ActorCell<M = any, S = any, R = any> {
       this.#send({ type: 'shardflow.restarting' });
     }
     const incarnation = ++this.#incarnation;
-    const abort = (this.#abort = new AbortController());
+    const abort = (this.#abort = listenedAbortController());
     const ctx = (this.#ctx = new IncarnationContext<M>(this, incarnation, abort.signal));
     let state: S;
     try {
@@ -588,4 +589,15 @@ export class ActorCell<M = any, S = any, R = any> {
     this.host.unregister(this);
     this.#lifecycle.stop();
   }
+}
+
+/**
+ * An incarnation's abort controller. Its signal has one listener per child in backoff, per
+ * death watch and per pending task, so a supervisor of 16 partitions that all fail at once
+ * has more than Node's default of 10: no leak, so no MaxListenersExceededWarning.
+ */
+function listenedAbortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }

@@ -47,8 +47,16 @@ if answers; then
   log "already answering on $admin"
   exit 0
 fi
+# A fresh Debian machine: install Java 17, Maven and curl with apt when we are root (as
+# scripts/redis/start.sh installs redis-server); otherwise say what to install.
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing Java 17, Maven and curl with apt"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless maven curl >/dev/null
+  fi
+fi
 for tool in java mvn curl; do
-  command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl)"; exit 1; }
+  command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl): apt-get install openjdk-17-jre-headless maven curl"; exit 1; }
 done
 if [ "${PULSAR_FRESH:-0}" = 1 ]; then
   # CI: start from empty data (a fresh machine has none), so no topic, ledger or bookie

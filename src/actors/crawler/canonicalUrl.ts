@@ -6,7 +6,12 @@ import { InvalidUrlError } from '../../index.js';
  *
  * Rules, in order:
  * 1. resolve the reference against the base (the page URL, or its `<base href>`) with the
- *    WHATWG URL parser, after trimming ASCII whitespace;
+ *    WHATWG URL parser, as it is: the parser itself strips what the URL Standard says
+ *    (https://url.spec.whatwg.org/#concept-basic-url-parser: leading and trailing C0
+ *    controls and U+0020, ASCII tab and newline anywhere) and percent-encodes what it keeps,
+ *    so a decoded `&nbsp;` (U+00A0) or a U+FEFF at the start of an href is part of the path
+ *    (`%C2%A0`, `%EF%BB%BF`), never stripped (`String.prototype.trim` would strip every
+ *    Unicode space and resolve such an href to another URL);
  * 2. only `http:` and `https:` are kept (`mailto:`, `javascript:`, `file:`, `ftp:` are refused);
  * 3. the URL needs a host; user names and passwords in it are refused (a crawler never
  *    sends credentials it found in a page);
@@ -29,7 +34,7 @@ import { InvalidUrlError } from '../../index.js';
 export function canonicalUrl(reference: string, base?: string): string {
   let url: URL;
   try {
-    url = new URL(reference.trim(), base);
+    url = new URL(reference, base);
   } catch (cause) {
     throw new InvalidUrlError(reference, 'URL does not parse', { cause });
   }

@@ -60,11 +60,19 @@ export interface CrawlBody {
 export interface LinkBody {
   readonly url: string;
   readonly score: number;
+  /** The first occurrence's anchor text. */
   readonly anchor: string;
+  /** Every occurrence's anchor text on the source page, in document order (`anchor` first). */
+  readonly anchors: readonly string[];
+  /** How many times the source page links to the target (1 and more). */
+  readonly occurrences: number;
   readonly rel: readonly string[];
   readonly region: LinkFeatures['region'];
   readonly sameHost: boolean;
+  /** True when the link points at its own page. */
+  readonly selfLink: boolean;
   readonly position: number;
+  /** The edge's raw weight: the sum of its occurrences' weights. */
   readonly weight: number;
 }
 
@@ -352,7 +360,11 @@ function crawlBody(stored: StoredPage): CrawlBody | null {
 }
 
 function linkBody(l: { url: string; features: LinkFeatures; weight: number }, score: number): LinkBody {
-  return { url: l.url, score, anchor: l.features.anchor, rel: l.features.rel, region: l.features.region, sameHost: l.features.sameHost, position: l.features.position, weight: l.weight };
+  const f = l.features;
+  return {
+    url: l.url, score, anchor: f.anchor, anchors: [f.anchor, ...(f.repeats ?? []).map((r) => r.anchor)], occurrences: 1 + (f.repeats?.length ?? 0),
+    rel: f.rel, region: f.region, sameHost: f.sameHost, selfLink: f.selfLink ?? false, position: f.position, weight: l.weight,
+  };
 }
 
 function normalise(raw: number, total: number): number {

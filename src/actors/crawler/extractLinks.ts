@@ -1,13 +1,14 @@
 import { Parser } from 'htmlparser2';
-import type { LinkFeatures, Outlink } from '../messages.js';
+import type { LinkFeatures, LinkOccurrence, Outlink } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
 import { hostOf } from '../../index.js';
 
 /** What `extractLinks` found in a page. */
 export interface ExtractedLinks {
   /**
-   * One entry per distinct target, in document order (the first occurrence's features win),
-   * then the `rel=canonical` target when it differs from the page; at most `maxOutlinks`
+   * One entry per distinct target, in the document order of its first occurrence, with that
+   * occurrence's features and every later occurrence in `features.repeats` (anchor text,
+   * position, rel, region), then the `rel=canonical` target when it differs from the page; at most `maxOutlinks`
    * entries (see `truncated`). Empty when the page says `nofollow` (see `noFollow`).
    */
   readonly outlinks: Outlink[];
@@ -63,8 +64,7 @@ const PARSE_SLICE = 64 * 1024;
 /** Parsing time after which `extractLinksChunked` yields to the event loop, in ms. */
 const PARSE_BUDGET_MS = 8;
 
-interface RawLink {
-  readonly target: string;
+interface RawOccurrence {
   anchor: string;
   readonly rel: string[];
   readonly region: LinkFeatures['region'];
@@ -72,11 +72,18 @@ interface RawLink {
   readonly index: number;
 }
 
+interface RawLink extends RawOccurrence {
+  readonly target: string;
+  /** The later occurrences of the same target. */
+  readonly repeats: RawOccurrence[];
+}
+
 /**
  * Extracts the outlinks of an HTML page with htmlparser2 (forgiving: malformed HTML still
  * yields its links, and `impliedEndTags` says how malformed it was). Records per link its
- * anchor text, position, rel tokens, same-host flag and whether it sits in `<nav>` or
- * `<footer>`.
+ * anchor text, position, rel tokens, same-host flag, self-link flag and whether it sits in
+ * `<nav>` or `<footer>`; a target linked several times is one outlink that keeps every
+ * occurrence (`features.repeats`), so every anchor text reaches its backlinks.
  *
  * Rules:
  * - links are `<a href>` and `<area href>`; hrefs resolve against the first `<base href>`
@@ -131,9 +138,10 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
   let baseSeen = false;
   const token = (options.userAgentToken ?? 'shardflow').toLowerCase();
   const pageHost = hostOf(pageUrl);
-  // Distinct targets in document order: the first `max` with their features, the others
+  // Distinct targets in document order: the first `max` with their occurrences, the others
   // only counted (`seen` holds every distinct target, so duplicates never count twice).
   const kept: RawLink[] = [];
+  const keptByTarget = new Map<string, RawLink>();
   const seen = new Set<string>();
   let linkCount = 0;
   const rejected: ExtractedLinks['rejected'] = [];
@@ -142,7 +150,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
   let canonicalHref: string | undefined;
   let nav = 0;
   let footer = 0;
-  let open: RawLink | undefined;
+  let open: RawOccurrence | undefined;
 
   const parser = new Parser(
     {
@@ -171,14 +179,23 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
             return;
           }
           const index = linkCount++;
-          if (name === 'a') open = undefined; // a repeated or uncounted link's text is nobody's anchor
-          if (seen.has(target)) return;
-          seen.add(target);
-          if (kept.length >= max) return;
+          if (name === 'a') open = undefined; // an uncounted link's text is nobody's anchor
           const rel = (attrs.rel ?? '').toLowerCase().split(/\s+/).filter((t) => REL_TOKENS.has(t));
-          const link: RawLink = { target, anchor: name === 'area' ? (attrs.alt ?? '') : '', rel, region: nav > 0 ? 'nav' : footer > 0 ? 'footer' : 'body', index };
-          kept.push(link);
-          if (name === 'a') open = link;
+          const occurrence: RawOccurrence = { anchor: name === 'area' ? (attrs.alt ?? '') : '', rel, region: nav > 0 ? 'nav' : footer > 0 ? 'footer' : 'body', index };
+          const first = keptByTarget.get(target);
+          if (first) {
+            first.repeats.push(occurrence);
+          } else {
+            if (seen.has(target)) return;
+            seen.add(target);
+            if (kept.length >= max) return;
+            const link: RawLink = { ...occurrence, target, repeats: [] };
+            kept.push(link);
+            keptByTarget.set(target, link);
+            if (name === 'a') open = link;
+            return;
+          }
+          if (name === 'a') open = occurrence;
         }
       },
       ontext(text) {
@@ -215,15 +232,20 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
     let found = 0;
     if (!directives.noFollow) {
       found = seen.size;
+      const occurrence = (o: RawOccurrence): LinkOccurrence => ({
+        anchor: o.anchor.replace(/\s+/g, ' ').trim().slice(0, MAX_ANCHOR),
+        position: linkCount > 0 ? o.index / linkCount : 0,
+        rel: o.rel,
+        region: o.region,
+      });
       for (const l of kept) {
         outlinks.push({
           target: l.target,
           features: {
-            anchor: l.anchor.replace(/\s+/g, ' ').trim().slice(0, MAX_ANCHOR),
-            position: linkCount > 0 ? l.index / linkCount : 0,
-            rel: l.rel,
+            ...occurrence(l),
             sameHost: sameHostAs(l.target),
-            region: l.region,
+            ...(l.repeats.length > 0 ? { repeats: l.repeats.map(occurrence) } : {}),
+            ...(l.target === pageUrl ? { selfLink: true } : {}),
           },
         });
       }

@@ -14,7 +14,11 @@ export interface ExtractedLinks {
   readonly outlinks: Outlink[];
   /** hrefs that were skipped, with why (does not parse, other scheme, credentials). */
   readonly rejected: Array<{ href: string; reason: string }>;
-  /** End tags the parser had to imply: > 0 means the HTML was not well-formed. */
+  /**
+   * End tags the parser had to imply that the HTML standard does not let a page omit
+   * (`isParseErrorEndTag`): > 0 means the HTML has parse errors. Void elements, optional end
+   * tags and self-closing tags in SVG or MathML are valid and not counted.
+   */
   readonly impliedEndTags: number;
   /** `<meta name="robots">` said `nofollow` or `none`: the page's links are not followed. */
   readonly noFollow: boolean;
@@ -58,6 +62,32 @@ export interface ExtractLinksOptions {
 export const DEFAULT_MAX_OUTLINKS = 10_000;
 
 const REL_TOKENS = new Set(['nofollow', 'ugc', 'sponsored']);
+
+/**
+ * Void elements: they have no end tag (HTML Living Standard, 13.1.2 "Elements", void
+ * elements), plus the obsolete ones htmlparser2 also treats as void.
+ */
+const VOID_ELEMENTS = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr',
+  'basefont', 'bgsound', 'frame', 'keygen', 'param', 'image', 'isindex', 'command']);
+
+/**
+ * Elements whose end tag may be omitted (HTML Living Standard, 13.1.2.4 "Optional tags"),
+ * which are also those the tree builder lets stay open at the end of the file without a
+ * parse error (13.2.6.4.7, "An end-of-file token").
+ */
+const OPTIONAL_END_TAGS = new Set(['html', 'head', 'body', 'li', 'dt', 'dd', 'p', 'rt', 'rp', 'rb', 'rtc', 'optgroup', 'option',
+  'colgroup', 'caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th']);
+
+/**
+ * Whether an end tag htmlparser2 implied is a parse error of the page: not for a void
+ * element, an element whose end tag is optional, or any element inside `<svg>` or `<math>`
+ * (foreign content closes its self-closing tags, which htmlparser2 reports as implied).
+ * @param name the lower-case tag name
+ * @param foreignDepth how many `<svg>`/`<math>` elements are open
+ */
+function isParseErrorEndTag(name: string, foreignDepth: number): boolean {
+  return !VOID_ELEMENTS.has(name) && !OPTIONAL_END_TAGS.has(name) && foreignDepth === 0;
+}
 const MAX_ANCHOR = 256;
 /** HTML characters handed to the parser at a time by `extractLinksChunked`. */
 const PARSE_SLICE = 64 * 1024;
@@ -80,7 +110,7 @@ interface RawLink extends RawOccurrence {
 
 /**
  * Extracts the outlinks of an HTML page with htmlparser2 (forgiving: malformed HTML still
- * yields its links, and `impliedEndTags` says how malformed it was). Records per link its
+ * yields its links, and `impliedEndTags` counts the end tags it lacked that HTML requires). Records per link its
  * anchor text, position, rel tokens, same-host flag, self-link flag and whether it sits in
  * `<nav>` or `<footer>`; a target linked several times is one outlink that keeps every
  * occurrence (`features.repeats`), so every anchor text reaches its backlinks.
@@ -150,11 +180,13 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
   let canonicalHref: string | undefined;
   let nav = 0;
   let footer = 0;
+  let foreign = 0;
   let open: RawOccurrence | undefined;
 
   const parser = new Parser(
     {
       onopentag(name, attrs) {
+        if (name === 'svg' || name === 'math') foreign++;
         if (name === 'nav') nav++;
         else if (name === 'footer') footer++;
         else if (name === 'base' && attrs.href !== undefined && !baseSeen) {
@@ -202,7 +234,8 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
         if (open && open.anchor.length < MAX_ANCHOR) open.anchor += text;
       },
       onclosetag(name, isImplied) {
-        if (isImplied) impliedEndTags++;
+        if (isImplied && isParseErrorEndTag(name, name === 'svg' || name === 'math' ? foreign - 1 : foreign)) impliedEndTags++;
+        if ((name === 'svg' || name === 'math') && foreign > 0) foreign--;
         if (name === 'a') open = undefined;
         else if (name === 'nav' && nav > 0) nav--;
         else if (name === 'footer' && footer > 0) footer--;

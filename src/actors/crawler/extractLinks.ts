@@ -1,6 +1,7 @@
 import { Parser } from 'htmlparser2';
 import type { LinkFeatures, LinkOccurrence, Outlink } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
+import { parseDeclarativeRefresh } from './metaRefresh.js';
 import { hostOf } from '../../index.js';
 
 /** What `extractLinks` found in a page. */
@@ -28,6 +29,12 @@ export interface ExtractedLinks {
   readonly notFollowed: number;
   /** The canonical URL of `<link rel="canonical" href>`, when present and valid. */
   readonly canonical?: string;
+  /**
+   * The first valid `<meta http-equiv="refresh">` with a URL (`parseDeclarativeRefresh`):
+   * its delay in seconds and canonical target. It is also an outlink of rel `refresh`
+   * unless it names the page itself.
+   */
+  readonly refresh?: { readonly delay: number; readonly target: string };
   /**
    * Set when the page names more distinct targets (canonical included) than `maxOutlinks`:
    * `found` distinct targets, the first `kept` of them in `outlinks`.
@@ -125,6 +132,11 @@ interface RawLink extends RawOccurrence {
  *   `X-Robots-Tag` directives given in `options`): `nofollow` or `none` drop every link
  *   except the canonical one (the links are neither crawled nor counted); `noindex` or
  *   `none` set `noIndex` and leave the decision to the caller;
+ * - `<meta http-equiv="refresh" content>` (the first whose content parses by the HTML
+ *   standard's shared declarative refresh steps, `parseDeclarativeRefresh`) with a URL other
+ *   than the page's is an outlink of rel `refresh`, position 0, no anchor: a redirect-like
+ *   link, kept under `nofollow` like the canonical one (the page sends every reader there);
+ *   when the page also links the target, it is one more occurrence of that link;
  * - `rel` tokens kept are `nofollow`, `ugc`, `sponsored` (they lower a link's weight);
  * - at most `maxOutlinks` distinct targets are kept (`truncated` says how many there were);
  *   the rest are still canonicalised to count them, but keep no features. Work and memory
@@ -178,6 +190,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
   let impliedEndTags = 0;
   let directives = parseDirectives(options.robotsDirectives ?? '');
   let canonicalHref: string | undefined;
+  let refreshContent: string | undefined;
   let nav = 0;
   let footer = 0;
   let foreign = 0;
@@ -196,6 +209,9 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
           } catch (err) {
             rejected.push({ href: attrs.href, reason: (err as Error).message });
           }
+        } else if (name === 'meta' && refreshContent === undefined && (attrs['http-equiv'] ?? '').toLowerCase() === 'refresh' &&
+          attrs.content !== undefined && parseDeclarativeRefresh(attrs.content) !== undefined) {
+          refreshContent = attrs.content; // the first one that parses: it sets "will declaratively refresh"
         } else if (name === 'meta' && attrs.name !== undefined) {
           const who = attrs.name.toLowerCase();
           if (who === 'robots' || who === token) directives = mergeDirectives(directives, parseDirectives(attrs.content ?? ''));
@@ -261,6 +277,15 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
         return false;
       }
     };
+    let refresh: ExtractedLinks['refresh'];
+    const parsedRefresh = refreshContent === undefined ? undefined : parseDeclarativeRefresh(refreshContent);
+    if (parsedRefresh?.url !== undefined) {
+      try {
+        refresh = { delay: parsedRefresh.delay, target: canonicalUrl(parsedRefresh.url, pageUrl) };
+      } catch (err) {
+        rejected.push({ href: parsedRefresh.url, reason: (err as Error).message });
+      }
+    }
     const outlinks: Outlink[] = [];
     let found = 0;
     if (!directives.noFollow) {
@@ -289,6 +314,20 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       if (outlinks.length >= max) outlinks.pop();
       outlinks.push({ target: canonical, features: { anchor: '', position: 0, rel: ['canonical'], sameHost: sameHostAs(canonical), region: 'body' } });
     }
+    if (refresh !== undefined && refresh.target !== pageUrl) {
+      // Like a redirect, the refresh is where the page sends every reader: kept under
+      // nofollow and beyond the cap, as one more occurrence when the page also links there.
+      const occurrence = { anchor: '', position: 0, rel: ['refresh'], region: 'body' as const };
+      const at = outlinks.findIndex((l) => l.target === refresh.target);
+      if (at >= 0) {
+        const l = outlinks[at]!;
+        outlinks[at] = { target: l.target, features: { ...l.features, repeats: [...(l.features.repeats ?? []), occurrence] } };
+      } else {
+        if (!seen.has(refresh.target) || directives.noFollow) found++;
+        if (outlinks.length >= max) outlinks.splice(outlinks.findLastIndex((l) => !l.features.rel.includes('canonical')), 1);
+        outlinks.push({ target: refresh.target, features: { ...occurrence, sameHost: sameHostAs(refresh.target) } });
+      }
+    }
     return {
       outlinks,
       rejected,
@@ -297,6 +336,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       noIndex: directives.noIndex,
       notFollowed: directives.noFollow ? linkCount : 0,
       ...(canonical !== undefined ? { canonical } : {}),
+      ...(refresh !== undefined ? { refresh } : {}),
       ...(found > outlinks.length ? { truncated: { found, kept: outlinks.length } } : {}),
     };
   };

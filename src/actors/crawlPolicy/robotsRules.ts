@@ -17,7 +17,9 @@ export interface RobotsRules {
 /**
  * Turns a fetched robots.txt into rules, as RFC 9309 (Robots Exclusion Protocol) says:
  * - 2xx: the file's groups, parsed by robots-parser (longest match wins, `Allow` wins a
- *   tie, `*` and `$` wildcards), for the group of `token` or else `*`;
+ *   tie, `*` and `$` wildcards), for the groups whose `User-agent` is `token` (case-
+ *   insensitive, section 2.2.1; several such groups are combined) or else `*`; `/robots.txt`
+ *   itself is always allowed (section 2.2.2: "The /robots.txt URI is implicitly allowed");
  * - 4xx other than 429 ("unavailable"): everything allowed;
  * - 5xx, 429, or no answer ("unreachable"): everything disallowed until the robots.txt is
  *   fetched again;
@@ -32,11 +34,21 @@ export function robotsRules(record: RobotsRecord, token: string): RobotsRules {
     const robot = robotsParser(`${record.origin}/robots.txt`, record.body ?? '');
     const delay = robot.getCrawlDelay(token);
     return {
-      allows: (url) => robot.isAllowed(url, token) !== false,
+      allows: (url) => isRobotsTxt(url) || robot.isAllowed(url, token) !== false,
       crawlDelayMs: typeof delay === 'number' && Number.isFinite(delay) && delay > 0 ? delay * 1000 : 0,
     };
   }
   if ((status >= 300 && status < 500 && status !== 429)) return { allows: () => true, crawlDelayMs: 0 };
   const why = status === 0 ? `robots.txt unreachable (${record.error ?? 'no answer'})` : `robots.txt unreachable (HTTP ${status})`;
   return { allows: () => false, crawlDelayMs: 0, unreachable: why };
+}
+
+/** True for the `/robots.txt` URL of an origin (no query). */
+function isRobotsTxt(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.pathname === '/robots.txt' && u.search === '';
+  } catch {
+    return false;
+  }
 }

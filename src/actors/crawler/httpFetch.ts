@@ -25,8 +25,31 @@ export interface HttpFetcherOptions {
   readonly totalTimeoutMs?: number;
   /** Parallel connections per origin. Default 4. */
   readonly connections?: number;
-  /** User-Agent header. Its first token (before `/`) is the robots.txt and `<meta name>` token. */
+  /** User-Agent header sent with every request. Default `DEFAULT_USER_AGENT`. */
   readonly userAgent?: string;
+  /**
+   * The product token matched against robots.txt `User-agent` lines (RFC 9309 section
+   * 2.2.1: letters, `_` and `-` only, matched case-insensitively), `<meta name=TOKEN>` and
+   * `X-Robots-Tag: TOKEN: ...`. Separate from `userAgent`: a browser-style User-Agent
+   * (`Mozilla/5.0 (compatible; Bot/1.0)`) does not make the token `mozilla`. Default
+   * `DEFAULT_ROBOTS_TOKEN`.
+   */
+  readonly robotsToken?: string;
+}
+
+/** The default User-Agent header. */
+export const DEFAULT_USER_AGENT = 'shardflow/0.1 (+https://github.com/shardflow)';
+/** The default robots.txt product token. */
+export const DEFAULT_ROBOTS_TOKEN = 'shardflow';
+
+/**
+ * Checks a robots.txt product token as RFC 9309 section 2.2.1 defines it: one or more of
+ * `a-z`, `A-Z`, `_`, `-`. @returns the token lower-cased (matching is case-insensitive)
+ * @throws RangeError naming the token and the rule
+ */
+export function checkRobotsToken(token: string): string {
+  if (!/^[A-Za-z_-]+$/.test(token)) throw new RangeError(`robots token ${JSON.stringify(token)}: RFC 9309 section 2.2.1 allows only letters, "_" and "-"`);
+  return token.toLowerCase();
 }
 
 /** What `fetchRobots` got for a host's `/robots.txt`. */
@@ -79,13 +102,13 @@ export class HttpFetcher {
   readonly #userAgent: string;
   readonly #token: string;
 
-  /** @throws InvalidArgumentError-like RangeError for a malformed `hostMap` entry */
+  /** @throws RangeError for a malformed `hostMap` entry or `robotsToken` */
   constructor(options: HttpFetcherOptions = {}) {
     this.#maxBody = options.maxBodyBytes ?? 2 * 1024 * 1024;
     const timeout = options.timeoutMs ?? 10_000;
     this.#totalTimeout = options.totalTimeoutMs ?? 30_000;
-    this.#userAgent = options.userAgent ?? 'shardflow/0.1 (+https://github.com/shardflow)';
-    this.#token = this.#userAgent.split('/')[0]!.trim().toLowerCase() || 'shardflow';
+    this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.#token = checkRobotsToken(options.robotsToken ?? DEFAULT_ROBOTS_TOKEN);
     const map = new Map<string, string>();
     for (const [host, address] of options.hostMap ?? []) {
       const colon = address.lastIndexOf(':');
@@ -113,7 +136,7 @@ export class HttpFetcher {
     });
   }
 
-  /** The robots.txt token of this fetcher's User-Agent (e.g. `shardflow`). */
+  /** The robots.txt product token of this fetcher (`robotsToken`, lower-cased). */
   get userAgentToken(): string {
     return this.#token;
   }

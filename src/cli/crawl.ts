@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import type { Logger } from 'pino';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { CrawlBudget } from '../actors/crawlPolicy/crawlBudget.js';
-import { checkRobotsToken, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
+import { checkRobotsToken, DEFAULT_MAX_REDIRECTS, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
 import { weightFunction, type WeightFunction } from '../actors/metrics/weights.js';
@@ -48,6 +48,8 @@ export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
   readonly userAgent?: string;
   /** robots.txt product token (RFC 9309 section 2.2.1), separate from the User-Agent. Default `shardflow`. */
   readonly robotsToken?: string;
+  /** Most redirect hops of a chain (`HttpFetcherOptions.maxRedirects`). Default 10. */
+  readonly maxRedirects?: number;
   /** Per-fetch inactivity timeout in ms. Default 10000. */
   readonly timeoutMs?: number;
   /** Run the metric to convergence after the crawl. Default true. */
@@ -115,6 +117,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
       ...(options.robotsToken !== undefined ? { robotsToken: options.robotsToken } : {}),
+      ...(options.maxRedirects !== undefined ? { maxRedirects: options.maxRedirects } : {}),
     },
     crawlPolicy: {
       maxInFlightPerHost: 1,
@@ -227,6 +230,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
     .option('--user-agent <text>', 'User-Agent header of every request', DEFAULT_USER_AGENT)
     .option('--robots-token <token>', 'product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)', robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
+    .option('--max-redirects <n>', 'most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks', count, DEFAULT_MAX_REDIRECTS)
     .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
     .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
     .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
@@ -265,6 +269,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
           maxOutlinks: opts.maxOutlinks,
           timeoutMs: opts.timeoutMs,
           userAgent: opts.userAgent,
+          maxRedirects: opts.maxRedirects,
           robotsToken: opts.robotsToken,
           rank: opts.rank,
           keepOpen: opts.serve !== undefined,

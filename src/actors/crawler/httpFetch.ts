@@ -35,7 +35,20 @@ export interface HttpFetcherOptions {
    * `DEFAULT_ROBOTS_TOKEN`.
    */
   readonly robotsToken?: string;
+  /**
+   * Most redirects a chain may have, counted from the requested URL (`A -> B` is one).
+   * Default `DEFAULT_MAX_REDIRECTS`; 0 makes every redirect an over-long chain.
+   */
+  readonly maxRedirects?: number;
 }
+
+/**
+ * Default cap on a redirect chain: 10 hops, what Googlebot follows ("Googlebot follows up to
+ * 10 redirect hops", Google Search Central, "HTTP status codes ... affect Google Search");
+ * RFC 9309 section 2.3.1.2 asks at least five of robots.txt fetches, RFC 9110 section 15.4
+ * asks a client to detect and intervene in cyclical redirections without fixing a number.
+ */
+export const DEFAULT_MAX_REDIRECTS = 10;
 
 /** The default User-Agent header. */
 export const DEFAULT_USER_AGENT = 'shardflow/0.1 (+https://github.com/shardflow)';
@@ -78,8 +91,13 @@ const ROBOTS_MAX_REDIRECTS = 5;
  * - 3xx with a `Location`: no body; `outlinks` holds the canonical redirect target (rel
  *   `redirect`), so the redirect is recorded as a link and its target is crawled through
  *   the frontier like any discovered URL (politeness, robots.txt and de-duplication apply
- *   to it); `error` says `redirect (301) to <url>`. The fetcher itself never follows a
- *   redirect of a page.
+ *   to it); `error` says `redirect (301) to <url>`. Before that, the chain is checked: its
+ *   next hops are requested (status and `Location` only, no body read, no politeness
+ *   delay), and a chain that comes back to a URL it passed (a loop) or has more than
+ *   `maxRedirects` hops is stored with `error` `redirect loop: A -> B -> A (301 to B)` or
+ *   `redirect chain longer than N hops: ...` and no outlinks, so a loop soaks up no rank
+ *   and an over-long chain is not crawled further. Every page of a loop gets that error
+ *   (each is a start of the loop).
  * - other non-2xx: `error` `HTTP <status>`, no body.
  * - 2xx, not HTML (`text/html` or `application/xhtml+xml`): content type only, stored
  *   without parsing.
@@ -101,6 +119,7 @@ export class HttpFetcher {
   readonly #totalTimeout: number;
   readonly #userAgent: string;
   readonly #token: string;
+  readonly #maxRedirects: number;
 
   /** @throws RangeError for a malformed `hostMap` entry or `robotsToken` */
   constructor(options: HttpFetcherOptions = {}) {
@@ -109,6 +128,8 @@ export class HttpFetcher {
     this.#totalTimeout = options.totalTimeoutMs ?? 30_000;
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#token = checkRobotsToken(options.robotsToken ?? DEFAULT_ROBOTS_TOKEN);
+    this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new RangeError(`maxRedirects must be an integer >= 0, got ${this.#maxRedirects}`);
     const map = new Map<string, string>();
     for (const [host, address] of options.hostMap ?? []) {
       const colon = address.lastIndexOf(':');
@@ -162,6 +183,8 @@ export class HttpFetcher {
       }
       if (!target) return { ...base, error: `redirect (${status}) without a valid Location${location ? `: ${JSON.stringify(location)}` : ''}` };
       if (target === url) return { ...base, error: `redirect (${status}) to itself` };
+      const broken = await this.#checkChain(url, target);
+      if (broken) return { ...base, error: `${broken} (${status} to ${target})` };
       let sameHost = false;
       try {
         sameHost = hostOf(target) === hostOf(url);
@@ -211,6 +234,47 @@ export class HttpFetcher {
       if ('error' in res) return { url: first, status: res.status, fetchedAt: now, error: res.error };
       if (res.status < 200 || res.status >= 300) return { url: first, status: res.status, fetchedAt: now };
       return { url: first, status: res.status, fetchedAt: now, body: new TextDecoder('utf-8').decode(res.body) };
+    }
+  }
+
+  /**
+   * Follows the redirect chain that starts `url -> target` (status and `Location` only,
+   * bodies not read) to its first non-redirect answer, at most `maxRedirects` hops.
+   * @returns why the chain is broken (`redirect loop: A -> B -> A`, `redirect chain longer
+   *   than N hops: A -> ...`), or undefined for a chain that ends (in any answer, or an
+   *   unusable `Location`, which its own page will record when it is crawled)
+   */
+  async #checkChain(url: string, target: string): Promise<string | undefined> {
+    const chain = [url, target];
+    const seen = new Set([url]);
+    let current = target;
+    for (;;) {
+      if (seen.has(current)) return `redirect loop: ${chain.join(' -> ')}`;
+      if (chain.length - 1 > this.#maxRedirects) return `redirect chain longer than ${this.#maxRedirects} hops: ${chain.slice(0, 3).join(' -> ')} -> ...`;
+      seen.add(current);
+      const next = await this.#redirectOf(current);
+      if (next === undefined) return undefined;
+      chain.push(next);
+      current = next;
+    }
+  }
+
+  /** The canonical `Location` of `url` when it answers 3xx with a usable one, else undefined. Never reads the body. */
+  async #redirectOf(url: string): Promise<string | undefined> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, { dispatcher: this.#agent, method: 'GET', headers: { 'user-agent': this.#userAgent }, signal: AbortSignal.timeout(this.#totalTimeout) });
+    } catch {
+      return undefined;
+    }
+    res.body.on('error', () => undefined);
+    res.body.destroy();
+    if (res.statusCode < 300 || res.statusCode >= 400) return undefined;
+    const location = headerValue(res.headers.location);
+    try {
+      return location ? canonicalUrl(location, url) : undefined;
+    } catch {
+      return undefined;
     }
   }
 

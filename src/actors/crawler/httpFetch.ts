@@ -92,7 +92,7 @@ const ROBOTS_MAX_REDIRECTS = 5;
  *   `redirect`), so the redirect is recorded as a link and its target is crawled through
  *   the frontier like any discovered URL (politeness, robots.txt and de-duplication apply
  *   to it); `error` says `redirect (301) to <url>`. Before that, the chain is checked: its
- *   next hops are requested (status and `Location` only, no body read, no politeness
+ *   next hops are asked with HEAD requests (status and `Location` only, no politeness
  *   delay), and a chain that comes back to a URL it passed (a loop) or has more than
  *   `maxRedirects` hops is stored with `error` `redirect loop: A -> B -> A (301 to B)` or
  *   `redirect chain longer than N hops: ...` and no outlinks, so a loop soaks up no rank
@@ -238,8 +238,8 @@ export class HttpFetcher {
   }
 
   /**
-   * Follows the redirect chain that starts `url -> target` (status and `Location` only,
-   * bodies not read) to its first non-redirect answer, at most `maxRedirects` hops.
+   * Follows the redirect chain that starts `url -> target` (HEAD requests: status and
+   * `Location` only) to its first non-redirect answer, at most `maxRedirects` hops.
    * @returns why the chain is broken (`redirect loop: A -> B -> A`, `redirect chain longer
    *   than N hops: A -> ...`), or undefined for a chain that ends (in any answer, or an
    *   unusable `Location`, which its own page will record when it is crawled)
@@ -259,11 +259,15 @@ export class HttpFetcher {
     }
   }
 
-  /** The canonical `Location` of `url` when it answers 3xx with a usable one, else undefined. Never reads the body. */
+  /**
+   * The canonical `Location` of `url` when a HEAD request answers 3xx with a usable one,
+   * else undefined. HEAD gives the status and headers GET would (RFC 9110 section 9.3.2)
+   * without a body; a server that refuses HEAD (405) ends the chain check there.
+   */
   async #redirectOf(url: string): Promise<string | undefined> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { dispatcher: this.#agent, method: 'GET', headers: { 'user-agent': this.#userAgent }, signal: AbortSignal.timeout(this.#totalTimeout) });
+      res = await request(url, { dispatcher: this.#agent, method: 'HEAD', headers: { 'user-agent': this.#userAgent }, signal: AbortSignal.timeout(this.#totalTimeout) });
     } catch {
       return undefined;
     }

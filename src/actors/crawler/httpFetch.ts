@@ -11,7 +11,8 @@ import { isPublicAddress } from './publicAddress.js';
 /** Options of `HttpFetcher`. */
 export interface HttpFetcherOptions {
   /**
-   * Host-to-address map: `host` or `host:port` -> `address:port`. A mapped host is reached
+   * Host-to-address map: `host` or `host:port` -> `address:port` (`host:443` matches
+   * `https://host/`, `host:80` matches `http://host/`: the default port is a port). A mapped host is reached
    * at that address (no DNS, no proxy); the request still names the original host, so the
    * server sees an ordinary request for the real URL. Only mapped hosts may be reached on
    * private or loopback addresses.
@@ -143,7 +144,10 @@ export class HttpFetcher {
       headersTimeout: timeout,
       bodyTimeout: timeout,
       connect: (opts, callback) => {
-        const target = map.get(`${opts.hostname}:${opts.port}`) ?? map.get(opts.hostname);
+        // undici passes an empty port for the scheme's default one (URL.port is '' then):
+        // `host:443` and `host:80` entries must still match.
+        const port = opts.port || (opts.protocol === 'https:' ? '443' : '80');
+        const target = map.get(`${opts.hostname}:${port}`) ?? map.get(opts.hostname);
         if (target) {
           const colon = target.lastIndexOf(':');
           return direct({ ...opts, hostname: target.slice(0, colon), host: target, port: target.slice(colon + 1), servername: opts.hostname }, callback);

@@ -16,6 +16,12 @@ export interface LinkFeatures {
   readonly rel: readonly string[];
   /** True when source and target have the same host. */
   readonly sameHost: boolean;
+  /**
+   * True when source and target are of the same site (registrable domain, `siteOf`):
+   * `a.example.com` and `b.example.com`, not `a.github.io` and `b.github.io`. Absent in
+   * links stored before it was recorded and in graph files: unknown.
+   */
+  readonly sameSite?: boolean;
   /** Where the link sits: inside `<nav>`, inside `<footer>`, or the body. */
   readonly region: 'nav' | 'footer' | 'body';
   /**

@@ -2,6 +2,7 @@ import { Parser } from 'htmlparser2';
 import type { LinkFeatures, LinkOccurrence, Outlink } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
 import { parseDeclarativeRefresh } from './metaRefresh.js';
+import { sameSite } from './site.js';
 import { hostOf } from '../../index.js';
 
 /** What `extractLinks` found in a page. */
@@ -118,7 +119,7 @@ interface RawLink extends RawOccurrence {
 /**
  * Extracts the outlinks of an HTML page with htmlparser2 (forgiving: malformed HTML still
  * yields its links, and `impliedEndTags` counts the end tags it lacked that HTML requires). Records per link its
- * anchor text, position, rel tokens, same-host flag, self-link flag and whether it sits in
+ * anchor text, position, rel tokens, same-host and same-site (`siteOf`) flags, self-link flag and whether it sits in
  * `<nav>` or `<footer>`; a target linked several times is one outlink that keeps every
  * occurrence (`features.repeats`), so every anchor text reaches its backlinks.
  *
@@ -270,11 +271,12 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
         rejected.push({ href: canonicalHref, reason: (err as Error).message });
       }
     }
-    const sameHostAs = (target: string) => {
+    const locality = (target: string) => {
       try {
-        return hostOf(target) === pageHost;
+        const host = hostOf(target);
+        return { sameHost: host === pageHost, sameSite: sameSite(host, pageHost) };
       } catch {
-        return false;
+        return { sameHost: false, sameSite: false };
       }
     };
     let refresh: ExtractedLinks['refresh'];
@@ -301,7 +303,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
           target: l.target,
           features: {
             ...occurrence(l),
-            sameHost: sameHostAs(l.target),
+            ...locality(l.target),
             ...(l.repeats.length > 0 ? { repeats: l.repeats.map(occurrence) } : {}),
             ...(l.target === pageUrl ? { selfLink: true } : {}),
           },
@@ -312,7 +314,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       found++;
       // The page's preferred URL outweighs its last body link when the cap is reached.
       if (outlinks.length >= max) outlinks.pop();
-      outlinks.push({ target: canonical, features: { anchor: '', position: 0, rel: ['canonical'], sameHost: sameHostAs(canonical), region: 'body' } });
+      outlinks.push({ target: canonical, features: { anchor: '', position: 0, rel: ['canonical'], ...locality(canonical), region: 'body' } });
     }
     if (refresh !== undefined && refresh.target !== pageUrl) {
       // Like a redirect, the refresh is where the page sends every reader: kept under
@@ -325,7 +327,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       } else {
         if (!seen.has(refresh.target) || directives.noFollow) found++;
         if (outlinks.length >= max) outlinks.splice(outlinks.findLastIndex((l) => !l.features.rel.includes('canonical')), 1);
-        outlinks.push({ target: refresh.target, features: { ...occurrence, sameHost: sameHostAs(refresh.target) } });
+        outlinks.push({ target: refresh.target, features: { ...occurrence, ...locality(refresh.target) } });
       }
     }
     return {

@@ -7,6 +7,7 @@ import { canonicalUrl } from './canonicalUrl.js';
 import { decodeBody } from './decodeBody.js';
 import { extractLinks, parseDirectives } from './extractLinks.js';
 import { isPublicAddress } from './publicAddress.js';
+import { sameSite } from './site.js';
 
 /** Options of `HttpFetcher`. */
 export interface HttpFetcherOptions {
@@ -189,13 +190,9 @@ export class HttpFetcher {
       if (target === url) return { ...base, error: `redirect (${status}) to itself` };
       const broken = await this.#checkChain(url, target);
       if (broken) return { ...base, error: `${broken} (${status} to ${target})` };
-      let sameHost = false;
-      try {
-        sameHost = hostOf(target) === hostOf(url);
-      } catch {
-        sameHost = false;
-      }
-      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], sameHost, region: 'body' } }] };
+      const [from, to] = [hostOf(url), hostOf(target)]; // both canonical: they parse
+      const locality = { sameHost: from === to, sameSite: sameSite(from, to) };
+      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], ...locality, region: 'body' } }] };
     }
     if (status < 200 || status >= 300) return { ...base, error: `HTTP ${status}` };
     if (!/^\s*(text\/html|application\/xhtml\+xml)\b/i.test(contentType)) return base;

@@ -4,7 +4,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crawlPageSites, PageSites } from './kit/pageSites.js';
 import { runCli } from './kit/cliRun.js';
-import { tempDir } from './kit/datasets.js';
+import { memoryLogger, tempDir } from './kit/datasets.js';
+import { crawlGraph } from '../src/jobs/crawlGraph.js';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
 
 const H = 'http://eq.test';
 
@@ -79,6 +82,23 @@ test('a data dir written before the RFC 3986 key is refused with the reason; one
     assert.equal(readFileSync(file, 'utf8'), before, 'the data dir is left as it was');
   } finally {
     await sites.close();
+    cleanup();
+  }
+});
+
+test('a replayed graph whose URLs carry %7E and lower-case escapes is served under the normal form the crawler requests', { timeout: 120_000 }, async () => {
+  const a = 'http://g.test/%7Ea/';
+  const b = 'http://g.test/x%3ay';
+  const graph = { pages: ['http://g.test/', a, b], links: new Map([['http://g.test/', [a, b]], [a, [b]], [b, ['http://g.test/']]]), linkCount: 4 };
+  const { dir, cleanup } = tempDir();
+  const broker = new MemoryBroker();
+  try {
+    const result = await crawlGraph({ graph, partitions: 2, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log });
+    assert.equal(result.served.get(200), 3, 'every page of the graph is served (the one 404 is /robots.txt)');
+    assert.equal(result.pages, 3);
+    assert.deepEqual(result.scores.map(([u]) => u).sort(), ['http://g.test/', 'http://g.test/x%3Ay', 'http://g.test/~a/']);
+  } finally {
+    await broker.close();
     cleanup();
   }
 });

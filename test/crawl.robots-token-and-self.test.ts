@@ -47,3 +47,30 @@ test('shardflow crawl refuses a --robots-token RFC 9309 does not allow', { timeo
   assert.notEqual(bad.code, 0);
   assert.match(bad.stderr, /robots token "shardflow\/1\.0": RFC 9309 section 2\.2\.1 allows only letters, "_" and "-"/);
 });
+
+// RFC 9309 section 2.2.2: "If a percent-encoded ASCII octet is encountered in the URI, it
+// MUST be unencoded prior to comparison, unless it is a reserved character in the URI".
+test('robots.txt rules with percent-escapes match the URLs they name in any spelling; reserved escapes stay distinct', { timeout: 60_000 }, async () => {
+  const crawl = await crawlPageSites({
+    'pe.test': {
+      '/robots.txt': txt('User-agent: *\nDisallow: /%7euser/\nDisallow: /a%2Fb\nDisallow: /x%3ay\n'),
+      '/': { body: '<a href="/~user/p.html">tilde</a> <a href="/%7Euser/q.html">escaped</a> <a href="/a/b">path</a> <a href="/a%2fb">escaped slash</a> <a href="/x%3Ay">colon</a> <a href="/~other/">other</a>' },
+      '/~user/p.html': { body: 'p' },
+      '/~user/q.html': { body: 'q' },
+      '/a/b': { body: 'a/b' },
+      '/a%2Fb': { body: 'a%2Fb' },
+      '/x%3Ay': { body: 'x:y' },
+      '/~other/': { body: 'other' },
+    },
+  }, ['http://pe.test/']);
+  try {
+    assert.equal(crawl.sites.requests.filter((r) => r.startsWith('pe.test/~user/')).length, 0, '/%7euser/ disallows /~user/');
+    assert.equal(crawl.sites.hits('pe.test/a%2Fb'), 0);
+    assert.equal(crawl.sites.hits('pe.test/x%3Ay'), 0);
+    assert.equal(crawl.sites.hits('pe.test/a/b'), 1, '%2F is reserved: /a%2Fb does not disallow /a/b');
+    assert.equal(crawl.sites.hits('pe.test/~other/'), 1);
+    assert.equal(crawl.result.frontier.blocked, 4);
+  } finally {
+    await crawl.done();
+  }
+});

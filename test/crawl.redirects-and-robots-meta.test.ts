@@ -23,7 +23,7 @@ test('through the pipeline: a redirect is a stored link whose target is crawled 
   const hits = new Map<string, number>();
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
-    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (req.method === 'GET') hits.set(path, (hits.get(path) ?? 0) + 1); // HEAD: the fetcher checking a redirect chain
     const p = pages[path];
     if (!p) {
       res.writeHead(404, { 'content-type': 'text/plain' });

@@ -82,7 +82,7 @@ test('query API: documented shapes, paging, backlinks by source score, 400/401/4
     const out = await get(q(`/v1/outlinks?url=${A}/hub.html&limit=2&offset=1`), T);
     assert.equal(out.body.total, 4);
     assert.deepEqual(out.body.links.map((l: any) => l.url), [`${A}/p0.html`, `${B}/b0.html`]);
-    assert.deepEqual(Object.keys(out.body.links[0]).sort(), ['anchor', 'position', 'rel', 'region', 'sameHost', 'score', 'url', 'weight'].sort());
+    assert.deepEqual(Object.keys(out.body.links[0]).sort(), ['anchor', 'anchors', 'occurrences', 'position', 'rel', 'region', 'sameHost', 'sameSite', 'selfLink', 'score', 'url', 'weight'].sort());
     assert.equal((await get(q(`/v1/outlinks?url=${A}/hub.html&limit=10`), T)).body.links[0].region, 'nav');
 
     // Backlinks sorted by the source's score, paged without overlap.

@@ -16,8 +16,30 @@ export interface LinkFeatures {
   readonly rel: readonly string[];
   /** True when source and target have the same host. */
   readonly sameHost: boolean;
+  /**
+   * True when source and target are of the same site (registrable domain, `siteOf`):
+   * `a.example.com` and `b.example.com`, not `a.github.io` and `b.github.io`. Absent in
+   * links stored before it was recorded and in graph files: unknown.
+   */
+  readonly sameSite?: boolean;
   /** Where the link sits: inside `<nav>`, inside `<footer>`, or the body. */
   readonly region: 'nav' | 'footer' | 'body';
+  /**
+   * The later occurrences of a link to the same target on the same page, in document order
+   * (absent: the link occurs once). The fields above are the first occurrence's; the edge's
+   * weight is the sum of its occurrences' weights (`edgeWeight`).
+   */
+  readonly repeats?: readonly LinkOccurrence[];
+  /** True when the target is the page itself (after canonicalisation). Absent: false. */
+  readonly selfLink?: boolean;
+}
+
+/** One more occurrence of a link on a page: the per-occurrence part of `LinkFeatures`. */
+export interface LinkOccurrence {
+  readonly anchor: string;
+  readonly position: number;
+  readonly rel: readonly string[];
+  readonly region: LinkFeatures['region'];
 }
 
 /** An outlink found on a page: target URL (canonical) and features. */

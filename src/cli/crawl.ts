@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import type { Logger } from 'pino';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { CrawlBudget } from '../actors/crawlPolicy/crawlBudget.js';
+import { checkRobotsToken, DEFAULT_MAX_REDIRECTS, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import type { CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
 import { weightFunction, type WeightFunction } from '../actors/metrics/weights.js';
@@ -43,6 +44,12 @@ export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
   readonly maxOutlinks?: number;
   /** Largest body in bytes. Default 8 MiB. */
   readonly maxBodyBytes?: number;
+  /** User-Agent header. Default `DEFAULT_USER_AGENT`. */
+  readonly userAgent?: string;
+  /** robots.txt product token (RFC 9309 section 2.2.1), separate from the User-Agent. Default `shardflow`. */
+  readonly robotsToken?: string;
+  /** Most redirect hops of a chain (`HttpFetcherOptions.maxRedirects`). Default 10. */
+  readonly maxRedirects?: number;
   /** Per-fetch inactivity timeout in ms. Default 10000. */
   readonly timeoutMs?: number;
   /** Run the metric to convergence after the crawl. Default true. */
@@ -108,6 +115,9 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       ...(options.hostMap ? { hostMap: options.hostMap } : {}),
       maxBodyBytes: options.maxBodyBytes ?? 8 * 1024 * 1024,
       ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
+      ...(options.robotsToken !== undefined ? { robotsToken: options.robotsToken } : {}),
+      ...(options.maxRedirects !== undefined ? { maxRedirects: options.maxRedirects } : {}),
     },
     crawlPolicy: {
       maxInFlightPerHost: 1,
@@ -183,6 +193,15 @@ export function hostMapEntry(value: string, previous: Map<string, string> = new 
   return next;
 }
 
+/** Checks `--robots-token` (`checkRobotsToken`). @throws commander's InvalidArgumentError */
+function robotsTokenOption(value: string): string {
+  try {
+    return checkRobotsToken(value);
+  } catch (err) {
+    throw new CommanderArgumentError((err as Error).message);
+  }
+}
+
 /** Parses a count >= 0. @throws commander's InvalidArgumentError */
 function count(value: string): number {
   const n = Number(value);
@@ -209,6 +228,9 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--per-host <n>', 'requests in flight per host', positiveInt, 1)
     .option('--delay-ms <ms>', 'least time between two requests to a host (robots.txt Crawl-delay raises it)', count, 1000)
     .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
+    .option('--user-agent <text>', 'User-Agent header of every request', DEFAULT_USER_AGENT)
+    .option('--robots-token <token>', 'product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)', robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
+    .option('--max-redirects <n>', 'most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks', count, DEFAULT_MAX_REDIRECTS)
     .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
     .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
     .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
@@ -246,6 +268,9 @@ export function crawlCommand(setExit: (code: number) => void): Command {
           maxBodyBytes: opts.maxBodyBytes,
           maxOutlinks: opts.maxOutlinks,
           timeoutMs: opts.timeoutMs,
+          userAgent: opts.userAgent,
+          maxRedirects: opts.maxRedirects,
+          robotsToken: opts.robotsToken,
           rank: opts.rank,
           keepOpen: opts.serve !== undefined,
           ...run.job,

@@ -151,8 +151,11 @@ export class PartitionView {
     return readHostIndex(this.store);
   }
 
-  /** Totals and the best `limit` pages and hosts of the partition: one walk of `pages` and `ranks` in step. */
-  async summary(limit: number): Promise<PartitionSummary> {
+  /**
+   * Totals and the best `limit` pages and `hostLimit` hosts (default `limit`) of the
+   * partition: one walk of `pages` and `ranks` in step.
+   */
+  async summary(limit: number, hostLimit = limit): Promise<PartitionSummary> {
     this.#check();
     let total = 0;
     let pages = 0;
@@ -174,7 +177,7 @@ export class PartitionView {
         h.raw += score;
       } else hosts.set(host, { pages: 1, raw: score });
     });
-    const topHosts = new TopK<{ host: string; pages: number; raw: number }>(limit, (a, b) => a.raw - b.raw || (a.host > b.host ? -1 : 1));
+    const topHosts = new TopK<{ host: string; pages: number; raw: number }>(hostLimit, (a, b) => a.raw - b.raw || (a.host > b.host ? -1 : 1));
     for (const [host, h] of hosts) topHosts.offer({ host, ...h });
     return { total, pages, topPages: top.sorted(), topHosts: topHosts.sorted() };
   }

@@ -1,6 +1,7 @@
 import { ActorStoppedError, hostOf, InvalidArgumentError, isShardflowError, type Clock } from '../index.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
+import { siteOf } from '../actors/crawler/site.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { decodeLink, type PartitionSummary, type PartitionView, type StoredPage } from './partitionView.js';
 
@@ -60,11 +61,21 @@ export interface CrawlBody {
 export interface LinkBody {
   readonly url: string;
   readonly score: number;
+  /** The first occurrence's anchor text. */
   readonly anchor: string;
+  /** Every occurrence's anchor text on the source page, in document order (`anchor` first). */
+  readonly anchors: readonly string[];
+  /** How many times the source page links to the target (1 and more). */
+  readonly occurrences: number;
   readonly rel: readonly string[];
   readonly region: LinkFeatures['region'];
   readonly sameHost: boolean;
+  /** True when source and target are of the same site (registrable domain); null when unknown (graph files, older links). */
+  readonly sameSite: boolean | null;
+  /** True when the link points at its own page. */
+  readonly selfLink: boolean;
   readonly position: number;
+  /** The edge's raw weight: the sum of its occurrences' weights. */
   readonly weight: number;
 }
 
@@ -106,6 +117,21 @@ export interface TopHostsBody {
    * converges; `indexedAt` is the oldest partition's refresh, wall-clock ms); `walk`: no
    * index yet, computed by walking every page.
    */
+  readonly source: 'index' | 'walk';
+  readonly indexedAt?: number;
+}
+
+/** `GET /v1/top/sites`. */
+export interface TopSitesBody {
+  /** Sites with at least one live page. */
+  readonly sites: number;
+  /**
+   * Per site (registrable domain, `siteOf`), highest authority first: its hosts with live
+   * pages, live pages, authority (sum of their normalised scores) and, from the hosts index,
+   * the best page and its score.
+   */
+  readonly top: Array<{ readonly site: string; readonly hosts: number; readonly pages: number; readonly authority: number; readonly max?: number; readonly best?: string }>;
+  /** As `TopHostsBody.source`. */
   readonly source: 'index' | 'walk';
   readonly indexedAt?: number;
 }
@@ -262,6 +288,49 @@ export class QueryService {
     return { hosts: all.length, top: all.slice(0, limit).map((h) => ({ host: h.host, pages: h.pages, authority: normalise(h.raw, s.total) })), source: 'walk' };
   }
 
+  /**
+   * The sites of highest authority: the hosts index of every partition (or, before the
+   * metric first converged, a walk of every page) grouped by registrable domain (`siteOf`);
+   * a site's hosts may live on several partitions. @throws InvalidArgumentError for a bad limit
+   */
+  async topSites(paging: Pick<Paging, 'limit'> = {}): Promise<TopSitesBody> {
+    const { limit } = checkPaging({ ...paging, offset: 0 });
+    const parts = this.#o.partitioner.partitions;
+    const indexes = await Promise.all(Array.from({ length: parts }, (_, p) => this.#read(p, (v) => v.hostIndex())));
+    const sites = new Map<string, { hosts: number; pages: number; sum: number; max: number; best?: string }>();
+    const add = (host: string, h: { pages: number; sum: number; max?: number; best?: string }) => {
+      const site = siteOf(host);
+      const s = sites.get(site) ?? { hosts: 0, pages: 0, sum: 0, max: -1 };
+      s.hosts++;
+      s.pages += h.pages;
+      s.sum += h.sum;
+      if (h.max !== undefined && (h.max > s.max || (h.max === s.max && h.best! < s.best!))) [s.max, s.best] = [h.max, h.best!];
+      sites.set(site, s);
+    };
+    let total: number;
+    let source: TopSitesBody['source'];
+    if (indexes.every((i) => i.totals !== undefined)) {
+      total = indexes.reduce((t, i) => t + i.totals!.total, 0);
+      for (const i of indexes) for (const [host, h] of i.hosts) add(host, h);
+      source = 'index';
+    } else {
+      const walks = await Promise.all(Array.from({ length: parts }, (_, p) => this.#read(p, (v) => v.summary(0, Infinity))));
+      total = walks.reduce((t, w) => t + w.total, 0);
+      for (const w of walks) for (const h of w.topHosts) add(h.host, { pages: h.pages, sum: h.raw });
+      source = 'walk';
+    }
+    const all = [...sites].sort((a, b) => b[1].sum - a[1].sum || (a[0] < b[0] ? -1 : 1));
+    return {
+      sites: all.length,
+      top: all.slice(0, limit).map(([site, s]) => ({
+        site, hosts: s.hosts, pages: s.pages, authority: normalise(s.sum, total),
+        ...(s.best !== undefined ? { max: normalise(s.max, total), best: s.best } : {}),
+      })),
+      source,
+      ...(source === 'index' ? { indexedAt: Math.min(...indexes.map((i) => i.totals!.at)) } : {}),
+    };
+  }
+
   /** Forgets the cached summary (after a crawl or a GC pass, to read fresh totals at once). */
   invalidate(): void {
     this.#summary = undefined;
@@ -352,7 +421,11 @@ function crawlBody(stored: StoredPage): CrawlBody | null {
 }
 
 function linkBody(l: { url: string; features: LinkFeatures; weight: number }, score: number): LinkBody {
-  return { url: l.url, score, anchor: l.features.anchor, rel: l.features.rel, region: l.features.region, sameHost: l.features.sameHost, position: l.features.position, weight: l.weight };
+  const f = l.features;
+  return {
+    url: l.url, score, anchor: f.anchor, anchors: [f.anchor, ...(f.repeats ?? []).map((r) => r.anchor)], occurrences: 1 + (f.repeats?.length ?? 0),
+    rel: f.rel, region: f.region, sameHost: f.sameHost, sameSite: f.sameSite ?? null, selfLink: f.selfLink ?? false, position: f.position, weight: l.weight,
+  };
 }
 
 function normalise(raw: number, total: number): number {

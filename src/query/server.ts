@@ -146,6 +146,7 @@ export async function startQueryServer(options: QueryServerOptions): Promise<Que
     { method: 'GET', url: '/v1/hosts/:host', config: { query: ['limit'] }, handler: async (req, reply) => answer(reply, await service.host((req.params as { host: string }).host, { ...limitOnly(req) })) },
     { method: 'GET', url: '/v1/top/pages', config: { query: ['limit'] }, handler: async (req) => service.topPages(limitOnly(req)) },
     { method: 'GET', url: '/v1/top/hosts', config: { query: ['limit'] }, handler: async (req) => service.topHosts(limitOnly(req)) },
+    { method: 'GET', url: '/v1/top/sites', config: { query: ['limit'] }, handler: async (req) => service.topSites(limitOnly(req)) },
     {
       method: 'DELETE', url: '/v1/hosts/:host', config: { admin: true, query: [] }, handler: async (req, reply) => {
         if (!options.dropHost) return reply.code(404).send(err('not_found', 'this server does not drop hosts'));

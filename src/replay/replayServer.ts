@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WebGraph } from './graphFile.js';
+import { normalizePercentEncoding } from '../actors/crawler/canonicalUrl.js';
 
 /** A page the replay server answers with something other than the graph's HTML. */
 export interface ReplayOverride {
@@ -33,7 +34,7 @@ export class ReplayServer {
       try {
         const u = new URL(url);
         u.hash = ''; // a client never sends the fragment: `...?a=1&#38;b=2` is requested as `...?a=1&`
-        key = u.href;
+        key = normalizePercentEncoding(u.href); // as the crawler requests it (canonicalUrl): %7E is ~
       } catch {
         // not a URL a crawler can request: never served
       }
@@ -101,9 +102,10 @@ export class ReplayServer {
   }
 }
 
+/** A requested URL as the WHATWG parser prints it, percent-encoding normalised (RFC 3986 section 6.2.2). */
 function normalise(url: string): string {
   try {
-    return new URL(url).href;
+    return normalizePercentEncoding(new URL(url).href);
   } catch {
     return url;
   }

@@ -7,6 +7,7 @@ import { Store } from '../storage/index.js';
 import { DataDirError, decodeInt64, isShardflowError } from '../index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
 import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
+import { URL_KEY_FORM } from '../actors/crawler/canonicalUrl.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';
@@ -54,6 +55,12 @@ export interface DataDirRecord {
    * refused (absent in data dirs created before ids).
    */
   readonly id?: string;
+  /**
+   * The form of the page keys (`URL_KEY_FORM` of `canonicalUrl`) the data dir was created
+   * with; absent in data dirs created before it was recorded. An existing data dir that may
+   * hold crawled pages keyed by another form is refused (`DataDir.open`).
+   */
+  readonly urlKey?: string;
   readonly partitions: number;
   readonly partitioner: string;
   readonly broker: BrokerIdentity;
@@ -119,7 +126,8 @@ export class DataDir {
    * Takes the data dir's lock (`acquireDataDirLock`) until `release()`.
    * @throws DataDirError when another live process holds the data dir, when it holds
    *   another partition count or scheme, when a partition store is missing or does not
-   *   open (its name and path in the message), or when its record file does not parse.
+   *   open (its name and path in the message), when its record file does not parse, or when it holds
+   *   pages keyed by another URL form (`checkUrlKey`).
    *   Nothing is written then.
    */
   static async open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
@@ -144,7 +152,7 @@ export class DataDir {
       const dir = new DataDir(path, options, undefined, undefined);
       // Empty stores are quiet: a run that fails before it starts (broker not answering)
       // leaves a data dir that the next run takes as new, not as one to repair.
-      dir.#write({ format: 1, id, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
+      dir.#write({ format: 1, id, urlKey: URL_KEY_FORM, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
       return dir;
     }
     const partitions = record?.partitions ?? folders.length;
@@ -177,6 +185,7 @@ export class DataDir {
     });
     // A data dir whose first run never started holds nothing: new, not existing.
     const empty = record?.runs === 0 && pages + outlinks + backlinks + lastRound === 0;
+    if (pages + outlinks + backlinks > 0) checkUrlKey(path, record);
     return new DataDir(path, options, record, empty ? undefined : { pages, outlinks, backlinks, lastRound });
   }
 
@@ -249,6 +258,7 @@ export class DataDir {
     this.#write({
       format: 1,
       ...(this.#record?.id ? { id: this.#record.id } : {}),
+      ...(this.#record?.urlKey ? { urlKey: this.#record.urlKey } : {}),
       partitions: this.options.partitions,
       partitioner: this.options.partitioner,
       broker,
@@ -282,6 +292,24 @@ export class DataDir {
     renameSync(tmp, file); // atomic: a kill leaves the old record or the new one
     this.#record = record;
   }
+}
+
+/**
+ * Refuses a data dir whose page keys may be of another form than `canonicalUrl`'s: one
+ * created before `URL_KEY_FORM` was recorded, unless it holds a graph file (whose URLs are
+ * stored as written, not canonicalised), or one that records another form. Reading it would
+ * split a page in two (`/%7Ea` stored, `/~a` looked up and linked). No migration: re-crawl
+ * into a fresh data dir.
+ * @throws DataDirError naming the data dir, the form it holds and the form needed
+ */
+function checkUrlKey(path: string, record: DataDirRecord | undefined): void {
+  if (record?.urlKey === URL_KEY_FORM) return;
+  if (record?.urlKey === undefined && record?.input?.kind === 'graph') return;
+  throw new DataDirError(
+    `data dir ${path} holds pages keyed by ${record?.urlKey ? `URL form ${record.urlKey}` : 'the URL form used before RFC 3986 section 6.2.2 percent-encoding normalisation'}; ` +
+      `this version keys pages by ${URL_KEY_FORM} (docs/crawling.md, "The URL key"), and reading it would split pages such as /~a and /%7Ea in two. ` +
+      'Crawl again into a fresh --data-dir (there is no in-place migration).',
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import { closeSubscribed, openSubscribed, type SubscribedState } from '../partit
 import { ColumnFamilies, Counters, linkKey, linkKeyOrder } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { encodeLinkValue } from '../indexer/linkValue.js';
+import { edgeWeight } from '../indexer/edgeWeight.js';
 import type { WeightFunction } from '../metrics/weights.js';
 
 /** Options of the backlinks actor beyond its partition. */
@@ -59,7 +60,7 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
           } else {
             targets.push(op.target);
             sources.push(op.source);
-            values.push(encodeLinkValue(options.weigh(op.features), op.features));
+            values.push(encodeLinkValue(edgeWeight(options.weigh, op.features), op.features));
             if (op.op === 'add') {
               delta++;
               if (options.crawlPolicy) {

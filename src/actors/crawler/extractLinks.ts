@@ -1,19 +1,26 @@
 import { Parser } from 'htmlparser2';
-import type { LinkFeatures, Outlink } from '../messages.js';
+import type { LinkFeatures, LinkOccurrence, Outlink } from '../messages.js';
 import { canonicalUrl } from './canonicalUrl.js';
+import { parseDeclarativeRefresh } from './metaRefresh.js';
+import { sameSite } from './site.js';
 import { hostOf } from '../../index.js';
 
 /** What `extractLinks` found in a page. */
 export interface ExtractedLinks {
   /**
-   * One entry per distinct target, in document order (the first occurrence's features win),
-   * then the `rel=canonical` target when it differs from the page; at most `maxOutlinks`
+   * One entry per distinct target, in the document order of its first occurrence, with that
+   * occurrence's features and every later occurrence in `features.repeats` (anchor text,
+   * position, rel, region), then the `rel=canonical` target when it differs from the page; at most `maxOutlinks`
    * entries (see `truncated`). Empty when the page says `nofollow` (see `noFollow`).
    */
   readonly outlinks: Outlink[];
   /** hrefs that were skipped, with why (does not parse, other scheme, credentials). */
   readonly rejected: Array<{ href: string; reason: string }>;
-  /** End tags the parser had to imply: > 0 means the HTML was not well-formed. */
+  /**
+   * End tags the parser had to imply that the HTML standard does not let a page omit
+   * (`isParseErrorEndTag`): > 0 means the HTML has parse errors. Void elements, optional end
+   * tags and self-closing tags in SVG or MathML are valid and not counted.
+   */
   readonly impliedEndTags: number;
   /** `<meta name="robots">` said `nofollow` or `none`: the page's links are not followed. */
   readonly noFollow: boolean;
@@ -23,6 +30,12 @@ export interface ExtractedLinks {
   readonly notFollowed: number;
   /** The canonical URL of `<link rel="canonical" href>`, when present and valid. */
   readonly canonical?: string;
+  /**
+   * The first valid `<meta http-equiv="refresh">` with a URL (`parseDeclarativeRefresh`):
+   * its delay in seconds and canonical target. It is also an outlink of rel `refresh`
+   * unless it names the page itself.
+   */
+  readonly refresh?: { readonly delay: number; readonly target: string };
   /**
    * Set when the page names more distinct targets (canonical included) than `maxOutlinks`:
    * `found` distinct targets, the first `kept` of them in `outlinks`.
@@ -57,14 +70,39 @@ export interface ExtractLinksOptions {
 export const DEFAULT_MAX_OUTLINKS = 10_000;
 
 const REL_TOKENS = new Set(['nofollow', 'ugc', 'sponsored']);
+
+/**
+ * Void elements: they have no end tag (HTML Living Standard, 13.1.2 "Elements", void
+ * elements), plus the obsolete ones htmlparser2 also treats as void.
+ */
+const VOID_ELEMENTS = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr',
+  'basefont', 'bgsound', 'frame', 'keygen', 'param', 'image', 'isindex', 'command']);
+
+/**
+ * Elements whose end tag may be omitted (HTML Living Standard, 13.1.2.4 "Optional tags"),
+ * which are also those the tree builder lets stay open at the end of the file without a
+ * parse error (13.2.6.4.7, "An end-of-file token").
+ */
+const OPTIONAL_END_TAGS = new Set(['html', 'head', 'body', 'li', 'dt', 'dd', 'p', 'rt', 'rp', 'rb', 'rtc', 'optgroup', 'option',
+  'colgroup', 'caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th']);
+
+/**
+ * Whether an end tag htmlparser2 implied is a parse error of the page: not for a void
+ * element, an element whose end tag is optional, or any element inside `<svg>` or `<math>`
+ * (foreign content closes its self-closing tags, which htmlparser2 reports as implied).
+ * @param name the lower-case tag name
+ * @param foreignDepth how many `<svg>`/`<math>` elements are open
+ */
+function isParseErrorEndTag(name: string, foreignDepth: number): boolean {
+  return !VOID_ELEMENTS.has(name) && !OPTIONAL_END_TAGS.has(name) && foreignDepth === 0;
+}
 const MAX_ANCHOR = 256;
 /** HTML characters handed to the parser at a time by `extractLinksChunked`. */
 const PARSE_SLICE = 64 * 1024;
 /** Parsing time after which `extractLinksChunked` yields to the event loop, in ms. */
 const PARSE_BUDGET_MS = 8;
 
-interface RawLink {
-  readonly target: string;
+interface RawOccurrence {
   anchor: string;
   readonly rel: string[];
   readonly region: LinkFeatures['region'];
@@ -72,11 +110,18 @@ interface RawLink {
   readonly index: number;
 }
 
+interface RawLink extends RawOccurrence {
+  readonly target: string;
+  /** The later occurrences of the same target. */
+  readonly repeats: RawOccurrence[];
+}
+
 /**
  * Extracts the outlinks of an HTML page with htmlparser2 (forgiving: malformed HTML still
- * yields its links, and `impliedEndTags` says how malformed it was). Records per link its
- * anchor text, position, rel tokens, same-host flag and whether it sits in `<nav>` or
- * `<footer>`.
+ * yields its links, and `impliedEndTags` counts the end tags it lacked that HTML requires). Records per link its
+ * anchor text, position, rel tokens, same-host and same-site (`siteOf`) flags, self-link flag and whether it sits in
+ * `<nav>` or `<footer>`; a target linked several times is one outlink that keeps every
+ * occurrence (`features.repeats`), so every anchor text reaches its backlinks.
  *
  * Rules:
  * - links are `<a href>` and `<area href>`; hrefs resolve against the first `<base href>`
@@ -88,6 +133,11 @@ interface RawLink {
  *   `X-Robots-Tag` directives given in `options`): `nofollow` or `none` drop every link
  *   except the canonical one (the links are neither crawled nor counted); `noindex` or
  *   `none` set `noIndex` and leave the decision to the caller;
+ * - `<meta http-equiv="refresh" content>` (the first whose content parses by the HTML
+ *   standard's shared declarative refresh steps, `parseDeclarativeRefresh`) with a URL other
+ *   than the page's is an outlink of rel `refresh`, position 0, no anchor: a redirect-like
+ *   link, kept under `nofollow` like the canonical one (the page sends every reader there);
+ *   when the page also links the target, it is one more occurrence of that link;
  * - `rel` tokens kept are `nofollow`, `ugc`, `sponsored` (they lower a link's weight);
  * - at most `maxOutlinks` distinct targets are kept (`truncated` says how many there were);
  *   the rest are still canonicalised to count them, but keep no features. Work and memory
@@ -131,22 +181,26 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
   let baseSeen = false;
   const token = (options.userAgentToken ?? 'shardflow').toLowerCase();
   const pageHost = hostOf(pageUrl);
-  // Distinct targets in document order: the first `max` with their features, the others
+  // Distinct targets in document order: the first `max` with their occurrences, the others
   // only counted (`seen` holds every distinct target, so duplicates never count twice).
   const kept: RawLink[] = [];
+  const keptByTarget = new Map<string, RawLink>();
   const seen = new Set<string>();
   let linkCount = 0;
   const rejected: ExtractedLinks['rejected'] = [];
   let impliedEndTags = 0;
   let directives = parseDirectives(options.robotsDirectives ?? '');
   let canonicalHref: string | undefined;
+  let refreshContent: string | undefined;
   let nav = 0;
   let footer = 0;
-  let open: RawLink | undefined;
+  let foreign = 0;
+  let open: RawOccurrence | undefined;
 
   const parser = new Parser(
     {
       onopentag(name, attrs) {
+        if (name === 'svg' || name === 'math') foreign++;
         if (name === 'nav') nav++;
         else if (name === 'footer') footer++;
         else if (name === 'base' && attrs.href !== undefined && !baseSeen) {
@@ -156,6 +210,9 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
           } catch (err) {
             rejected.push({ href: attrs.href, reason: (err as Error).message });
           }
+        } else if (name === 'meta' && refreshContent === undefined && (attrs['http-equiv'] ?? '').toLowerCase() === 'refresh' &&
+          attrs.content !== undefined && parseDeclarativeRefresh(attrs.content) !== undefined) {
+          refreshContent = attrs.content; // the first one that parses: it sets "will declaratively refresh"
         } else if (name === 'meta' && attrs.name !== undefined) {
           const who = attrs.name.toLowerCase();
           if (who === 'robots' || who === token) directives = mergeDirectives(directives, parseDirectives(attrs.content ?? ''));
@@ -171,21 +228,31 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
             return;
           }
           const index = linkCount++;
-          if (name === 'a') open = undefined; // a repeated or uncounted link's text is nobody's anchor
-          if (seen.has(target)) return;
-          seen.add(target);
-          if (kept.length >= max) return;
+          if (name === 'a') open = undefined; // an uncounted link's text is nobody's anchor
           const rel = (attrs.rel ?? '').toLowerCase().split(/\s+/).filter((t) => REL_TOKENS.has(t));
-          const link: RawLink = { target, anchor: name === 'area' ? (attrs.alt ?? '') : '', rel, region: nav > 0 ? 'nav' : footer > 0 ? 'footer' : 'body', index };
-          kept.push(link);
-          if (name === 'a') open = link;
+          const occurrence: RawOccurrence = { anchor: name === 'area' ? (attrs.alt ?? '') : '', rel, region: nav > 0 ? 'nav' : footer > 0 ? 'footer' : 'body', index };
+          const first = keptByTarget.get(target);
+          if (first) {
+            first.repeats.push(occurrence);
+          } else {
+            if (seen.has(target)) return;
+            seen.add(target);
+            if (kept.length >= max) return;
+            const link: RawLink = { ...occurrence, target, repeats: [] };
+            kept.push(link);
+            keptByTarget.set(target, link);
+            if (name === 'a') open = link;
+            return;
+          }
+          if (name === 'a') open = occurrence;
         }
       },
       ontext(text) {
         if (open && open.anchor.length < MAX_ANCHOR) open.anchor += text;
       },
       onclosetag(name, isImplied) {
-        if (isImplied) impliedEndTags++;
+        if (isImplied && isParseErrorEndTag(name, name === 'svg' || name === 'math' ? foreign - 1 : foreign)) impliedEndTags++;
+        if ((name === 'svg' || name === 'math') && foreign > 0) foreign--;
         if (name === 'a') open = undefined;
         else if (name === 'nav' && nav > 0) nav--;
         else if (name === 'footer' && footer > 0) footer--;
@@ -204,26 +271,41 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
         rejected.push({ href: canonicalHref, reason: (err as Error).message });
       }
     }
-    const sameHostAs = (target: string) => {
+    const locality = (target: string) => {
       try {
-        return hostOf(target) === pageHost;
+        const host = hostOf(target);
+        return { sameHost: host === pageHost, sameSite: sameSite(host, pageHost) };
       } catch {
-        return false;
+        return { sameHost: false, sameSite: false };
       }
     };
+    let refresh: ExtractedLinks['refresh'];
+    const parsedRefresh = refreshContent === undefined ? undefined : parseDeclarativeRefresh(refreshContent);
+    if (parsedRefresh?.url !== undefined) {
+      try {
+        refresh = { delay: parsedRefresh.delay, target: canonicalUrl(parsedRefresh.url, pageUrl) };
+      } catch (err) {
+        rejected.push({ href: parsedRefresh.url, reason: (err as Error).message });
+      }
+    }
     const outlinks: Outlink[] = [];
     let found = 0;
     if (!directives.noFollow) {
       found = seen.size;
+      const occurrence = (o: RawOccurrence): LinkOccurrence => ({
+        anchor: o.anchor.replace(/\s+/g, ' ').trim().slice(0, MAX_ANCHOR),
+        position: linkCount > 0 ? o.index / linkCount : 0,
+        rel: o.rel,
+        region: o.region,
+      });
       for (const l of kept) {
         outlinks.push({
           target: l.target,
           features: {
-            anchor: l.anchor.replace(/\s+/g, ' ').trim().slice(0, MAX_ANCHOR),
-            position: linkCount > 0 ? l.index / linkCount : 0,
-            rel: l.rel,
-            sameHost: sameHostAs(l.target),
-            region: l.region,
+            ...occurrence(l),
+            ...locality(l.target),
+            ...(l.repeats.length > 0 ? { repeats: l.repeats.map(occurrence) } : {}),
+            ...(l.target === pageUrl ? { selfLink: true } : {}),
           },
         });
       }
@@ -232,7 +314,21 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       found++;
       // The page's preferred URL outweighs its last body link when the cap is reached.
       if (outlinks.length >= max) outlinks.pop();
-      outlinks.push({ target: canonical, features: { anchor: '', position: 0, rel: ['canonical'], sameHost: sameHostAs(canonical), region: 'body' } });
+      outlinks.push({ target: canonical, features: { anchor: '', position: 0, rel: ['canonical'], ...locality(canonical), region: 'body' } });
+    }
+    if (refresh !== undefined && refresh.target !== pageUrl) {
+      // Like a redirect, the refresh is where the page sends every reader: kept under
+      // nofollow and beyond the cap, as one more occurrence when the page also links there.
+      const occurrence = { anchor: '', position: 0, rel: ['refresh'], region: 'body' as const };
+      const at = outlinks.findIndex((l) => l.target === refresh.target);
+      if (at >= 0) {
+        const l = outlinks[at]!;
+        outlinks[at] = { target: l.target, features: { ...l.features, repeats: [...(l.features.repeats ?? []), occurrence] } };
+      } else {
+        if (!seen.has(refresh.target) || directives.noFollow) found++;
+        if (outlinks.length >= max) outlinks.splice(outlinks.findLastIndex((l) => !l.features.rel.includes('canonical')), 1);
+        outlinks.push({ target: refresh.target, features: { ...occurrence, ...locality(refresh.target) } });
+      }
     }
     return {
       outlinks,
@@ -242,6 +338,7 @@ function linkCollector(pageUrl: string, options: ExtractLinksOptions): { parser:
       noIndex: directives.noIndex,
       notFollowed: directives.noFollow ? linkCount : 0,
       ...(canonical !== undefined ? { canonical } : {}),
+      ...(refresh !== undefined ? { refresh } : {}),
       ...(found > outlinks.length ? { truncated: { found, kept: outlinks.length } } : {}),
     };
   };

@@ -7,11 +7,13 @@ import { canonicalUrl } from './canonicalUrl.js';
 import { decodeBody } from './decodeBody.js';
 import { extractLinks, parseDirectives } from './extractLinks.js';
 import { isPublicAddress } from './publicAddress.js';
+import { sameSite } from './site.js';
 
 /** Options of `HttpFetcher`. */
 export interface HttpFetcherOptions {
   /**
-   * Host-to-address map: `host` or `host:port` -> `address:port`. A mapped host is reached
+   * Host-to-address map: `host` or `host:port` -> `address:port` (`host:443` matches
+   * `https://host/`, `host:80` matches `http://host/`: the default port is a port). A mapped host is reached
    * at that address (no DNS, no proxy); the request still names the original host, so the
    * server sees an ordinary request for the real URL. Only mapped hosts may be reached on
    * private or loopback addresses.
@@ -25,8 +27,44 @@ export interface HttpFetcherOptions {
   readonly totalTimeoutMs?: number;
   /** Parallel connections per origin. Default 4. */
   readonly connections?: number;
-  /** User-Agent header. Its first token (before `/`) is the robots.txt and `<meta name>` token. */
+  /** User-Agent header sent with every request. Default `DEFAULT_USER_AGENT`. */
   readonly userAgent?: string;
+  /**
+   * The product token matched against robots.txt `User-agent` lines (RFC 9309 section
+   * 2.2.1: letters, `_` and `-` only, matched case-insensitively), `<meta name=TOKEN>` and
+   * `X-Robots-Tag: TOKEN: ...`. Separate from `userAgent`: a browser-style User-Agent
+   * (`Mozilla/5.0 (compatible; Bot/1.0)`) does not make the token `mozilla`. Default
+   * `DEFAULT_ROBOTS_TOKEN`.
+   */
+  readonly robotsToken?: string;
+  /**
+   * Most redirects a chain may have, counted from the requested URL (`A -> B` is one).
+   * Default `DEFAULT_MAX_REDIRECTS`; 0 makes every redirect an over-long chain.
+   */
+  readonly maxRedirects?: number;
+}
+
+/**
+ * Default cap on a redirect chain: 10 hops, what Googlebot follows ("Googlebot follows up to
+ * 10 redirect hops", Google Search Central, "HTTP status codes ... affect Google Search");
+ * RFC 9309 section 2.3.1.2 asks at least five of robots.txt fetches, RFC 9110 section 15.4
+ * asks a client to detect and intervene in cyclical redirections without fixing a number.
+ */
+export const DEFAULT_MAX_REDIRECTS = 10;
+
+/** The default User-Agent header. */
+export const DEFAULT_USER_AGENT = 'shardflow/0.1 (+https://github.com/shardflow)';
+/** The default robots.txt product token. */
+export const DEFAULT_ROBOTS_TOKEN = 'shardflow';
+
+/**
+ * Checks a robots.txt product token as RFC 9309 section 2.2.1 defines it: one or more of
+ * `a-z`, `A-Z`, `_`, `-`. @returns the token lower-cased (matching is case-insensitive)
+ * @throws RangeError naming the token and the rule
+ */
+export function checkRobotsToken(token: string): string {
+  if (!/^[A-Za-z_-]+$/.test(token)) throw new RangeError(`robots token ${JSON.stringify(token)}: RFC 9309 section 2.2.1 allows only letters, "_" and "-"`);
+  return token.toLowerCase();
 }
 
 /** What `fetchRobots` got for a host's `/robots.txt`. */
@@ -55,8 +93,13 @@ const ROBOTS_MAX_REDIRECTS = 5;
  * - 3xx with a `Location`: no body; `outlinks` holds the canonical redirect target (rel
  *   `redirect`), so the redirect is recorded as a link and its target is crawled through
  *   the frontier like any discovered URL (politeness, robots.txt and de-duplication apply
- *   to it); `error` says `redirect (301) to <url>`. The fetcher itself never follows a
- *   redirect of a page.
+ *   to it); `error` says `redirect (301) to <url>`. Before that, the chain is checked: its
+ *   next hops are asked with HEAD requests (status and `Location` only, no politeness
+ *   delay), and a chain that comes back to a URL it passed (a loop) or has more than
+ *   `maxRedirects` hops is stored with `error` `redirect loop: A -> B -> A (301 to B)` or
+ *   `redirect chain longer than N hops: ...` and no outlinks, so a loop soaks up no rank
+ *   and an over-long chain is not crawled further. Every page of a loop gets that error
+ *   (each is a start of the loop).
  * - other non-2xx: `error` `HTTP <status>`, no body.
  * - 2xx, not HTML (`text/html` or `application/xhtml+xml`): content type only, stored
  *   without parsing.
@@ -78,14 +121,17 @@ export class HttpFetcher {
   readonly #totalTimeout: number;
   readonly #userAgent: string;
   readonly #token: string;
+  readonly #maxRedirects: number;
 
-  /** @throws InvalidArgumentError-like RangeError for a malformed `hostMap` entry */
+  /** @throws RangeError for a malformed `hostMap` entry or `robotsToken` */
   constructor(options: HttpFetcherOptions = {}) {
     this.#maxBody = options.maxBodyBytes ?? 2 * 1024 * 1024;
     const timeout = options.timeoutMs ?? 10_000;
     this.#totalTimeout = options.totalTimeoutMs ?? 30_000;
-    this.#userAgent = options.userAgent ?? 'shardflow/0.1 (+https://github.com/shardflow)';
-    this.#token = this.#userAgent.split('/')[0]!.trim().toLowerCase() || 'shardflow';
+    this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.#token = checkRobotsToken(options.robotsToken ?? DEFAULT_ROBOTS_TOKEN);
+    this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new RangeError(`maxRedirects must be an integer >= 0, got ${this.#maxRedirects}`);
     const map = new Map<string, string>();
     for (const [host, address] of options.hostMap ?? []) {
       const colon = address.lastIndexOf(':');
@@ -99,7 +145,10 @@ export class HttpFetcher {
       headersTimeout: timeout,
       bodyTimeout: timeout,
       connect: (opts, callback) => {
-        const target = map.get(`${opts.hostname}:${opts.port}`) ?? map.get(opts.hostname);
+        // undici passes an empty port for the scheme's default one (URL.port is '' then):
+        // `host:443` and `host:80` entries must still match.
+        const port = opts.port || (opts.protocol === 'https:' ? '443' : '80');
+        const target = map.get(`${opts.hostname}:${port}`) ?? map.get(opts.hostname);
         if (target) {
           const colon = target.lastIndexOf(':');
           return direct({ ...opts, hostname: target.slice(0, colon), host: target, port: target.slice(colon + 1), servername: opts.hostname }, callback);
@@ -113,7 +162,7 @@ export class HttpFetcher {
     });
   }
 
-  /** The robots.txt token of this fetcher's User-Agent (e.g. `shardflow`). */
+  /** The robots.txt product token of this fetcher (`robotsToken`, lower-cased). */
   get userAgentToken(): string {
     return this.#token;
   }
@@ -139,13 +188,11 @@ export class HttpFetcher {
       }
       if (!target) return { ...base, error: `redirect (${status}) without a valid Location${location ? `: ${JSON.stringify(location)}` : ''}` };
       if (target === url) return { ...base, error: `redirect (${status}) to itself` };
-      let sameHost = false;
-      try {
-        sameHost = hostOf(target) === hostOf(url);
-      } catch {
-        sameHost = false;
-      }
-      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], sameHost, region: 'body' } }] };
+      const broken = await this.#checkChain(url, target);
+      if (broken) return { ...base, error: `${broken} (${status} to ${target})` };
+      const [from, to] = [hostOf(url), hostOf(target)]; // both canonical: they parse
+      const locality = { sameHost: from === to, sameSite: sameSite(from, to) };
+      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], ...locality, region: 'body' } }] };
     }
     if (status < 200 || status >= 300) return { ...base, error: `HTTP ${status}` };
     if (!/^\s*(text\/html|application\/xhtml\+xml)\b/i.test(contentType)) return base;
@@ -188,6 +235,51 @@ export class HttpFetcher {
       if ('error' in res) return { url: first, status: res.status, fetchedAt: now, error: res.error };
       if (res.status < 200 || res.status >= 300) return { url: first, status: res.status, fetchedAt: now };
       return { url: first, status: res.status, fetchedAt: now, body: new TextDecoder('utf-8').decode(res.body) };
+    }
+  }
+
+  /**
+   * Follows the redirect chain that starts `url -> target` (HEAD requests: status and
+   * `Location` only) to its first non-redirect answer, at most `maxRedirects` hops.
+   * @returns why the chain is broken (`redirect loop: A -> B -> A`, `redirect chain longer
+   *   than N hops: A -> ...`), or undefined for a chain that ends (in any answer, or an
+   *   unusable `Location`, which its own page will record when it is crawled)
+   */
+  async #checkChain(url: string, target: string): Promise<string | undefined> {
+    const chain = [url, target];
+    const seen = new Set([url]);
+    let current = target;
+    for (;;) {
+      if (seen.has(current)) return `redirect loop: ${chain.join(' -> ')}`;
+      if (chain.length - 1 > this.#maxRedirects) return `redirect chain longer than ${this.#maxRedirects} hops: ${chain.slice(0, 3).join(' -> ')} -> ...`;
+      seen.add(current);
+      const next = await this.#redirectOf(current);
+      if (next === undefined) return undefined;
+      chain.push(next);
+      current = next;
+    }
+  }
+
+  /**
+   * The canonical `Location` of `url` when a HEAD request answers 3xx with a usable one,
+   * else undefined. HEAD gives the status and headers GET would (RFC 9110 section 9.3.2)
+   * without a body; a server that refuses HEAD (405) ends the chain check there.
+   */
+  async #redirectOf(url: string): Promise<string | undefined> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, { dispatcher: this.#agent, method: 'HEAD', headers: { 'user-agent': this.#userAgent }, signal: AbortSignal.timeout(this.#totalTimeout) });
+    } catch {
+      return undefined;
+    }
+    res.body.on('error', () => undefined);
+    res.body.destroy();
+    if (res.statusCode < 300 || res.statusCode >= 400) return undefined;
+    const location = headerValue(res.headers.location);
+    try {
+      return location ? canonicalUrl(location, url) : undefined;
+    } catch {
+      return undefined;
     }
   }
 

@@ -1,4 +1,5 @@
 import type { LinkFeatures, LinkOp, Outlink } from '../messages.js';
+import { featuresKey } from './linkValue.js';
 
 /**
  * The link operations that turn a page's stored outlinks into its new ones:
@@ -23,6 +24,5 @@ export function diffOutlinks(source: string, before: ReadonlyMap<string, LinkFea
 }
 
 function sameFeatures(a: LinkFeatures, b: LinkFeatures): boolean {
-  return a.anchor === b.anchor && a.position === b.position && a.sameHost === b.sameHost && a.region === b.region &&
-    a.rel.length === b.rel.length && a.rel.every((r, i) => r === b.rel[i]);
+  return featuresKey(a) === featuresKey(b);
 }

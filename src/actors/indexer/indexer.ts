@@ -10,6 +10,7 @@ import { closeSubscribed, openSubscribed, type SubscribedState } from '../partit
 import { ColumnFamilies, Counters, linkKey, linkKeyOrder, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
+import { edgeWeight } from './edgeWeight.js';
 import { encodeLinkValue, linkFeatures, linkWeight } from './linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
 import { enqueueLinkOps } from '../partition/linkOps.js';
@@ -220,7 +221,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
         after.delete(op.target);
         delta--;
       } else {
-        const weight = options.weigh(op.features);
+        const weight = edgeWeight(options.weigh, op.features);
         putTargets.push(op.target);
         putValues.push(encodeLinkValue(weight, op.features));
         after.set(op.target, { features: op.features, weight });

@@ -37,6 +37,12 @@ export function linkFeatures(value: Uint8Array): LinkFeatures {
 /** Link values by weight and features (bounded: 1024 entries, cleared when full). */
 const memo = new Map<string, Buffer>();
 
-function featuresKey(f: LinkFeatures): string {
-  return `${f.anchor}\u0000${f.position}\u0000${f.rel.join(' ')}\u0000${f.sameHost ? 1 : 0}\u0000${f.region}`;
+/**
+ * A string that is equal for two `LinkFeatures` exactly when they are equal (every field,
+ * occurrences included).
+ */
+export function featuresKey(f: LinkFeatures): string {
+  const flags = `${f.sameHost ? 1 : 0}${f.sameSite === undefined ? '-' : f.sameSite ? 1 : 0}${f.selfLink ? 1 : 0}`;
+  const one = (o: { anchor: string; position: number; rel: readonly string[]; region: string }) => `${o.anchor}\u0000${o.position}\u0000${o.rel.join(' ')}\u0000${o.region}`;
+  return f.repeats?.length ? `${flags}\u0001${[f, ...f.repeats].map(one).join('\u0001')}` : `${flags}\u0001${one(f)}`;
 }

@@ -12,7 +12,10 @@ export interface ReplayOverride {
 
 /**
  * Serves a web graph as HTML over HTTP, for crawling it as if it were the web: every page
- * is `<a href>` per outlink, with the graph's own URLs (duplicates kept, as in the graph).
+ * is `<a href>` per distinct outlink, with the graph's own URLs. A target listed twice in the
+ * graph file is one link: the reference ranks shipped with the graphs treat them as simple
+ * graphs (networkx's DiGraph), and the crawler sums repeated anchors into one edge's weight
+ * (the reasonable surfer), so serving a duplicate twice would give that edge twice the weight.
  * Virtual hosts: the page is found from the request's Host header and path, so one
  * listening port serves every host of the graph through the crawler's host-to-address map.
  *
@@ -62,9 +65,9 @@ export class ReplayServer {
     });
   }
 
-  /** The HTML of a graph page: title, then one link per outlink line. */
+  /** The HTML of a graph page: title, then one link per distinct outlink, in file order. */
   html(page: string): string {
-    const out = this.graph.links.get(page) ?? [];
+    const out = [...new Set(this.graph.links.get(page) ?? [])];
     const items = out.map((t, i) => `<li><a href="${escapeAttr(t)}">link ${i + 1}</a></li>`).join('\n');
     return `<!doctype html>\n<html><head><meta charset="utf-8"><title>${escapeText(page)}</title></head>\n<body><h1>${escapeText(page)}</h1>\n<ul>\n${items}\n</ul></body></html>\n`;
   }

@@ -15,6 +15,7 @@ import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
 import { grown } from './grown.js';
+import { SlotDeltas, SlotQueue } from './slotDeltas.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
 
@@ -75,12 +76,19 @@ export interface PushReport {
   /** Link contributions before combining, and entries after combining per target. */
   readonly contributions: number;
   readonly combined: number;
+  /**
+   * Sum of |delta| of the graph changes' corrections (round 0) this partition had folded when
+   * the push began: the coordinator counts the ones folded later as residual of the round.
+   */
+  readonly corrections: number;
 }
 
 /** Contributions a partition applied for one round: messages and sum of |delta|. */
 export interface RoundApplied {
   readonly messages: number;
   readonly mass: number;
+  /** Sum of |delta| of the corrections (round 0) the partition had folded by then (see `PushReport.corrections`). */
+  readonly corrections: number;
 }
 
 /**
@@ -145,6 +153,8 @@ const SEP = 0;
 const LAST_ROUND = 'last-round';
 /** `meta` key of the last push's report: the coordinator asks for round k + 1 only after every report of k. */
 const LAST_REPORT = 'last-report';
+/** Fewest pushes a push may spend on its frontier (its budget is the partition's page count, at least this). */
+const MIN_FRONTIER_BUDGET = 1024;
 /** Rounds between prunings of `rounds` entries no barrier needs any more. */
 const PRUNE_EVERY_ROUNDS = 64;
 
@@ -204,6 +214,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           // Load the round's count while the mailbox is held, so that no delivery is applied
           // between reading the committed count and registering the waiter.
           await state.rounds.get(message.round);
+          await state.rounds.get(0); // loaded, so that the reply can carry the corrections folded by then
           await state.rounds.expect(message.round, message.expected);
           return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
@@ -240,6 +251,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const again = await reportAskedAgain(state, round, last);
     if (again) return again;
 
+    const corrections = (await state.rounds.get(0)).mass;
     const cache = env.adjacency;
     const fill = !cache.complete;
     // Use the mirror when nothing else wrote `ranks` since it was built; otherwise scan
@@ -251,46 +263,57 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    // One merge per pushed page, added to the batch in one native call at the end; pages by
-    // slot (the cache keeps each page's key bytes, so nothing is copied per push).
-    const mergedSlots: number[] = [];
-    const mergedOperands: number[] = [];
-    let pushed = 0;
-    let remaining = 0;
-    let sumX = 0;
-    let contributions = 0;
+    const own = Number(env.partition);
     const pending = state.pending;
+    /** This push's [dx, dr] per slot: the transfers of pushed pages and the contributions to this partition's pages. */
+    const deltas = new SlotDeltas();
+    let pushed = 0;
+    let contributions = 0;
     /**
-     * Pushes one page (|r| above the threshold): the merge [r, -r] moves r into x, and
-     * d r w_pq goes to each target. `r` is the committed residual plus the pending delta,
-     * which stays pending: the stored r becomes minus that delta until the commit adds it
-     * back (a transfer is correct whatever is pending, so the push need not commit the
-     * folded messages, and their redelivery after a crash adds the delta exactly once).
+     * Pages of this partition that a contribution of this push took over the threshold: pushed
+     * in this push too (checked again when taken), up to `budget` pushes.
      */
-    const pushPage = (slot: number, x: number, r: number, adj: Adjacency) => {
+    const frontier = new SlotQueue();
+    let budget = Math.max(MIN_FRONTIER_BUDGET, next.slots.length);
+    /** True once every stored [x, r] of the partition is in `next` (after the scan). */
+    let scanned = !!mirror;
+    /** Residual of `slot` now: stored, plus the pending delta, plus this push's changes. */
+    const residual = (slot: number) => (next.has(slot) ? next.r(slot) : 0) + pending.delta(slot) + deltas.dr(slot);
+    /**
+     * Pushes one page (|r| above the threshold): the transfer [r, -r] moves r into x, and
+     * d r w_pq goes to each target q. `r` is the committed residual plus the pending delta
+     * plus what this push gave it, and the pending delta stays pending: the stored r becomes
+     * minus that delta until the commit adds it back (a transfer is correct whatever is
+     * pending, so the push need not commit the folded messages, and their redelivery after a
+     * crash adds the delta exactly once). A target of this partition gets its share in place
+     * (Gauss-Seidel within the partition: with hosts on partitions, most links of a web
+     * graph), and joins the frontier when that takes it over the threshold; other targets'
+     * shares are combined into messages. A dangling page keeps its mass in x.
+     */
+    const pushPage = (slot: number, r: number, adj: Adjacency) => {
       pushed++;
-      sumX += x + r;
-      mergedSlots.push(slot);
-      mergedOperands.push(r, -r);
-      contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
+      deltas.add(slot, r, -r);
+      const mass = damping * r;
+      const { targets, weights } = adj;
+      for (let i = 0; i < targets.length; i++) {
+        const id = targets[i]!;
+        if (cache.partitionOf(id) !== own) {
+          combiner.addLink(id, mass * weights[i]!);
+          continue;
+        }
+        const q = cache.localSlot(id);
+        deltas.add(q, 0, mass * weights[i]!);
+        if ((scanned || next.has(q)) && !frontier.has(q) && Math.abs(residual(q)) > threshold) frontier.push(q);
+      }
+      contributions += targets.length;
     };
-    /** A page with |r| (pending delta included) at or below the threshold: waits (nothing written). */
-    const keepPage = (x: number, r: number) => {
-      remaining += Math.abs(r);
-      sumX += x;
-    };
+    const adjacencyOf = async (slot: number) => cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
     try {
       if (mirror) {
         // Ranks from the mirror: no scan.
         for (const slot of mirror.slots) {
-          const x = mirror.x(slot);
-          const stored = mirror.r(slot);
-          const r = stored + pending.delta(slot);
-          if (!(Math.abs(r) > threshold)) {
-            keepPage(x, r);
-            continue;
-          }
-          pushPage(slot, x, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
+          const r = residual(slot);
+          if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
@@ -302,9 +325,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           order.push(slot);
           next.set(slot, x, r);
           const adj = cache.set(url, targets, weights);
-          const re = r + pending.delta(slot);
-          if (Math.abs(re) > threshold) pushPage(slot, x, re, adj);
-          else keepPage(x, re);
+          const re = residual(slot);
+          if (Math.abs(re) > threshold) pushPage(slot, re, adj);
         });
         cache.order = Int32Array.from(order);
       } else {
@@ -334,38 +356,50 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             seen.push(slot);
             const vo = valueOffsets[i]!;
             const vlen = valueOffsets[i + 1]! - vo;
-            const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
-            const r = vlen >= 16 ? values.readDoubleLE(vo + 8) : 0;
-            next.set(slot, x, r);
-            const re = r + pending.delta(slot);
-            if (!(Math.abs(re) > threshold)) {
-              keepPage(x, re);
-              continue;
-            }
-            const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
-            pushPage(slot, x, re, adj);
+            next.set(slot, vlen >= 8 ? values.readDoubleLE(vo) : 0, vlen >= 16 ? values.readDoubleLE(vo + 8) : 0);
+            const re = residual(slot);
+            if (Math.abs(re) > threshold) pushPage(slot, re, await adjacencyOf(slot));
           }
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
-      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0).
-      for (const slot of pending.slots) {
-        if (next.has(slot)) continue;
-        const r = pending.delta(slot);
-        if (!(Math.abs(r) > threshold)) keepPage(0, r);
-        else pushPage(slot, 0, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache)));
+      scanned = true;
+      // Pages reached by pending contributions or by this push that have no `ranks` entry yet (x = 0).
+      for (const slot of pending.slots) if (!next.has(slot) && !frontier.has(slot) && Math.abs(residual(slot)) > threshold) frontier.push(slot);
+      for (const slot of deltas.slots) if (!next.has(slot) && !frontier.has(slot) && Math.abs(residual(slot)) > threshold) frontier.push(slot);
+      // The frontier (the push of Andersen, Chung and Lang 2006 within the partition): pages
+      // over the threshold by this push's own contributions, pushed until none is left or
+      // the budget (one pass over the partition's pages) is spent; what is left waits for
+      // the next round, counted in `remaining`.
+      while (budget > 0) {
+        const slot = frontier.shift();
+        if (slot < 0) break;
+        const r = residual(slot);
+        if (!(Math.abs(r) > threshold)) continue;
+        budget--;
+        pushPage(slot, r, await adjacencyOf(slot));
       }
     } finally {
       snapshot?.release();
     }
-    if (mergedSlots.length > 0) {
-      batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, mergedSlots), Float64Array.from(mergedOperands), 2);
-    }
+    // What the coordinator's bound needs: the sum of |r| left in the partition (pending
+    // deltas included) and the sum of x, over every page with an entry or a delta.
+    let remaining = 0;
+    let sumX = 0;
+    const account = (slot: number, x: number) => {
+      remaining += Math.abs(residual(slot));
+      sumX += x + deltas.dx(slot);
+    };
+    for (const slot of next.slots) account(slot, next.x(slot));
+    for (const slot of pending.slots) if (!next.has(slot)) account(slot, 0);
+    for (const slot of deltas.slots) if (!next.has(slot) && !pending.has(slot)) account(slot, 0);
+    const merged = deltas.sortedSlots();
+    if (merged.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, merged), deltas.operands(merged), 2);
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
+    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count, corrections };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -375,7 +409,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     await store.write(batch);
     if (prune > 1) state.rounds.forget(prune);
     state.lastPushed = Math.max(last, round);
-    for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
+    for (const slot of merged) next.add(slot, deltas.dx(slot), deltas.dr(slot));
     state.mirror.current = next;
     await outbox.publish();
     return report;
@@ -410,7 +444,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     }
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count };
+    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass };
     recordReport(state, batch, report, last);
     await store.write(batch);
     state.lastPushed = Math.max(last, round);
@@ -615,6 +649,16 @@ class Combiner {
     return n;
   }
 
+  /** Adds `delta` to target `id` (a link to another partition). */
+  addLink(id: number, delta: number): void {
+    if (id >= this.#acc.length) this.#grow(Math.max(id + 1, this.cache.targetCount));
+    if (this.#seen[id] === 0) {
+      this.#seen[id] = 1;
+      this.#touched.push(id);
+    }
+    this.#acc[id]! += delta;
+  }
+
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */
   byPartition(partitions: number): { per: PartitionContributions[]; count: number } {
     const per = emptyTargetContributions(partitions);
@@ -761,7 +805,12 @@ class RoundBook {
       k = this.#known.get(round) ?? { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0, committed: f?.[0] ?? 0 };
       this.#known.set(round, k);
     }
-    return { messages: k.messages, mass: k.mass };
+    return this.#applied(k);
+  }
+
+  /** A round's counts as replied, with the corrections (round 0) folded so far (0 while round 0 is not loaded). */
+  #applied(k: { messages: number; mass: number }): RoundApplied {
+    return { messages: k.messages, mass: k.mass, corrections: this.#known.get(0)?.mass ?? 0 };
   }
 
   /**
@@ -839,7 +888,7 @@ class RoundBook {
     if (!waiting) return;
     const still = waiting.filter((w) => {
       if (k.messages < w.expected) return true;
-      w.resolve({ messages: k.messages, mass: k.mass });
+      w.resolve(this.#applied(k));
       return false;
     });
     if (still.length > 0) this.#waiters.set(round, still);
@@ -850,7 +899,7 @@ class RoundBook {
   await(round: number, expected: number): Promise<RoundApplied> {
     const k = this.#known.get(round);
     if (!k) return this.get(round).then(() => this.await(round, expected));
-    if (k.messages >= expected) return Promise.resolve({ messages: k.messages, mass: k.mass });
+    if (k.messages >= expected) return Promise.resolve(this.#applied(k));
     if (this.#closed) return Promise.reject(new ActorStoppedError('metric actor stopped before the barrier'));
     return new Promise((resolve, reject) => {
       let list = this.#waiters.get(round);

@@ -71,7 +71,13 @@ export interface ConvergeResult {
  * sent to each partition, then waits until each partition has applied exactly that many
  * messages of round k (a barrier that counts messages, so it needs no broker support; each
  * partition resolves it as soon as its count is reached, without polling).
- * The total |r| is then at most R = sum of the unpushed residuals + sum of the mass applied.
+ * The total |r| is then at most R = sum of the residuals a push left in its partition (its
+ * own pages' contributions are applied in place, with a frontier of the pages they take over
+ * the threshold pushed in the same push: see metricActor's push) + sum of the mass applied
+ * from messages + the corrections of graph changes folded after the pushes began (the push
+ * reports and the barrier replies carry the corrections folded by then, so a round costs two
+ * asks per partition; the page count and a last count of corrections are asked only when the
+ * bound is about to hold).
  *
  * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
  * ||y - x||_1 <= R / (1 - d); and sum(y) >= S = max(N (1 - d), sum(x) - R / (1 - d)),

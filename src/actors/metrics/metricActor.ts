@@ -164,8 +164,14 @@ const PRUNE_EVERY_ROUNDS = 64;
  * r -= r, as a merge, so contributions that arrive meanwhile are kept) and sends
  * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
  * x. The traversal walks `ranks` and `outlinks` in step (both keyed by the page URL first),
- * so it makes no random reads; contributions to one target are summed before sending (a
- * combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
+ * so it makes no random reads. Contributions to pages of this partition are applied in place
+ * (one summed [dx, dr] merge per page, SlotDeltas), and the pages they take over the
+ * threshold (the frontier, SlotQueue) are pushed in the same push, up to one pass of the
+ * partition's pages: the push of Andersen, Chung and Lang (FOCS 2006) within the partition,
+ * as the incremental PageRank of Ohsaka et al. (KDD 2015) and the dynamic frontier of DF-P
+ * PageRank (Sahu, Kothapalli, Banerjee 2024) push only the pages a change reached; with hosts
+ * on partitions, most links of a web graph stay in it. Contributions to other partitions are
+ * summed per target (a combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
  * rows and the round's report are one write batch: a push is atomic and, replayed after a
  * crash, returns the stored report instead of pushing again.
  *

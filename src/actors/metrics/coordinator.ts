@@ -72,8 +72,7 @@ export interface ConvergeResult {
  * messages of round k (a barrier that counts messages, so it needs no broker support; each
  * partition resolves it as soon as its count is reached, without polling).
  * The total |r| is then at most R = sum of the residuals a push left in its partition (its
- * own pages' contributions are applied in place, with a frontier of the pages they take over
- * the threshold pushed in the same push: see metricActor's push) + sum of the mass applied
+ * own pages' contributions are applied in place: see metricActor's push) + sum of the mass applied
  * from messages + the corrections of graph changes folded after the pushes began (the push
  * reports and the barrier replies carry the corrections folded by then, so a round costs two
  * asks per partition; the page count and a last count of corrections are asked only when the

@@ -15,7 +15,7 @@ import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
 import { grown } from './grown.js';
-import { SlotDeltas, SlotQueue } from './slotDeltas.js';
+import { SlotDeltas } from './slotDeltas.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
 
@@ -153,8 +153,6 @@ const SEP = 0;
 const LAST_ROUND = 'last-round';
 /** `meta` key of the last push's report: the coordinator asks for round k + 1 only after every report of k. */
 const LAST_REPORT = 'last-report';
-/** Fewest pushes a push may spend on its frontier (its budget is the partition's page count, at least this). */
-const MIN_FRONTIER_BUDGET = 1024;
 /** Rounds between prunings of `rounds` entries no barrier needs any more. */
 const PRUNE_EVERY_ROUNDS = 64;
 
@@ -165,13 +163,17 @@ const PRUNE_EVERY_ROUNDS = 64;
  * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
  * x. The traversal walks `ranks` and `outlinks` in step (both keyed by the page URL first),
  * so it makes no random reads. Contributions to pages of this partition are applied in place
- * (one summed [dx, dr] merge per page, SlotDeltas), and the pages they take over the
- * threshold (the frontier, SlotQueue) are pushed in the same push, up to one pass of the
- * partition's pages: the push of Andersen, Chung and Lang (FOCS 2006) within the partition,
- * as the incremental PageRank of Ohsaka et al. (KDD 2015) and the dynamic frontier of DF-P
- * PageRank (Sahu, Kothapalli, Banerjee 2024) push only the pages a change reached; with hosts
- * on partitions, most links of a web graph stay in it. Contributions to other partitions are
- * summed per target (a combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
+ * (one summed [dx, dr] merge per page, SlotDeltas): a page later in the scan is pushed with
+ * them in the same push (Gauss-Seidel order within the partition), so a round goes as far as
+ * several synchronous ones where links stay on their host, and so on their partition. Only
+ * pages over the threshold are pushed (the push of Andersen, Chung and Lang, FOCS 2006, as the
+ * incremental PageRank of Ohsaka et al., KDD 2015, and the dynamic frontier of DF-P PageRank,
+ * Sahu, Kothapalli, Banerjee 2024, push only what a change reached). A first-in first-out
+ * frontier that pushed again, in the same push, every page its own contributions took over
+ * the threshold was measured and dropped: on cnr-2000 it cut rounds but pushed a recrawled
+ * host's region more often (758 k pushes against 470 k) and took 2.3x the seconds
+ * (docs/ARCHITECTURE.md, "Cost of an update"). Contributions to other partitions are summed
+ * per target (a combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
  * rows and the round's report are one write batch: a push is atomic and, replayed after a
  * crash, returns the stored report instead of pushing again.
  *
@@ -275,14 +277,6 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const deltas = new SlotDeltas();
     let pushed = 0;
     let contributions = 0;
-    /**
-     * Pages of this partition that a contribution of this push took over the threshold: pushed
-     * in this push too (checked again when taken), up to `budget` pushes.
-     */
-    const frontier = new SlotQueue();
-    let budget = Math.max(MIN_FRONTIER_BUDGET, next.slots.length);
-    /** True once every stored [x, r] of the partition is in `next` (after the scan). */
-    let scanned = !!mirror;
     /** Residual of `slot` now: stored, plus the pending delta, plus this push's changes. */
     const residual = (slot: number) => (next.has(slot) ? next.r(slot) : 0) + pending.delta(slot) + deltas.dr(slot);
     /**
@@ -293,8 +287,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
      * pending, so the push need not commit the folded messages, and their redelivery after a
      * crash adds the delta exactly once). A target of this partition gets its share in place
      * (Gauss-Seidel within the partition: with hosts on partitions, most links of a web
-     * graph), and joins the frontier when that takes it over the threshold; other targets'
-     * shares are combined into messages. A dangling page keeps its mass in x.
+     * graph), so that the scan pushes it with that share when it comes to it later in this
+     * push, and else the next round; other targets' shares are combined into messages. A
+     * dangling page keeps its mass in x.
      */
     const pushPage = (slot: number, r: number, adj: Adjacency) => {
       pushed++;
@@ -307,9 +302,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           combiner.addLink(id, mass * weights[i]!);
           continue;
         }
-        const q = cache.localSlot(id);
-        deltas.add(q, 0, mass * weights[i]!);
-        if ((scanned || next.has(q)) && !frontier.has(q) && Math.abs(residual(q)) > threshold) frontier.push(q);
+        deltas.add(cache.localSlot(id), 0, mass * weights[i]!);
       }
       contributions += targets.length;
     };
@@ -369,21 +362,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
-      scanned = true;
-      // Pages reached by pending contributions or by this push that have no `ranks` entry yet (x = 0).
-      for (const slot of pending.slots) if (!next.has(slot) && !frontier.has(slot) && Math.abs(residual(slot)) > threshold) frontier.push(slot);
-      for (const slot of deltas.slots) if (!next.has(slot) && !frontier.has(slot) && Math.abs(residual(slot)) > threshold) frontier.push(slot);
-      // The frontier (the push of Andersen, Chung and Lang 2006 within the partition): pages
-      // over the threshold by this push's own contributions, pushed until none is left or
-      // the budget (one pass over the partition's pages) is spent; what is left waits for
-      // the next round, counted in `remaining`.
-      while (budget > 0) {
-        const slot = frontier.shift();
-        if (slot < 0) break;
+      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0). Pages
+      // without one that only this push reached wait for the next round (counted below).
+      for (const slot of pending.slots) {
+        if (next.has(slot)) continue;
         const r = residual(slot);
-        if (!(Math.abs(r) > threshold)) continue;
-        budget--;
-        pushPage(slot, r, await adjacencyOf(slot));
+        if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
       }
     } finally {
       snapshot?.release();

@@ -53,37 +53,3 @@ export class SlotDeltas {
   }
 }
 
-/**
- * A first-in first-out queue of page slots holding each slot at most once: the frontier of a
- * push (the pages whose residual a contribution of the push took over the threshold; the
- * work queue of the push method of Andersen, Chung and Lang, FOCS 2006).
- */
-export class SlotQueue {
-  #items: number[] = [];
-  #head = 0;
-  #queued = new Uint8Array(1024);
-
-  /** True when `slot` waits in the queue. */
-  has(slot: number): boolean {
-    return slot < this.#queued.length && this.#queued[slot] === 1;
-  }
-
-  /** Appends `slot` (call when not `has(slot)`). */
-  push(slot: number): void {
-    if (slot >= this.#queued.length) this.#queued = grown(this.#queued, Math.max(slot + 1, 2 * this.#queued.length));
-    this.#queued[slot] = 1;
-    this.#items.push(slot);
-  }
-
-  /** Takes the oldest slot out. @returns it, or -1 when the queue is empty */
-  shift(): number {
-    if (this.#head >= this.#items.length) return -1;
-    const slot = this.#items[this.#head++]!;
-    this.#queued[slot] = 0;
-    if (this.#head > 4096 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return slot;
-  }
-}

@@ -1,6 +1,3 @@
-import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { readGraph } from '../src/replay/graphFile.js';
@@ -11,9 +8,8 @@ import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
 import type { ConvergeOptions } from '../src/actors/metrics/coordinator.js';
 import { hostOf } from '../src/index.js';
 import { tempDir } from '../test/kit/datasets.js';
-import { benchOptions } from './lib/options.js';
+import { rankBenchOptions } from './lib/rankOptions.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const DAMPING = 0.85;
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
@@ -42,12 +38,7 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const o = benchOptions(args);
-  const dir = resolve(o.string('--graph', join(here, 'data/cnr-2000'), join(here, '../examples/data/polblogs')));
-  const partitions = o.number('--partitions', 16, 4);
-  const tolerance = o.number('--tolerance', 1e-6);
-  const thresholdFactor = o.has('--threshold-factor') ? o.number('--threshold-factor', 1) : undefined;
-  const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
+  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
   const g = await loadGraph(file('pages.txt'), file('links.tsv'));
   const random = seededRandom(18);
   const { dir: data, cleanup } = tempDir('shardflow-bench-');

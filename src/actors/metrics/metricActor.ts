@@ -171,7 +171,7 @@ const PRUNE_EVERY_ROUNDS = 64;
  * Sahu, Kothapalli, Banerjee 2024, push only what a change reached). A first-in first-out
  * frontier that pushed again, in the same push, every page its own contributions took over
  * the threshold was measured and dropped: on cnr-2000 it cut rounds but pushed a recrawled
- * host's region more often (758 k pushes against 470 k) and took 2.3x the seconds
+ * host's region more often (758 k pushes against 472 k) and took 2.2x the seconds' share
  * (docs/ARCHITECTURE.md, "Cost of an update"). Contributions to other partitions are summed
  * per target (a combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
  * rows and the round's report are one write batch: a push is atomic and, replayed after a

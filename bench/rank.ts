@@ -1,17 +1,14 @@
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { rankGraph, l1Distance } from '../src/jobs/rankGraph.js';
 import { readGraph, readScores } from '../src/replay/graphFile.js';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { tempDir } from '../test/kit/datasets.js';
-import { benchOptions } from './lib/options.js';
+import { rankBenchOptions } from './lib/rankOptions.js';
 import { DirectedGraph } from 'graphology';
 import pagerank from 'graphology-metrics/centrality/pagerank.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
 export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages', 'links', 'loadSeconds', 'convergeSeconds', 'seconds', 'rounds', 'converged', 'l1', 'peakRssMiB', 'graphology', 'ratio'] as const;
@@ -30,12 +27,7 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const o = benchOptions(args);
-  const dir = resolve(o.string('--graph', join(here, 'data/cnr-2000'), join(here, '../examples/data/polblogs')));
-  const partitions = o.number('--partitions', 16, 4);
-  const tolerance = o.number('--tolerance', 1e-6);
-  const thresholdFactor = o.has('--threshold-factor') ? o.number('--threshold-factor', 1) : undefined;
-  const file = (base: string) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`));
+  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
   let peakRss = process.memoryUsage.rss();
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   let readSeconds = 0;

@@ -12,6 +12,16 @@ import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
 import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
 
+/**
+ * Pushes of a local change, at most this fraction of a fresh computation's. Measured on the
+ * local-change test's graph at 1e-9: 76,178 of 291,924 (26%, 34 rounds against 86), and
+ * 28% (67 rounds against 199) before pushes applied same-partition contributions in place.
+ * The fraction stays well above the change's share of the graph (1 page of 4,000) because
+ * the global tolerance asks every page's residual under about 1e-12 (docs/ARCHITECTURE.md,
+ * "Cost of an update").
+ */
+const LOCAL_CHANGE_PUSH_FRACTION = 0.4;
+
 /** PageRank of a graph (adjacency lists) with graphology-metrics: the independent reference. */
 function reference(pages: readonly string[], links: ReadonlyMap<string, readonly string[]>): Map<string, number> {
   const g = new DirectedGraph({ allowSelfLoops: true });
@@ -84,13 +94,14 @@ test('after removing 1% of links, adding 1% and deleting 0.5% of pages through t
     const l1 = l1Distance(scores, reference(alive, next));
     console.log(JSON.stringify({ removed: removed.size, added, deleted: deleted.size, changedPages: changedSources.size, l1, fullPushes: full.pushes, incrementalPushes: incremental.pushes, ratio: incremental.pushes / full.pushes, fullRounds: full.rounds, incrementalRounds: incremental.rounds }));
     assert.ok(l1 <= 1e-6, `L1 ${l1} to a fresh computation on the changed graph`);
-    // Issue 6 targets 10% of a full computation's pushes; measured here: 85% (34,014 of
-    // 39,987). The changes touch 323 of 1,490 pages and put about 10% of the residual mass
-    // of a fresh start back into play (13 against 136 after round 1); every round removes
-    // at most a fraction 1 - d of the mass it pushes, so reaching the same 1e-9 takes
-    // ln(0.1 / 1e-9) / ln(1 / 0.82) rounds against ln(1 / 1e-9) / ln(1 / 0.82): 93 against
-    // 114 measured (docs/ARCHITECTURE.md, "Cost of an update"). What is pinned is that the
-    // update costs less than recomputing.
+    // Issue 6 targets 10% of a full computation's pushes; measured here: 86% (31,675 of
+    // 36,975; 85% before pushes applied same-partition contributions in place). The changes
+    // touch 323 of 1,490 pages and put about 10% of the residual mass of a fresh start back
+    // into play (13 against 136 after round 1); every pass removes at most a fraction 1 - d
+    // of the mass it pushes, so reaching the same 1e-9 takes ln(0.1 / 1e-9) / ln(1 / 0.82)
+    // passes against ln(1 / 1e-9) / ln(1 / 0.82): 88 rounds against 112 measured
+    // (docs/ARCHITECTURE.md, "Cost of an update"). What is pinned here is that the update
+    // costs less than recomputing; the local-change test below pins a fraction.
     assert.ok(incremental.pushes < full.pushes, `incremental ${incremental.pushes} pushes vs full ${full.pushes}`);
     const counts = await index.counts();
     assert.equal(counts.reduce((a, c) => a + c.pages, 0), alive.length);
@@ -98,6 +109,65 @@ test('after removing 1% of links, adding 1% and deleting 0.5% of pages through t
     for (const ts of next.values()) linkCount += ts.length;
     assert.equal(counts.reduce((a, c) => a + c.outlinks, 0), linkCount);
     assert.equal(counts.reduce((a, c) => a + c.backlinks, 0), linkCount, 'backlinks of removed links and of deleted pages are gone');
+  } finally {
+    await index.stop();
+    await broker.close();
+    cleanup();
+  }
+});
+
+/**
+ * A web-like graph of `hosts` hosts of `perHost` pages, each page with `outlinks` distinct
+ * targets, `local` of them (in expectation) on its own host: the locality of real crawls,
+ * where most links stay on their host (and so, with the host partitioner, on their partition).
+ */
+function hostGraph(random: () => number, hosts: number, perHost: number, outlinks: number, local: number): { pages: string[]; links: Map<string, string[]> } {
+  const pages: string[] = [];
+  for (let h = 0; h < hosts; h++) for (let i = 0; i < perHost; i++) pages.push(`http://h${h}.example/p${i}`);
+  const links = new Map<string, string[]>();
+  pages.forEach((p, k) => {
+    const h = Math.floor(k / perHost);
+    const out = new Set<string>();
+    while (out.size < outlinks) {
+      const t = random() < local ? h * perHost + Math.floor(random() * perHost) : Math.floor(random() * pages.length);
+      if (t !== k) out.add(pages[t]!);
+    }
+    links.set(p, [...out]);
+  });
+  return { pages, links };
+}
+
+test('a local change (one page of one host recrawled with two outlinks replaced on its host) re-converges exactly under a stated fraction of a fresh computation\'s pushes', { timeout: 600_000 }, async () => {
+  const random = seededRandom(18);
+  const perHost = 50;
+  const { pages, links } = hostGraph(random, 80, perHost, 8, 0.9);
+  const { dir, cleanup } = tempDir();
+  const broker = new MemoryBroker();
+  const index = await startWebIndex({ partitions: 4, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log, crawlers: 0 });
+  try {
+    await publishFetches(broker, index.partitioner, index.counters, pages.map((u) => graphPage(u, links.get(u)!)));
+    await index.quiescence({ pollMs: 5 });
+    const full = await index.converge({ tolerance: 1e-9 });
+    assert.ok(full.converged);
+    assert.ok(l1Distance(new Map(await index.scores()), reference(pages, links)) <= 1e-6, 'first convergence matches the reference');
+
+    // Page 7 of host 3: two of its outlinks now point to other pages of its host.
+    const page = pages[3 * perHost + 7]!;
+    const out = [...links.get(page)!];
+    for (let replaced = 0, i = 0; replaced < 2; i++) {
+      const t = pages[3 * perHost + ((i * 13) % perHost)]!;
+      if (t === page || out.includes(t)) continue;
+      out[replaced++] = t;
+    }
+    links.set(page, out);
+    await publishFetches(broker, index.partitioner, index.counters, [graphPage(page, out, 1)]);
+    await index.quiescence({ pollMs: 5 });
+    const incremental = await index.converge({ tolerance: 1e-9 });
+    assert.ok(incremental.converged);
+    const l1 = l1Distance(new Map(await index.scores()), reference(pages, links));
+    console.log(JSON.stringify({ local: true, pages: pages.length, l1, fullPushes: full.pushes, incrementalPushes: incremental.pushes, ratio: incremental.pushes / full.pushes, fullRounds: full.rounds, incrementalRounds: incremental.rounds }));
+    assert.ok(l1 <= 1e-6, `L1 ${l1} to a fresh computation on the changed graph`);
+    assert.ok(incremental.pushes < LOCAL_CHANGE_PUSH_FRACTION * full.pushes, `a local change took ${incremental.pushes} pushes against ${full.pushes} for a fresh computation`);
   } finally {
     await index.stop();
     await broker.close();

@@ -43,6 +43,8 @@ export class AdjacencyCache {
   /** Per target id: its index among the targets of its partition (dense per partition). */
   #indexInPartition = new Int32Array(1024);
   readonly #targetsPerPartition: number[] = [];
+  /** Per target id of this partition: its page's slot + 1 (0: not looked up yet; see `localSlot`). */
+  #localSlot = new Int32Array(1024);
   /**
    * Names this cache's target-index space in the contributions it sends: (dictionary,
    * index) always means the same target URL, so a receiver may remember the slot it found
@@ -202,6 +204,21 @@ export class AdjacencyCache {
   slotOfKey(bytes: Uint8Array, start: number, end: number): number {
     const slot = this.slotOfBytes(bytes, start, end);
     return slot >= 0 ? slot : this.slotOf(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+  }
+
+  /**
+   * The slot of target `id`'s page (a target of this cache's own partition), remembered
+   * after the first lookup by key bytes: a push applies the contributions to its own
+   * partition's pages in place (metricActor's push) at two array reads per link.
+   */
+  localSlot(id: number): number {
+    if (id >= this.#localSlot.length) this.#localSlot = grown(this.#localSlot, Math.max(1024, id + 1));
+    const known = this.#localSlot[id]!;
+    if (known > 0) return known - 1;
+    const keys = this.targetKeys;
+    const slot = this.slotOfKey(keys.bytes, keys.start(id), keys.end(id));
+    this.#localSlot[id] = slot + 1;
+    return slot;
   }
 
   /** Partition owning a target id. */

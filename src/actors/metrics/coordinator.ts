@@ -71,7 +71,12 @@ export interface ConvergeResult {
  * sent to each partition, then waits until each partition has applied exactly that many
  * messages of round k (a barrier that counts messages, so it needs no broker support; each
  * partition resolves it as soon as its count is reached, without polling).
- * The total |r| is then at most R = sum of the unpushed residuals + sum of the mass applied.
+ * The total |r| is then at most R = sum of the residuals a push left in its partition (its
+ * own pages' contributions are applied in place: see metricActor's push) + sum of the mass applied
+ * from messages + the corrections of graph changes folded after the pushes began (the push
+ * reports and the barrier replies carry the corrections folded by then, so a round costs two
+ * asks per partition; the page count and a last count of corrections are asked only when the
+ * bound is about to hold).
  *
  * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
  * ||y - x||_1 <= R / (1 - d); and sum(y) >= S = max(N (1 - d), sum(x) - R / (1 - d)),
@@ -113,6 +118,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   let quietRounds = 0;
   let lastPushed = 1;
   const barrier = (r: number, expected: readonly number[]) => roundBarrier(metrics, r, expected, options.clock);
+  const boundOf = (r: number, pages: number, sumX: number) => (2 * r) / ((1 - d) * Math.max(pages * (1 - d), sumX - r / (1 - d)));
   // An earlier call may have ended between the pushes of its last round and that round's
   // barrier (it failed): run that barrier first, so that the next push waits for those
   // messages after a restart, like those of any round.
@@ -126,7 +132,6 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // After a round that pushed nothing, the residual sits in many small pieces (often on
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
-    const corrected = await correctionMass();
     const reports = await Promise.all(metrics.map((m) => pushRound(m, { type: 'push', round, threshold, damping: d }, options.clock)));
     const expected = metrics.map(() => 0);
     let remaining = 0;
@@ -134,7 +139,10 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     let sent = 0;
     let contrib = 0;
     let sumX = 0;
+    // Corrections the pushes saw (folded before each partition's push began).
+    let corrected = 0;
     for (const r of reports) {
+      corrected += r.corrections ?? 0; // a report stored before this field: none known
       r.sent.forEach((c, q) => (expected[q]! += c));
       remaining += r.remaining;
       sumX += r.sumX;
@@ -142,18 +150,25 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
       contrib += r.contributions;
       sent += r.sent.reduce((a, b) => a + b, 0);
     }
-    const mass = await barrier(round, expected);
+    const { mass, corrections } = await barrier(round, expected);
     lastPushed = pushed;
     pushes += pushed;
     messages += sent;
     contributions += contrib;
-    // Corrections of graph changes applied since this round's scan began are residual too.
-    residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected);
+    // Corrections of graph changes applied since this round's scan began are residual too
+    // (as the barrier replies saw them: enough to set the next threshold).
+    residual = remaining + mass + Math.max(0, corrections - corrected);
     const quiet = options.quiet?.() ?? true;
-    if (quiet && options.countPages) n = Math.max(1, await options.countPages());
-    const bound = (2 * residual) / ((1 - d) * Math.max(n * (1 - d), sumX - residual / (1 - d)));
-    options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound });
+    let bound = boundOf(residual, n, sumX);
     if (bound <= tolerance && quiet) {
+      // About to stop: the bound again with the corrections folded until now and the page
+      // count now (deleted pages make N smaller), asked only here, not every round.
+      residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected);
+      if (options.countPages) n = Math.max(1, await options.countPages());
+      bound = boundOf(residual, n, sumX);
+    }
+    options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound });
+    if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
     }
     if (quiet) quietRounds++;
@@ -165,11 +180,13 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
 /**
  * Waits until each partition q has applied `expected[q]` messages of round `r` (asked again
  * when a partition restarts meanwhile, up to 60 times).
- * @returns the mass (sum of |delta|) they carried
+ * @returns the mass (sum of |delta|) they carried, and the mass of the corrections (round 0)
+ *   the partitions had folded when each reached its count
  * @throws ActorStoppedError when a partition keeps stopping; what `askWithRetry` throws
  */
-export async function roundBarrier(metrics: readonly MetricRef[], r: number, expected: readonly number[], clock: Clock): Promise<number> {
+export async function roundBarrier(metrics: readonly MetricRef[], r: number, expected: readonly number[], clock: Clock): Promise<{ mass: number; corrections: number }> {
   let mass = 0;
+  let corrections = 0;
   await Promise.all(
     metrics.map(async (m, q) => {
       for (let attempt = 0; ; attempt++) {
@@ -177,6 +194,7 @@ export async function roundBarrier(metrics: readonly MetricRef[], r: number, exp
         try {
           const applied = await b.ready; // read mass only after the await: `mass += await x` would add to a stale value
           mass += applied.mass;
+          corrections += applied.corrections ?? 0;
           return;
         } catch (err) {
           if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
@@ -184,7 +202,7 @@ export async function roundBarrier(metrics: readonly MetricRef[], r: number, exp
       }
     }),
   );
-  return mass;
+  return { mass, corrections };
 }
 
 /** What `repairResiduals` did. */

@@ -15,6 +15,7 @@ import { linkWeight } from '../indexer/linkValue.js';
 import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
 import { grown } from './grown.js';
+import { SlotDeltas } from './slotDeltas.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
 
@@ -75,12 +76,19 @@ export interface PushReport {
   /** Link contributions before combining, and entries after combining per target. */
   readonly contributions: number;
   readonly combined: number;
+  /**
+   * Sum of |delta| of the graph changes' corrections (round 0) this partition had folded when
+   * the push began: the coordinator counts the ones folded later as residual of the round.
+   */
+  readonly corrections: number;
 }
 
 /** Contributions a partition applied for one round: messages and sum of |delta|. */
 export interface RoundApplied {
   readonly messages: number;
   readonly mass: number;
+  /** Sum of |delta| of the corrections (round 0) the partition had folded by then (see `PushReport.corrections`). */
+  readonly corrections: number;
 }
 
 /**
@@ -154,8 +162,18 @@ const PRUNE_EVERY_ROUNDS = 64;
  * r -= r, as a merge, so contributions that arrive meanwhile are kept) and sends
  * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
  * x. The traversal walks `ranks` and `outlinks` in step (both keyed by the page URL first),
- * so it makes no random reads; contributions to one target are summed before sending (a
- * combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
+ * so it makes no random reads. Contributions to pages of this partition are applied in place
+ * (one summed [dx, dr] merge per page, SlotDeltas): a page later in the scan is pushed with
+ * them in the same push (Gauss-Seidel order within the partition), so a round goes as far as
+ * several synchronous ones where links stay on their host, and so on their partition. Only
+ * pages over the threshold are pushed (the push of Andersen, Chung and Lang, FOCS 2006, as the
+ * incremental PageRank of Ohsaka et al., KDD 2015, and the dynamic frontier of DF-P PageRank,
+ * Sahu, Kothapalli, Banerjee 2024, push only what a change reached). A first-in first-out
+ * frontier that pushed again, in the same push, every page its own contributions took over
+ * the threshold was measured and dropped: on cnr-2000 it cut rounds but pushed a recrawled
+ * host's region more often (758 k pushes against 472 k) and took 2.2x the seconds' share
+ * (docs/ARCHITECTURE.md, "Cost of an update"). Contributions to other partitions are summed
+ * per target (a combiner) and batched per target partition into `metrics/<q>`. The merges, the outbox
  * rows and the round's report are one write batch: a push is atomic and, replayed after a
  * crash, returns the stored report instead of pushing again.
  *
@@ -204,6 +222,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           // Load the round's count while the mailbox is held, so that no delivery is applied
           // between reading the committed count and registering the waiter.
           await state.rounds.get(message.round);
+          await state.rounds.get(0); // loaded, so that the reply can carry the corrections folded by then
           await state.rounds.expect(message.round, message.expected);
           return { ready: state.rounds.await(message.round, message.expected) } satisfies Barrier;
         case 'scores':
@@ -240,6 +259,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const again = await reportAskedAgain(state, round, last);
     if (again) return again;
 
+    const corrections = (await state.rounds.get(0)).mass;
     const cache = env.adjacency;
     const fill = !cache.complete;
     // Use the mirror when nothing else wrote `ranks` since it was built; otherwise scan
@@ -251,46 +271,48 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
-    // One merge per pushed page, added to the batch in one native call at the end; pages by
-    // slot (the cache keeps each page's key bytes, so nothing is copied per push).
-    const mergedSlots: number[] = [];
-    const mergedOperands: number[] = [];
-    let pushed = 0;
-    let remaining = 0;
-    let sumX = 0;
-    let contributions = 0;
+    const own = Number(env.partition);
     const pending = state.pending;
+    /** This push's [dx, dr] per slot: the transfers of pushed pages and the contributions to this partition's pages. */
+    const deltas = new SlotDeltas();
+    let pushed = 0;
+    let contributions = 0;
+    /** Residual of `slot` now: stored, plus the pending delta, plus this push's changes. */
+    const residual = (slot: number) => (next.has(slot) ? next.r(slot) : 0) + pending.delta(slot) + deltas.dr(slot);
     /**
-     * Pushes one page (|r| above the threshold): the merge [r, -r] moves r into x, and
-     * d r w_pq goes to each target. `r` is the committed residual plus the pending delta,
-     * which stays pending: the stored r becomes minus that delta until the commit adds it
-     * back (a transfer is correct whatever is pending, so the push need not commit the
-     * folded messages, and their redelivery after a crash adds the delta exactly once).
+     * Pushes one page (|r| above the threshold): the transfer [r, -r] moves r into x, and
+     * d r w_pq goes to each target q. `r` is the committed residual plus the pending delta
+     * plus what this push gave it, and the pending delta stays pending: the stored r becomes
+     * minus that delta until the commit adds it back (a transfer is correct whatever is
+     * pending, so the push need not commit the folded messages, and their redelivery after a
+     * crash adds the delta exactly once). A target of this partition gets its share in place
+     * (Gauss-Seidel within the partition: with hosts on partitions, most links of a web
+     * graph), so that the scan pushes it with that share when it comes to it later in this
+     * push, and else the next round; other targets' shares are combined into messages. A
+     * dangling page keeps its mass in x.
      */
-    const pushPage = (slot: number, x: number, r: number, adj: Adjacency) => {
+    const pushPage = (slot: number, r: number, adj: Adjacency) => {
       pushed++;
-      sumX += x + r;
-      mergedSlots.push(slot);
-      mergedOperands.push(r, -r);
-      contributions += combiner.add(adj, damping * r); // a dangling page keeps its mass in x
+      deltas.add(slot, r, -r);
+      const mass = damping * r;
+      const { targets, weights } = adj;
+      for (let i = 0; i < targets.length; i++) {
+        const id = targets[i]!;
+        if (cache.partitionOf(id) !== own) {
+          combiner.addLink(id, mass * weights[i]!);
+          continue;
+        }
+        deltas.add(cache.localSlot(id), 0, mass * weights[i]!);
+      }
+      contributions += targets.length;
     };
-    /** A page with |r| (pending delta included) at or below the threshold: waits (nothing written). */
-    const keepPage = (x: number, r: number) => {
-      remaining += Math.abs(r);
-      sumX += x;
-    };
+    const adjacencyOf = async (slot: number) => cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
     try {
       if (mirror) {
         // Ranks from the mirror: no scan.
         for (const slot of mirror.slots) {
-          const x = mirror.x(slot);
-          const stored = mirror.r(slot);
-          const r = stored + pending.delta(slot);
-          if (!(Math.abs(r) > threshold)) {
-            keepPage(x, r);
-            continue;
-          }
-          pushPage(slot, x, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache)));
+          const r = residual(slot);
+          if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
         }
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
@@ -302,9 +324,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           order.push(slot);
           next.set(slot, x, r);
           const adj = cache.set(url, targets, weights);
-          const re = r + pending.delta(slot);
-          if (Math.abs(re) > threshold) pushPage(slot, x, re, adj);
-          else keepPage(x, re);
+          const re = residual(slot);
+          if (Math.abs(re) > threshold) pushPage(slot, re, adj);
         });
         cache.order = Int32Array.from(order);
       } else {
@@ -334,38 +355,41 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
             seen.push(slot);
             const vo = valueOffsets[i]!;
             const vlen = valueOffsets[i + 1]! - vo;
-            const x = vlen >= 8 ? values.readDoubleLE(vo) : 0;
-            const r = vlen >= 16 ? values.readDoubleLE(vo + 8) : 0;
-            next.set(slot, x, r);
-            const re = r + pending.delta(slot);
-            if (!(Math.abs(re) > threshold)) {
-              keepPage(x, re);
-              continue;
-            }
-            const adj = cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
-            pushPage(slot, x, re, adj);
+            next.set(slot, vlen >= 8 ? values.readDoubleLE(vo) : 0, vlen >= 16 ? values.readDoubleLE(vo + 8) : 0);
+            const re = residual(slot);
+            if (Math.abs(re) > threshold) pushPage(slot, re, await adjacencyOf(slot));
           }
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
-      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0).
+      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0). Pages
+      // without one that only this push reached wait for the next round (counted below).
       for (const slot of pending.slots) {
         if (next.has(slot)) continue;
-        const r = pending.delta(slot);
-        if (!(Math.abs(r) > threshold)) keepPage(0, r);
-        else pushPage(slot, 0, r, cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache)));
+        const r = residual(slot);
+        if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
       }
     } finally {
       snapshot?.release();
     }
-    if (mergedSlots.length > 0) {
-      batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, mergedSlots), Float64Array.from(mergedOperands), 2);
-    }
+    // What the coordinator's bound needs: the sum of |r| left in the partition (pending
+    // deltas included) and the sum of x, over every page with an entry or a delta.
+    let remaining = 0;
+    let sumX = 0;
+    const account = (slot: number, x: number) => {
+      remaining += Math.abs(residual(slot));
+      sumX += x + deltas.dx(slot);
+    };
+    for (const slot of next.slots) account(slot, next.x(slot));
+    for (const slot of pending.slots) if (!next.has(slot)) account(slot, 0);
+    for (const slot of deltas.slots) if (!next.has(slot) && !pending.has(slot)) account(slot, 0);
+    const merged = deltas.sortedSlots();
+    if (merged.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, merged), deltas.operands(merged), 2);
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count };
+    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count, corrections };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -375,7 +399,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     await store.write(batch);
     if (prune > 1) state.rounds.forget(prune);
     state.lastPushed = Math.max(last, round);
-    for (let i = 0; i < mergedSlots.length; i++) next.add(mergedSlots[i]!, mergedOperands[2 * i]!, mergedOperands[2 * i + 1]!);
+    for (const slot of merged) next.add(slot, deltas.dx(slot), deltas.dr(slot));
     state.mirror.current = next;
     await outbox.publish();
     return report;
@@ -410,7 +434,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     }
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count };
+    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass };
     recordReport(state, batch, report, last);
     await store.write(batch);
     state.lastPushed = Math.max(last, round);
@@ -615,6 +639,16 @@ class Combiner {
     return n;
   }
 
+  /** Adds `delta` to target `id` (a link to another partition). */
+  addLink(id: number, delta: number): void {
+    if (id >= this.#acc.length) this.#grow(Math.max(id + 1, this.cache.targetCount));
+    if (this.#seen[id] === 0) {
+      this.#seen[id] = 1;
+      this.#touched.push(id);
+    }
+    this.#acc[id]! += delta;
+  }
+
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */
   byPartition(partitions: number): { per: PartitionContributions[]; count: number } {
     const per = emptyTargetContributions(partitions);
@@ -761,7 +795,12 @@ class RoundBook {
       k = this.#known.get(round) ?? { messages: f?.[0] ?? 0, mass: f?.[1] ?? 0, committed: f?.[0] ?? 0 };
       this.#known.set(round, k);
     }
-    return { messages: k.messages, mass: k.mass };
+    return this.#applied(k);
+  }
+
+  /** A round's counts as replied, with the corrections (round 0) folded so far (0 while round 0 is not loaded). */
+  #applied(k: { messages: number; mass: number }): RoundApplied {
+    return { messages: k.messages, mass: k.mass, corrections: this.#known.get(0)?.mass ?? 0 };
   }
 
   /**
@@ -839,7 +878,7 @@ class RoundBook {
     if (!waiting) return;
     const still = waiting.filter((w) => {
       if (k.messages < w.expected) return true;
-      w.resolve({ messages: k.messages, mass: k.mass });
+      w.resolve(this.#applied(k));
       return false;
     });
     if (still.length > 0) this.#waiters.set(round, still);
@@ -850,7 +889,7 @@ class RoundBook {
   await(round: number, expected: number): Promise<RoundApplied> {
     const k = this.#known.get(round);
     if (!k) return this.get(round).then(() => this.await(round, expected));
-    if (k.messages >= expected) return Promise.resolve({ messages: k.messages, mass: k.mass });
+    if (k.messages >= expected) return Promise.resolve(this.#applied(k));
     if (this.#closed) return Promise.reject(new ActorStoppedError('metric actor stopped before the barrier'));
     return new Promise((resolve, reject) => {
       let list = this.#waiters.get(round);

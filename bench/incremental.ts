@@ -1,0 +1,316 @@
+import { pino } from 'pino';
+import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { readGraph } from '../src/replay/graphFile.js';
+import { graphPage, publishFetches } from '../src/jobs/graphLoader.js';
+import { startWebIndex, type WebIndex } from '../src/topology/webIndex.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
+import type { ConvergeOptions } from '../src/actors/metrics/coordinator.js';
+import { hostOf } from '../src/index.js';
+import { tempDir } from '../test/kit/datasets.js';
+import { rankBenchOptions } from './lib/rankOptions.js';
+
+const DAMPING = 0.85;
+
+/** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
+export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages', 'links', 'fresh', 'changes'] as const;
+
+/**
+ * The cost of an update (issue 18, item 1): ranks a graph (default cnr-2000 from bench/data,
+ * 325,557 pages, 3,216,152 links) through the full pipeline on `--partitions` (default 16),
+ * then applies four changes one after the other through the pipeline as a recrawl does (new
+ * fetch results on `fetches/<p>`, the indexers' outlink diffs and metric corrections; a
+ * deleted page answers 410 twice) and converges again to the same `--tolerance` (default
+ * 1e-6) after each:
+ * - (a) `host`: one host recrawled, up to 256 of its pages, 10% of their outlinks replaced by
+ *   other pages of the same host (a recrawl is local);
+ * - (b) `spread`: 0.1% of the pages, spread over hosts, each with 10% of its outlinks (at least
+ *   one) replaced by pages of its host;
+ * - (c) `links`: 1% of all links replaced by links to pages chosen uniformly;
+ * - (d) `deleted`: 0.05% of the pages deleted (and the pages linking to them recrawled without
+ *   those links).
+ * For each: pages and links changed, the seconds the pipeline took to apply it, then the
+ * metric's rounds, pushes, messages and converge seconds, the L1 distance and the largest
+ * per-page error of the scores to the exact PageRank of the changed graph (power iteration
+ * in memory to 1e-13, `exactPageRank`), and the ratios of pushes and seconds to the first,
+ * fresh computation of the same run (on the unchanged graph, which differs from each changed
+ * one by at most 1% of its links). `--smoke`: polblogs on 4 partitions.
+ * Logs (warnings) go to stderr: stdout holds the result line only.
+ */
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
+  const g = await loadGraph(file('pages.txt'), file('links.tsv'));
+  const random = seededRandom(18);
+  const { dir: data, cleanup } = tempDir('shardflow-bench-');
+  const broker = new MemoryBroker();
+  const index = await startWebIndex({ partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0, maxOutlinksPerPage: Infinity });
+  const convergeOptions: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'> = { tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}) };
+  let fetchedAt = 0;
+  try {
+    const t0 = performance.now();
+    await publishFetches(index.broker, index.partitioner, index.counters, g.pages.map((u, i) => graphPage(u, g.out[i]!.map((t) => g.pages[t]!), fetchedAt)));
+    await index.quiescence({ pollMs: 10 });
+    const t1 = performance.now();
+    const full = await index.converge(convergeOptions);
+    const t2 = performance.now();
+    const freshErr = await errors(index, g);
+    const fresh = { loadSeconds: secs(t1 - t0), convergeSeconds: secs(t2 - t1), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
+
+    const changes: Array<Record<string, unknown>> = [];
+    const plans: Array<[string, () => Change]> = [
+      ['host', () => recrawlHost(g, random)],
+      ['spread', () => recrawlSpread(g, random, 0.001)],
+      ['links', () => replaceLinks(g, random, 0.01)],
+      ['deleted', () => deletePages(g, random, 0.0005)],
+    ];
+    for (const [name, plan] of plans) {
+      const change = plan();
+      const a0 = performance.now();
+      fetchedAt++;
+      await publishFetches(index.broker, index.partitioner, index.counters, [...change.recrawled].map((p) => graphPage(g.pages[p]!, g.out[p]!.map((t) => g.pages[t]!), fetchedAt)));
+      for (let twice = 0; twice < 2 && change.deleted.length > 0; twice++) {
+        fetchedAt++;
+        await publishFetches(index.broker, index.partitioner, index.counters, change.deleted.map((p) => ({ url: g.pages[p]!, status: 410, fetchedAt, error: 'HTTP 410' })));
+      }
+      await index.quiescence({ pollMs: 5 });
+      const a1 = performance.now();
+      const inc = await index.converge(convergeOptions);
+      const a2 = performance.now();
+      const err = await errors(index, g);
+      changes.push({
+        change: name,
+        pagesChanged: change.recrawled.size + change.deleted.length,
+        pagesDeleted: change.deleted.length,
+        linksChanged: change.links,
+        applySeconds: secs(a1 - a0),
+        rounds: inc.rounds,
+        pushes: inc.pushes,
+        messages: inc.messages,
+        seconds: secs(a2 - a1),
+        converged: inc.converged,
+        ...err,
+        pushRatio: ratio(inc.pushes / Math.max(1, full.pushes)),
+        secondsRatio: ratio((a2 - a1) / (t2 - t1)),
+      });
+    }
+    return { smoke: o.smoke, graph: dir.split('/').pop(), partitions, tolerance, thresholdFactor: thresholdFactor ?? null, pages: g.pages.length, links: linkCount(g), fresh, changes };
+  } finally {
+    await index.stop();
+    await broker.close();
+    cleanup();
+  }
+}
+
+/** A graph by page index: `out[p]` the distinct targets of page p; `alive[p]` 0 once deleted. */
+interface Graph {
+  readonly pages: string[];
+  readonly out: number[][];
+  readonly alive: Uint8Array;
+  /** Page indexes per host, in page order. */
+  readonly hosts: Map<string, number[]>;
+}
+
+/** What one change did: pages to recrawl (new outlinks in `Graph.out`), pages deleted, links replaced. */
+interface Change {
+  readonly recrawled: Set<number>;
+  readonly deleted: number[];
+  links: number;
+}
+
+async function loadGraph(pagesFile: string, linksFile: string): Promise<Graph> {
+  const raw = await readGraph(pagesFile, linksFile);
+  const id = new Map<string, number>();
+  raw.pages.forEach((p, i) => id.set(p, i));
+  const out = raw.pages.map((p) => [...new Set((raw.links.get(p) ?? []).map((t) => id.get(t)!))]);
+  const hosts = new Map<string, number[]>();
+  raw.pages.forEach((p, i) => {
+    const h = hostOf(p);
+    const list = hosts.get(h);
+    if (list) list.push(i);
+    else hosts.set(h, [i]);
+  });
+  return { pages: raw.pages, out, alive: new Uint8Array(raw.pages.length).fill(1), hosts };
+}
+
+function linkCount(g: Graph): number {
+  let n = 0;
+  for (let p = 0; p < g.out.length; p++) if (g.alive[p]) n += g.out[p]!.length;
+  return n;
+}
+
+/**
+ * Replaces `share` of page p's outlinks (at least `min`) by live pages from `pool` that p
+ * does not link to yet (drawn uniformly; a pool too small leaves the rest unchanged).
+ * @returns links replaced
+ */
+function replaceOutlinks(g: Graph, p: number, share: number, min: number, pool: readonly number[], random: () => number): number {
+  const out = g.out[p]!;
+  const n = Math.min(out.length, Math.max(min, Math.round(out.length * share)));
+  let replaced = 0;
+  for (let k = 0; k < n; k++) {
+    const i = Math.floor(random() * out.length);
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const t = pool[Math.floor(random() * pool.length)]!;
+      if (t === p || !g.alive[t] || out.includes(t)) continue;
+      out[i] = t;
+      replaced++;
+      break;
+    }
+  }
+  return replaced;
+}
+
+/** (a): a host with the most pages (ties drawn), up to 256 pages, 10% of their outlinks replaced within the host. */
+function recrawlHost(g: Graph, random: () => number): Change {
+  let most = 0;
+  for (const list of g.hosts.values()) most = Math.max(most, Math.min(256, list.length));
+  const candidates = [...g.hosts.values()].filter((l) => Math.min(256, l.length) === most && l.some((p) => g.out[p]!.length > 0));
+  const host = candidates[Math.floor(random() * candidates.length)]!.slice(0, 256);
+  const pool = host.length > 1 ? host : allAlive(g);
+  const change: Change = { recrawled: new Set(), deleted: [], links: 0 };
+  // 10% of all the host's outlinks, drawn over its pages in proportion to their outlinks.
+  const links: Array<[number, number]> = [];
+  for (const p of host) for (let i = 0; i < g.out[p]!.length; i++) links.push([p, i]);
+  const wanted = Math.max(1, Math.round(links.length * 0.1));
+  for (let k = 0; k < wanted; k++) {
+    const [p] = links[Math.floor(random() * links.length)]!;
+    if (replaceOutlinks(g, p, 0, 1, pool, random) > 0) {
+      change.links++;
+      change.recrawled.add(p);
+    }
+  }
+  return change;
+}
+
+/** (b): `share` of the pages (with outlinks), drawn over the whole graph, 10% of each one's outlinks replaced within its host. */
+function recrawlSpread(g: Graph, random: () => number, share: number): Change {
+  const change: Change = { recrawled: new Set(), deleted: [], links: 0 };
+  const wanted = Math.max(1, Math.round(g.pages.length * share));
+  while (change.recrawled.size < wanted) {
+    const p = Math.floor(random() * g.pages.length);
+    if (!g.alive[p] || g.out[p]!.length === 0 || change.recrawled.has(p)) continue;
+    const host = g.hosts.get(hostOf(g.pages[p]!))!;
+    change.links += replaceOutlinks(g, p, 0.1, 1, host.length > 1 ? host : allAlive(g), random);
+    change.recrawled.add(p);
+  }
+  return change;
+}
+
+/** (c): `share` of all links replaced by links to pages drawn uniformly. */
+function replaceLinks(g: Graph, random: () => number, share: number): Change {
+  const change: Change = { recrawled: new Set(), deleted: [], links: 0 };
+  const sources: number[] = [];
+  for (let p = 0; p < g.out.length; p++) for (let i = 0; i < g.out[p]!.length; i++) if (g.alive[p]) sources.push(p);
+  const alive = allAlive(g);
+  const wanted = Math.max(1, Math.round(sources.length * share));
+  while (change.links < wanted) {
+    const p = sources[Math.floor(random() * sources.length)]!;
+    if (replaceOutlinks(g, p, 0, 1, alive, random) === 0) continue;
+    change.links++;
+    change.recrawled.add(p);
+  }
+  return change;
+}
+
+/**
+ * (d): `share` of the pages deleted (410 twice): they lose their outlinks, and the pages that
+ * linked to them are recrawled without those links (as in the changed graph's file, where a
+ * link would make its target a page again).
+ */
+function deletePages(g: Graph, random: () => number, share: number): Change {
+  const deleted = new Set<number>();
+  const wanted = Math.max(1, Math.round(g.pages.length * share));
+  while (deleted.size < wanted) {
+    const p = Math.floor(random() * g.pages.length);
+    if (g.alive[p]) deleted.add(p);
+  }
+  let links = 0;
+  const recrawled = new Set<number>();
+  for (const p of deleted) {
+    g.alive[p] = 0;
+    links += g.out[p]!.length;
+    g.out[p] = [];
+  }
+  for (let p = 0; p < g.out.length; p++) {
+    const before = g.out[p]!.length;
+    if (before === 0) continue;
+    const kept = g.out[p]!.filter((t) => !deleted.has(t));
+    if (kept.length === before) continue;
+    links += before - kept.length;
+    g.out[p] = kept;
+    recrawled.add(p);
+  }
+  return { recrawled, deleted: [...deleted], links };
+}
+
+function allAlive(g: Graph): number[] {
+  const list: number[] = [];
+  for (let p = 0; p < g.pages.length; p++) if (g.alive[p]) list.push(p);
+  return list;
+}
+
+/**
+ * The exact PageRank of the live pages (damping 0.85, uniform link weights, dangling mass
+ * spread uniformly; normalised to sum 1), by power iteration on y = (1 - d) 1 + d W^T y
+ * (dangling rows zero) until an iteration changes y by less than 1e-13 of its L1 norm, then
+ * normalised: the same vector (Del Corso, Gullì, Romani, "Fast PageRank computation via a
+ * sparse linear system", WAW 2004) with an error ~1e-13 / (1 - d).
+ */
+export function exactPageRank(g: Graph): Float64Array {
+  const n = g.pages.length;
+  let y = new Float64Array(n);
+  let next = new Float64Array(n);
+  for (let p = 0; p < n; p++) y[p] = g.alive[p] ? 1 - DAMPING : 0;
+  for (let iteration = 0; iteration < 10_000; iteration++) {
+    for (let p = 0; p < n; p++) next[p] = g.alive[p] ? 1 - DAMPING : 0;
+    for (let p = 0; p < n; p++) {
+      const out = g.out[p]!;
+      if (out.length === 0 || y[p] === 0) continue;
+      const share = (DAMPING * y[p]!) / out.length;
+      for (const t of out) next[t]! += share;
+    }
+    let change = 0;
+    let total = 0;
+    for (let p = 0; p < n; p++) {
+      change += Math.abs(next[p]! - y[p]!);
+      total += next[p]!;
+    }
+    [y, next] = [next, y];
+    if (change < 1e-13 * total) break;
+  }
+  let total = 0;
+  for (let p = 0; p < n; p++) total += y[p]!;
+  for (let p = 0; p < n; p++) y[p]! /= total;
+  return y;
+}
+
+/** L1 distance and largest per-page difference of the index's scores to `exactPageRank` (pages missing on either side count whole). */
+async function errors(index: WebIndex, g: Graph): Promise<{ l1: number; maxError: number }> {
+  const exact = exactPageRank(g);
+  const id = new Map<string, number>();
+  g.pages.forEach((p, i) => id.set(p, i));
+  const seen = new Uint8Array(g.pages.length);
+  let l1 = 0;
+  let maxError = 0;
+  for (const [url, score] of await index.scores()) {
+    const p = id.get(url);
+    const e = p === undefined || !g.alive[p] ? score : Math.abs(score - exact[p]!);
+    if (p !== undefined) seen[p] = 1;
+    l1 += e;
+    maxError = Math.max(maxError, e);
+  }
+  for (let p = 0; p < g.pages.length; p++) {
+    if (seen[p] || !g.alive[p]) continue;
+    l1 += exact[p]!;
+    maxError = Math.max(maxError, exact[p]!);
+  }
+  return { l1, maxError };
+}
+
+function secs(ms: number): number {
+  return Math.round(ms) / 1000;
+}
+
+function ratio(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}

@@ -1,0 +1,55 @@
+import { grown } from './grown.js';
+
+/**
+ * What one push changes in its partition's `ranks`, per page slot (AdjacencyCache slots):
+ * the sum of its [dx, dr] operands, so that each page gets one merge however many times the
+ * push moved its residual or gave it a contribution. The store and the RankMirror then add
+ * the same float64 sums.
+ */
+export class SlotDeltas {
+  #dx = new Float64Array(1024);
+  #dr = new Float64Array(1024);
+  #seen = new Uint8Array(1024);
+  /** Slots changed, in the order first changed. */
+  readonly slots: number[] = [];
+
+  dx(slot: number): number {
+    return slot < this.#dx.length ? this.#dx[slot]! : 0;
+  }
+
+  dr(slot: number): number {
+    return slot < this.#dr.length ? this.#dr[slot]! : 0;
+  }
+
+  /** Adds [dx, dr] to `slot`. */
+  add(slot: number, dx: number, dr: number): void {
+    if (slot >= this.#seen.length) {
+      const n = Math.max(slot + 1, 2 * this.#seen.length);
+      this.#dx = grown(this.#dx, n);
+      this.#dr = grown(this.#dr, n);
+      this.#seen = grown(this.#seen, n);
+    }
+    if (this.#seen[slot] === 0) {
+      this.#seen[slot] = 1;
+      this.slots.push(slot);
+    }
+    this.#dx[slot]! += dx;
+    this.#dr[slot]! += dr;
+  }
+
+  /** The changed slots in ascending order (the first traversal gives slots in `ranks` key order: merges in key order for the memtable insert hint). */
+  sortedSlots(): Int32Array {
+    return Int32Array.from(this.slots).sort();
+  }
+
+  /** [dx, dr] of each of `slots`, flattened (the operands of `WriteBatch.mergeFloat64s` with width 2). */
+  operands(slots: ArrayLike<number>): Float64Array {
+    const out = new Float64Array(2 * slots.length);
+    for (let i = 0; i < slots.length; i++) {
+      out[2 * i] = this.#dx[slots[i]!]!;
+      out[2 * i + 1] = this.#dr[slots[i]!]!;
+    }
+    return out;
+  }
+}
+

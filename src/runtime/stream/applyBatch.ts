@@ -4,7 +4,7 @@ import type { PartitionId } from '../ids.js';
 import type { Topic } from '../topics.js';
 import type { Store } from '../../storage/index.js';
 import type { StreamMarks } from './appliedMarks.js';
-import { messageKey, type FlowCounters } from './flowCounters.js';
+import type { FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
 import type { StageContext, StageDef, StageOutputs, StageReads } from './stage.js';
 
@@ -41,7 +41,7 @@ export interface StageBatchReport {
  *   ahead) and have the broker deliver the batch again
  */
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
-  const { def, store, marks, outbox, counters } = ctx;
+  const { def, store, marks, outbox } = ctx;
   const batch = store.batch();
   const emitted: Array<[Topic, Uint8Array]> = [];
   const outputs = def.outputs ?? {};
@@ -60,30 +60,39 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   // The last applied sequence per producer: one mark put per producer and batch (sequences
   // classified new only ever grow, so the last is the highest).
   const newMarks = new Map<BrokerMessage['producer'], BrokerMessage['sequence']>();
+  // The producer of the last message that advanced its mark, and that mark (the cache of
+  // `marks` holds the same): a next message of that producer above it is new without asking
+  // `marks` (no promise per message); anything else is classified by `marks`.
+  let runProducer: BrokerMessage['producer'] | undefined;
+  let runMark = -1;
   let skipped = 0;
   for (const m of messages) {
-    const verdict = await marks.classify(m.producer, m.sequence);
-    if (verdict.kind === 'applied') {
-      skipped++;
-      continue;
+    if (m.producer !== runProducer || m.sequence <= runMark) {
+      const verdict = await marks.classify(m.producer, m.sequence);
+      if (verdict.kind === 'applied') {
+        skipped++;
+        continue;
+      }
+      if (verdict.kind === 'conflict') {
+        dead.set(m, verdict.reason);
+        continue;
+      }
     }
-    if (verdict.kind === 'conflict') {
-      dead.set(m, verdict.reason);
-      continue;
-    }
+    marks.advance(m.producer, m.sequence);
+    newMarks.set(m.producer, m.sequence);
+    runProducer = m.producer;
+    runMark = m.sequence;
     let value: unknown;
     try {
       value = def.input.codec.decode(m.payload);
     } catch (err) {
       if (!isShardflowError(err)) throw err;
       dead.set(m, err.message);
-      marks.advance(m.producer, m.sequence);
-      newMarks.set(m.producer, m.sequence);
       continue;
     }
-    await def.onMessage?.(handlerContext, value, m);
-    marks.advance(m.producer, m.sequence);
-    newMarks.set(m.producer, m.sequence);
+    // Awaited only when the handler returned a promise: no microtask per message otherwise.
+    const pending = def.onMessage?.(handlerContext, value, m);
+    if (pending) await pending;
     values.push(value);
   }
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
@@ -91,13 +100,36 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   for (const [t, payload] of emitted) await outbox.enqueue(batch, t, payload);
   if (batch.length > 0) await store.write(batch);
   await outbox.publish();
-  // Each message counts as settled once the broker took its ack or dead letter; counted by
-  // key, so a copy redelivered after an ack the broker lost settles nothing twice.
-  for (const m of messages) {
-    const reason = dead.get(m);
-    if (reason !== undefined) await consumer.deadLetter(m, reason);
-    else await consumer.ack(m);
-    counters.onSettled(ctx.namespace, messageKey(m));
-  }
+  await settleAll(ctx, consumer, messages, dead);
   return { applied: values.length, skipped, deadLettered: dead.size, emitted: emitted.length };
+}
+
+/**
+ * Acks (or dead-letters, with its reason) every message of a committed batch: all asked at
+ * once, in order (one wait for the batch, not one per message; a wire broker pipelines them),
+ * then counted settled in one go. Each message counts as settled once the broker took its ack
+ * or dead letter, by key, so a copy redelivered after an ack the broker lost settles nothing
+ * twice; counted after the batch's acks (never before its own: quiescence only waits longer).
+ * @throws the first error of an ack or dead letter, once every other one finished and those
+ *   that succeeded were counted (the broker delivers the rest again; their marks skip them)
+ */
+async function settleAll(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[], dead: ReadonlyMap<BrokerMessage, string>): Promise<void> {
+  const settling: Array<Promise<void>> = new Array(messages.length);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    const reason = dead.size > 0 ? dead.get(m) : undefined;
+    try {
+      settling[i] = reason !== undefined ? consumer.deadLetter(m, reason) : consumer.ack(m);
+    } catch (err) {
+      settling[i] = Promise.reject(err);
+    }
+  }
+  try {
+    await Promise.all(settling);
+  } catch (err) {
+    const outcomes = await Promise.allSettled(settling);
+    ctx.counters.onSettledMessages(ctx.namespace, messages.filter((_, i) => outcomes[i]!.status === 'fulfilled'));
+    throw err;
+  }
+  ctx.counters.onSettledMessages(ctx.namespace, messages);
 }

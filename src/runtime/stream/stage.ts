@@ -86,6 +86,6 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
   readonly supervision?: SupervisorStrategy;
   /** Most messages per batch (default 256) and longest wait for a batch to fill in ms (default 5). */
   readonly batching?: { readonly maxCount?: number; readonly maxDelayMs?: number };
-  /** Unacked messages per partition consumer: the backpressure bound from the store back to the broker. Default 1024. */
+  /** Unacked messages per partition consumer: the backpressure bound from the store back to the broker. Default 1000 (Pulsar takes at most 1000). */
   readonly receiverQueueSize?: number;
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { concatMap, lastValueFrom, take, scan, filter } from 'rxjs';
 import {
-  MemoryBroker, Topology, defineNamespace, encodeInt64, int64Add, msgpackCodec, producerId, type Logger,
+  MemoryBroker, Topology, decodeInt64, defineNamespace, encodeInt64, int64Add, msgpackCodec, producerId, type Logger,
 } from '../../src/index.js';
 import { batchMessages } from '../../src/operators/batchMessages.js';
 import { Store } from '../../src/storage/index.js';
@@ -23,13 +23,15 @@ const BATCH = { maxCount: 256, maxDelayMs: 5 } as const;
 export async function stageRate(messages: number): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-stage-'));
   const clicks = defineNamespace('clicks', { codec: msgpackCodec('Click', isClick), partitions: 1, key: (c: Click) => c.host });
+  const one = encodeInt64(1); // as on the hand-wired side: the operand is copied into the write batch
   const topology = Topology.create('bench-stage').stage('count', {
     input: clicks,
     columnFamilies: { clicks: { mergeOperator: int64Add() } },
     batching: BATCH,
     onMessage(ctx, click) {
-      ctx.writes.merge('clicks', click.host, encodeInt64(1));
+      ctx.writes.merge('clicks', click.host, one);
     },
+    query: (reads, _request: 'total') => totalCount(HOSTS.map((h) => reads.get('clicks', h))),
   });
   const broker = new MemoryBroker();
   const running = await topology.start({ broker, dataDir, logger: quiet });
@@ -38,7 +40,9 @@ export async function stageRate(messages: number): Promise<number> {
     const t0 = performance.now();
     for (let i = 0; i < messages; i++) await producer.send({ host: HOSTS[i % HOSTS.length]!, n: i });
     await running.quiescence({ pollMs: 2, timeoutMs: 600_000 });
-    return messages / ((performance.now() - t0) / 1000);
+    const rate = messages / ((performance.now() - t0) / 1000);
+    checkCount('stage', await running.ask('count', 0, 'total'), messages);
+    return rate;
   } finally {
     await running.stop();
     await broker.close();
@@ -88,6 +92,7 @@ export async function handWiredRate(messages: number): Promise<number> {
     }
     await done;
     const rate = messages / ((performance.now() - t0) / 1000);
+    checkCount('hand-wired', await totalCount(HOSTS.map((h) => store.get('clicks', h))), messages);
     await producer.close();
     await consumer.close();
     return rate;
@@ -96,4 +101,19 @@ export async function handWiredRate(messages: number): Promise<number> {
     await broker.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Sum of the stored int64 counts (a missing key counts 0). */
+async function totalCount(values: ReadonlyArray<Promise<Uint8Array | undefined>>): Promise<number> {
+  let total = 0;
+  for (const v of await Promise.all(values)) if (v) total += Number(decodeInt64(v));
+  return total;
+}
+
+/**
+ * Both sides must have stored every message exactly once: a rate of work not done is no rate.
+ * @throws Error when the stored counts do not sum to `messages`
+ */
+function checkCount(side: string, total: number, messages: number): void {
+  if (total !== messages) throw new Error(`${side}: stored counts sum to ${total}, not the ${messages} messages sent`);
 }

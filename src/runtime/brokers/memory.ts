@@ -96,7 +96,7 @@ export class MemoryBroker implements Broker {
 
   /** Messages retained on `topic` (sent and not yet acked by every subscription). */
   backlog(topic: Topic): number {
-    return this.#topics.get(topicName(topic))?.log.length ?? 0;
+    return this.#topics.get(topicName(topic))?.retained ?? 0;
   }
 
   async close(): Promise<void> {
@@ -147,30 +147,51 @@ interface Entry {
 }
 
 class MemoryTopic {
-  /** Retained entries; `log[i].offset === base + i`. */
-  log: Entry[] = [];
+  /**
+   * Retained entries from `#head` on: `log[#head + i].offset === base + i`. Dropped entries
+   * are cleared to undefined (their payloads freed) and cut off the front only once they are
+   * half the array, so dropping costs O(1) per entry, not a copy of the log.
+   */
+  #log: Array<Entry | undefined> = [];
+  #head = 0;
+  /** Offset of the oldest retained entry. */
   base = 0;
   next = 0;
   readonly subscriptions = new Map<string, MemorySubscription>();
   constructor(readonly topic: Topic, readonly limits: MemoryLimits) {}
 
+  /** Entries retained (sent and not yet acked by every subscription). */
+  get retained(): number {
+    return this.#log.length - this.#head;
+  }
+
   append(entry: Omit<Entry, 'offset'>): void {
-    this.log.push({ ...entry, offset: this.next++ });
+    this.#log.push({ ...entry, offset: this.next++ });
     for (const s of this.subscriptions.values()) s.schedule();
   }
 
   entry(offset: number): Entry | undefined {
-    return this.log[offset - this.base];
+    const i = offset - this.base;
+    return i >= 0 ? this.#log[this.#head + i] : undefined;
   }
 
-  /** Drops the prefix that every subscription has acked. */
+  /** Drops the prefix that every subscription has acked (once it is over 1024 entries, or all of them). */
   trim(): void {
     let low = this.next;
     for (const s of this.subscriptions.values()) low = Math.min(low, s.lowWatermark());
     const drop = low - this.base;
-    if (drop > 1024 || (drop > 0 && drop === this.log.length)) {
-      this.log = this.log.slice(drop);
+    if (drop > 1024 || (drop > 0 && drop === this.retained)) {
+      const log = this.#log;
+      for (let i = this.#head; i < this.#head + drop; i++) log[i] = undefined;
+      this.#head += drop;
       this.base = low;
+      if (this.#head === log.length) {
+        this.#log = [];
+        this.#head = 0;
+      } else if (this.#head * 2 >= log.length) {
+        this.#log = log.slice(this.#head);
+        this.#head = 0;
+      }
     }
   }
 }
@@ -189,6 +210,14 @@ class MemorySubscription {
   cursor: number;
   /** Offsets delivered (or waiting for redelivery) and not acked. */
   readonly pending = new Map<number, InFlight>();
+  /**
+   * Every offset ever put in `pending`, ascending (an offset enters `pending` once, when first
+   * delivered; redeliveries replace its value under the same key), from `#orderHead` on; acked
+   * ones are dropped from the front lazily by `lowWatermark`. Each offset is pushed and passed
+   * once, so an ack costs O(1) amortized instead of a scan of every unacked message.
+   */
+  #order: number[] = [];
+  #orderHead = 0;
   /** Ready for redelivery, in offset order. */
   redeliver: InFlight[] = [];
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -199,10 +228,17 @@ class MemorySubscription {
     this.cursor = topic.base;
   }
 
+  /** The lowest offset not acked: the oldest pending one, else the cursor. O(1) amortized. */
   lowWatermark(): number {
-    let low = this.cursor;
-    for (const offset of this.pending.keys()) low = Math.min(low, offset);
-    return low;
+    const order = this.#order;
+    let head = this.#orderHead;
+    while (head < order.length && !this.pending.has(order[head]!)) head++;
+    if (head >= 1024 && head * 2 >= order.length) {
+      this.#order = order.slice(head);
+      head = 0;
+    }
+    this.#orderHead = head;
+    return head < this.#order.length ? this.#order[head]! : this.cursor;
   }
 
   /** Dispatch on a microtask so that `ack` inside a `next` handler never re-enters it. */
@@ -234,7 +270,10 @@ class MemorySubscription {
       const consumer = this.#pick(next.entry);
       if (!consumer) return;
       if (next === this.redeliver[0]) this.redeliver.shift();
-      else this.cursor++;
+      else {
+        this.cursor++;
+        this.#order.push(next.entry.offset);
+      }
       next.consumer = consumer;
       this.pending.set(next.entry.offset, next);
       consumer.deliver(next);

@@ -5,7 +5,7 @@ import type { Store } from '../../storage/index.js';
 import type { StreamMarks } from './appliedMarks.js';
 import { batchContext } from './batchContext.js';
 import { DeadLetterRows } from './deadLetterRows.js';
-import { messageKey, type FlowCounters } from './flowCounters.js';
+import type { FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
 import type { PartitionFence } from './ownerEpoch.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
@@ -54,7 +54,7 @@ export interface StageBatchReport {
  *   deliver the batch again
  */
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
-  const { def, store, marks, outbox, counters } = ctx;
+  const { def, store, marks, outbox } = ctx;
   const { context: handlerContext, batch, emitted, applyMessage } = batchContext(ctx.partition, def, store.indexedBatch(), ctx.reads);
   const deadRows = new DeadLetterRows(store, marks.consumer);
   const values: unknown[] = [];
@@ -67,35 +67,43 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   // The last applied sequence per producer: one mark put per producer and batch (sequences
   // classified new only ever grow, so the last is the highest).
   const newMarks = new Map<BrokerMessage['producer'], BrokerMessage['sequence']>();
+  // The producer of the last message that advanced its mark, and that mark (the cache of
+  // `marks` holds the same): a next message of that producer above it is new without asking
+  // `marks` (no promise per message); anything else is classified by `marks`.
+  let runProducer: BrokerMessage['producer'] | undefined;
+  let runMark = -1;
   let skipped = 0;
   for (const m of messages) {
-    const verdict = await marks.classify(m.producer, m.sequence);
-    if (verdict.kind === 'applied') {
-      const reason = await deadRows.reasonOf(m);
-      if (reason === undefined) skipped++;
-      else dead.set(m, reason); // its dead letter did not reach the broker before a crash
-      continue;
+    if (m.producer !== runProducer || m.sequence <= runMark) {
+      const verdict = await marks.classify(m.producer, m.sequence);
+      if (verdict.kind === 'applied') {
+        const reason = await deadRows.reasonOf(m);
+        if (reason === undefined) skipped++;
+        else dead.set(m, reason); // its dead letter did not reach the broker before a crash
+        continue;
+      }
+      if (verdict.kind === 'conflict') {
+        dead.set(m, verdict.reason);
+        continue;
+      }
     }
-    if (verdict.kind === 'conflict') {
-      dead.set(m, verdict.reason);
-      continue;
-    }
+    marks.advance(m.producer, m.sequence);
+    newMarks.set(m.producer, m.sequence);
+    runProducer = m.producer;
+    runMark = m.sequence;
     let value: unknown;
     try {
       value = def.input.codec.decode(m.payload);
     } catch (err) {
       if (!isShardflowError(err)) throw err;
       deadLetter(m, err.message);
-      marks.advance(m.producer, m.sequence);
-      newMarks.set(m.producer, m.sequence);
       continue;
     }
+    // Awaited only when the handler returned a promise: no microtask per message otherwise.
     const applied = applyMessage(value, m);
     const reason = typeof applied === 'object' ? await applied : applied;
     if (reason === undefined) values.push(value);
     else deadLetter(m, reason);
-    marks.advance(m.producer, m.sequence);
-    newMarks.set(m.producer, m.sequence);
   }
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
   for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
@@ -104,14 +112,37 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   if (batch.length > 0) await store.write(batch);
   ctx.fence?.check();
   await outbox.publish();
-  // Each message counts as settled once the broker took its ack or dead letter; counted by
-  // key, so a copy redelivered after an ack the broker lost settles nothing twice.
-  for (const m of messages) {
-    const reason = dead.get(m);
-    if (reason !== undefined) await consumer.deadLetter(m, reason);
-    else await consumer.ack(m);
-    counters.onSettled(ctx.namespace, messageKey(m));
-  }
+  await settleAll(ctx, consumer, messages, dead);
   if (dead.size > 0) await deadRows.settled(dead.keys());
   return { applied: values.length, skipped, deadLettered: dead.size, emitted: emitted.length };
+}
+
+/**
+ * Acks (or dead-letters, with its reason) every message of a committed batch: all asked at
+ * once, in order (one wait for the batch, not one per message; a wire broker pipelines them),
+ * then counted settled in one go. Each message counts as settled once the broker took its ack
+ * or dead letter, by key, so a copy redelivered after an ack the broker lost settles nothing
+ * twice; counted after the batch's acks (never before its own: quiescence only waits longer).
+ * @throws the first error of an ack or dead letter, once every other one finished and those
+ *   that succeeded were counted (the broker delivers the rest again; their marks skip them)
+ */
+async function settleAll(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[], dead: ReadonlyMap<BrokerMessage, string>): Promise<void> {
+  const settling: Array<Promise<void>> = new Array(messages.length);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    const reason = dead.size > 0 ? dead.get(m) : undefined;
+    try {
+      settling[i] = reason !== undefined ? consumer.deadLetter(m, reason) : consumer.ack(m);
+    } catch (err) {
+      settling[i] = Promise.reject(err);
+    }
+  }
+  try {
+    await Promise.all(settling);
+  } catch (err) {
+    const outcomes = await Promise.allSettled(settling);
+    ctx.counters.onSettledMessages(ctx.namespace, messages.filter((_, i) => outcomes[i]!.status === 'fulfilled'));
+    throw err;
+  }
+  ctx.counters.onSettledMessages(ctx.namespace, messages);
 }

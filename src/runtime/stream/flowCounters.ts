@@ -1,4 +1,5 @@
 import { topicName, type Topic } from '../topics.js';
+import { InFlightSequences } from './inFlightSequences.js';
 
 /**
  * Flow counters of one process: messages sent and settled (acked or dead-lettered) per
@@ -18,8 +19,11 @@ import { topicName, type Topic } from '../topics.js';
 export class FlowCounters {
   readonly sent = new Map<string, number>();
   readonly settled = new Map<string, number>();
-  /** Per producer and topic, the sequences sent and not yet settled. */
-  readonly #inFlight = new Map<string, Set<number>>();
+  /**
+   * Per producer, then per topic name, the sequences sent and not yet settled (nested maps:
+   * no key string is built per message; a bit per sequence, see InFlightSequences).
+   */
+  readonly #inFlight = new Map<string, Map<string, InFlightSequences>>();
   #busy = 0;
   #epoch = 0;
 
@@ -31,11 +35,11 @@ export class FlowCounters {
    */
   onSent(ns: string, key?: MessageKey): boolean {
     if (key) {
-      const pair = pairOf(key);
-      let seqs = this.#inFlight.get(pair);
-      if (!seqs) this.#inFlight.set(pair, (seqs = new Set()));
-      if (seqs.has(key.sequence)) return false;
-      seqs.add(key.sequence);
+      let topics = this.#inFlight.get(key.producer);
+      if (!topics) this.#inFlight.set(key.producer, (topics = new Map()));
+      let seqs = topics.get(key.topic);
+      if (!seqs) topics.set(key.topic, (seqs = new InFlightSequences()));
+      if (!seqs.add(key.sequence)) return false;
     }
     this.sent.set(ns, (this.sent.get(ns) ?? 0) + 1);
     this.#epoch++;
@@ -43,27 +47,28 @@ export class FlowCounters {
   }
 
   /**
-   * A send counted as in flight: `onSent(ns, key)`, then `send()`; if that throws, the
-   * count is taken back (when it was taken) and the error rethrown.
+   * A send counted as in flight: `onSent(ns, key)`, then `send()`; if that throws (or its
+   * promise rejects), the count is taken back (when it was taken) and the error rethrown.
    */
-  async sending<T>(ns: string, key: MessageKey, send: () => Promise<T>): Promise<T> {
+  sending<T>(ns: string, key: MessageKey, send: () => Promise<T>): Promise<T> {
     const counted = this.onSent(ns, key);
+    let sent: Promise<T>;
     try {
-      return await send();
+      sent = send();
     } catch (err) {
       if (counted) this.onSendFailed(ns, key);
-      throw err;
+      return Promise.reject(err);
     }
+    if (!counted) return sent;
+    return sent.catch((err: unknown) => {
+      this.onSendFailed(ns, key);
+      throw err;
+    });
   }
 
   /** Takes back an `onSent` whose send failed. */
   onSendFailed(ns: string, key?: MessageKey): void {
-    if (key) {
-      const pair = pairOf(key);
-      const seqs = this.#inFlight.get(pair);
-      if (!seqs?.delete(key.sequence)) return;
-      if (seqs.size === 0) this.#inFlight.delete(pair);
-    }
+    if (key && !this.#take(key.producer, key.topic, key.sequence)) return;
     this.sent.set(ns, (this.sent.get(ns) ?? 0) - 1);
     this.#epoch++;
   }
@@ -74,15 +79,56 @@ export class FlowCounters {
    *   process), and nothing changed
    */
   onSettled(ns: string, key?: MessageKey): boolean {
-    if (key) {
-      const pair = pairOf(key);
-      const seqs = this.#inFlight.get(pair);
-      if (!seqs?.delete(key.sequence)) return false;
-      if (seqs.size === 0) this.#inFlight.delete(pair);
-    }
+    if (key && !this.#take(key.producer, key.topic, key.sequence)) return false;
     this.settled.set(ns, (this.settled.get(ns) ?? 0) + 1);
     this.#epoch++;
     return true;
+  }
+
+  /**
+   * `onSettled(ns, messageKey(m))` for each of `messages` (acked or dead-lettered), counted
+   * at once: one lookup per run of messages of one producer and topic, no key built per
+   * message, one change of the epoch. A message not in flight settles nothing, as there.
+   * @returns how many of `messages` were in flight and are now settled
+   */
+  onSettledMessages(ns: string, messages: readonly SettledMessage[]): number {
+    let n = 0;
+    let producer: string | undefined;
+    let topic: Topic | undefined;
+    let name = '';
+    let seqs: InFlightSequences | undefined;
+    for (const m of messages) {
+      if (m.producer !== producer || m.topic !== topic) {
+        if (producer !== undefined) this.#dropIfEmpty(producer, name);
+        producer = m.producer;
+        topic = m.topic;
+        name = topicName(topic);
+        seqs = this.#inFlight.get(producer)?.get(name);
+      }
+      if (seqs?.delete(m.sequence)) n++;
+    }
+    if (producer !== undefined) this.#dropIfEmpty(producer, name);
+    if (n > 0) {
+      this.settled.set(ns, (this.settled.get(ns) ?? 0) + n);
+      this.#epoch++;
+    }
+    return n;
+  }
+
+  /** Removes `sequence` from the in-flight set of `(producer, topic)`; false when it was not there. */
+  #take(producer: string, topic: string, sequence: number): boolean {
+    const topics = this.#inFlight.get(producer);
+    const seqs = topics?.get(topic);
+    if (!seqs?.delete(sequence)) return false;
+    if (seqs.size === 0) this.#dropIfEmpty(producer, topic);
+    return true;
+  }
+
+  #dropIfEmpty(producer: string, topic: string): void {
+    const topics = this.#inFlight.get(producer);
+    if (topics?.get(topic)?.size !== 0) return;
+    topics.delete(topic);
+    if (topics.size === 0) this.#inFlight.delete(producer);
   }
 
   /** Marks local work that will send messages later; pair with `done()`. */
@@ -117,8 +163,11 @@ export interface MessageKey {
   readonly sequence: number;
 }
 
-function pairOf(key: MessageKey): string {
-  return `${key.producer}\u0000${key.topic}`;
+/** What `onSettledMessages` reads of a broker message. */
+export interface SettledMessage {
+  readonly producer: string;
+  readonly topic: Topic;
+  readonly sequence: number;
 }
 
 /** The counters' key of a broker message. */

@@ -133,8 +133,8 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
   readonly batching?: { readonly maxCount?: number; readonly maxDelayMs?: number };
   /**
    * Unacked messages per partition consumer: the backpressure bound from the store back to the
-   * broker. Default 1024. Pulsar's WebSocket proxy caps it at 1000: a `PulsarBroker` lowers a
-   * larger value to 1000.
+   * broker. Default 1000 (Pulsar's WebSocket proxy takes at most 1000; a `PulsarBroker` lowers
+   * a larger value to 1000).
    */
   readonly receiverQueueSize?: number;
 }

@@ -61,7 +61,12 @@ interface StageState {
   poisoned: boolean;
 }
 
-const DEFAULT_RECEIVER_QUEUE = 1024;
+/**
+ * Unacked messages per partition consumer when the stage does not say: 1000, the most every
+ * broker takes (Pulsar's WebSocket proxy caps `receiverQueueSize` at 1000 and refuses more;
+ * 1024 made every stage partition fail to start on Pulsar).
+ */
+const DEFAULT_RECEIVER_QUEUE = 1000;
 
 /**
  * The actor of one partition of a stream stage: owns the partition's RocksDB store (the

@@ -16,6 +16,7 @@ export { defineNamespace } from './runtime/stream/namespace.js';
 export type { NamespaceDef, NamespaceOptions } from './runtime/stream/namespace.js';
 export type { StageDef, StageContext, StageWrites, StageReads, StageOutputs, MessageOf } from './runtime/stream/stage.js';
 export { defaultMessageErrorDecision } from './runtime/stream/messageErrors.js';
+export { DEFAULT_MAX_ATTEMPTS } from './runtime/stream/poisonMessages.js';
 export type { MessageErrorDecision } from './runtime/stream/messageErrors.js';
 export type { StageBatchReport } from './runtime/stream/applyBatch.js';
 export type { StageCompactionReport } from './runtime/stream/stageCompaction.js';
@@ -155,7 +156,7 @@ export type { Deliveries } from './runtime/stream/deliveries.js';
 export { applyExactlyOnce } from './runtime/stream/exactlyOnce.js';
 export type { ExactlyOnceContext } from './runtime/stream/exactlyOnce.js';
 export { messageKey } from './runtime/stream/flowCounters.js';
-export type { MessageKey } from './runtime/stream/flowCounters.js';
+export type { MessageKey, SettledMessage } from './runtime/stream/flowCounters.js';
 export { TopicFlowCounters } from './runtime/inspection/topicFlow.js';
 
 /* The console from outside: an endpoint bound before its actor system exists; the tree and events it serves */

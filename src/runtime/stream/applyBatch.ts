@@ -23,6 +23,8 @@ export interface StageBatchContext {
   readonly counters: FlowCounters;
   /** The cluster ownership this partition runs under: checked before the commit and before the publish (throws FencedError). */
   readonly fence?: PartitionFence;
+  /** A reason to dead-letter a new message without applying it (a message that failed too often: `PoisonMessages.giveUp`). */
+  readonly giveUp?: (m: BrokerMessage) => string | undefined;
 }
 
 /** What one batch did, for tests and metrics. */
@@ -91,6 +93,11 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
     newMarks.set(m.producer, m.sequence);
     runProducer = m.producer;
     runMark = m.sequence;
+    const givenUp = ctx.giveUp?.(m);
+    if (givenUp !== undefined) {
+      deadLetter(m, givenUp);
+      continue;
+    }
     let value: unknown;
     try {
       value = def.input.codec.decode(m.payload);

@@ -137,4 +137,15 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    * a larger value to 1000).
    */
   readonly receiverQueueSize?: number;
+  /**
+   * Tries of one message whose handling keeps failing its batch (a throw `onError` decides
+   * `'fail'`; store, broker, fencing and injected faults do not count) before the message is
+   * dead-lettered with its last error as the reason, so one poison message cannot stop its
+   * partition for good. After a batch fails, the partition restarts (see `supervision`) and
+   * applies the redelivered messages one at a time until each has succeeded or failed this
+   * many times alone (after Pulsar's `DeadLetterPolicy.maxRedeliverCount`). Default 10
+   * (`DEFAULT_MAX_ATTEMPTS`); `Infinity`: never give up (the partition's restart intensity
+   * then decides, and past it the topology stops with the error).
+   */
+  readonly maxAttempts?: number;
 }

@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { Store, type SharedResources } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorContext } from '../actor/context.js';
-import type { Broker, Consumer } from '../brokers/broker.js';
+import type { Broker, BrokerMessage, Consumer } from '../brokers/broker.js';
 import { producerId, type PartitionId } from '../ids.js';
 import { topic } from '../topics.js';
 import { StreamMarks } from './appliedMarks.js';
@@ -12,6 +12,7 @@ import { feedDeliveries, type Deliveries } from './deliveries.js';
 import type { FlowCounters } from './flowCounters.js';
 import { StreamOutbox } from './outbox.js';
 import { recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
+import { DEFAULT_MAX_ATTEMPTS, PoisonMessages } from './poisonMessages.js';
 import { stageColumnFamilies } from './reserved.js';
 import { compactStageFamily, type StageCompaction } from './stageCompaction.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
@@ -84,6 +85,8 @@ const DEFAULT_RECEIVER_QUEUE = 1000;
 export function stagePartition(options: StagePartitionOptions): Behavior<StageMessage, StageState, unknown> {
   const { def, partition, stage, broker, counters, fence } = options;
   const namespace = def.input.name;
+  // Kept across restarts: which messages failed their batches, and how often alone.
+  const poison = new PoisonMessages(def.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
 
   const subscribe = async (ctx: ActorContext<StageMessage>): Promise<[Consumer, Subscription]> => {
     const consumer = await broker.subscribe(topic(namespace, partition), {
@@ -150,18 +153,24 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         return undefined;
       }
       state.expected++;
-      try {
-        const report = await applyStageBatch(
-          { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence },
-          state.consumer,
-          message.messages,
-        );
-        options.onBatch?.(report);
-        return report;
-      } catch (err) {
-        state.poisoned = true;
-        throw err;
+      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, giveUp: (m: BrokerMessage) => poison.giveUp(m) };
+      // After a failed batch, its messages are applied one at a time until each one succeeds
+      // or fails `maxAttempts` times alone (then it is dead-lettered with its last error).
+      const parts = poison.isolate(message.messages) ? message.messages.map((m) => [m]) : [message.messages];
+      let report: StageBatchReport = { applied: 0, skipped: 0, deadLettered: 0, emitted: 0 };
+      for (const part of parts) {
+        try {
+          const r = await applyStageBatch(batch, state.consumer, part);
+          report = { applied: report.applied + r.applied, skipped: report.skipped + r.skipped, deadLettered: report.deadLettered + r.deadLettered, emitted: report.emitted + r.emitted };
+        } catch (err) {
+          state.poisoned = true;
+          poison.failed(part, err);
+          throw err;
+        }
+        if (parts.length > 1) poison.applied(part[0]!);
       }
+      options.onBatch?.(report);
+      return report;
     },
     async stop(state) {
       state.feed.unsubscribe();

@@ -68,6 +68,7 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
     def: StageDef<I, O, C, Q, R>,
   ): Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }> {
     checkActorName(name);
+    if (def.maxAttempts !== undefined && !(def.maxAttempts >= 1)) throw new InvalidArgumentError(`stage ${name}: maxAttempts must be at least 1 (or Infinity), not ${def.maxAttempts}`);
     if (this.stages.some((s) => s.name === name)) throw new InvalidArgumentError(`topology ${this.name}: stage ${name} is declared twice`);
     const entry: StageEntry = { name, def: def as unknown as StageEntry['def'] };
     const next = new Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }>(this.name, [...this.stages, entry]);

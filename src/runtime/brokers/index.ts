@@ -21,6 +21,7 @@ export type {
 
 // Implementations
 export { MemoryBroker } from './memory.js';
+export { DEFAULT_MAX_RETAINED_PER_TOPIC } from './memory.js';
 export type { MemoryBrokerOptions } from './memory.js';
 export { RedisStreamsBroker } from './redis-streams.js';
 export type { RedisStreamsBrokerOptions } from './redis-streams.js';

@@ -38,6 +38,7 @@ export class MemoryBroker implements Broker {
     this.#limits = {
       maxPayloadBytes: positiveInteger('maxPayloadBytes', options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES),
       maxDeadLetters: positiveInteger('maxDeadLetters', options.maxDeadLetters ?? DEFAULT_MAX_DEAD_LETTERS),
+      maxRetainedPerTopic: positiveInteger('maxRetainedPerTopic', options.maxRetainedPerTopic ?? DEFAULT_MAX_RETAINED_PER_TOPIC),
     };
   }
 
@@ -130,7 +131,19 @@ export interface MemoryBrokerOptions {
   readonly maxPayloadBytes?: number;
   /** Dead letters kept per subscription; the oldest go first. Default 10 000. */
   readonly maxDeadLetters?: number;
+  /**
+   * Backpressure on producers: a `send` to a topic that retains this many messages (sent and
+   * not yet acked by every subscription) waits until its consumers bring it below, as long as
+   * some subscription of the topic has a consumer connected (with none, nothing could drain
+   * it, so sends go on). Without it an awaited send loop never lets the consumers run: every
+   * send resolves at once. After Pulsar's backlog quota with the `producer_request_hold`
+   * policy. Default 10 000 (`DEFAULT_MAX_RETAINED_PER_TOPIC`).
+   */
+  readonly maxRetainedPerTopic?: number;
 }
+
+/** Default `MemoryBrokerOptions.maxRetainedPerTopic`. */
+export const DEFAULT_MAX_RETAINED_PER_TOPIC = 10_000;
 
 type MemoryLimits = Required<MemoryBrokerOptions>;
 
@@ -170,6 +183,29 @@ class MemoryTopic {
     for (const s of this.subscriptions.values()) s.schedule();
   }
 
+  /** Producers waiting for room (see `MemoryBrokerOptions.maxRetainedPerTopic`). */
+  #waiting: Array<() => void> = [];
+
+  /** Whether a send must wait: the topic is full and a connected consumer can drain it. */
+  full(): boolean {
+    if (this.retained < this.limits.maxRetainedPerTopic) return false;
+    for (const s of this.subscriptions.values()) if (s.consumers.length > 0) return true;
+    return false;
+  }
+
+  /** Resolves once `full()` may have changed (entries dropped, a consumer left). */
+  room(): Promise<void> {
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Wakes the waiting producers, which check `full()` again. */
+  wake(): void {
+    if (this.#waiting.length === 0) return;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const w of waiting) w();
+  }
+
   entry(offset: number): Entry | undefined {
     const i = offset - this.base;
     return i >= 0 ? this.#log[this.#head + i] : undefined;
@@ -192,6 +228,7 @@ class MemoryTopic {
         this.#log = log.slice(this.#head);
         this.#head = 0;
       }
+      this.wake();
     }
   }
 }
@@ -360,6 +397,7 @@ class MemorySubscription {
   leave(consumer: MemoryConsumer): void {
     const i = this.consumers.indexOf(consumer);
     if (i >= 0) this.consumers.splice(i, 1);
+    if (this.consumers.length === 0) this.topic.wake(); // senders held for this consumer go on
     const back: InFlight[] = [];
     for (const [offset, f] of this.pending) {
       if (f.consumer === consumer) {
@@ -408,11 +446,18 @@ class MemoryProducer implements Producer {
     readonly maxPayloadBytes: number,
   ) {}
 
-  /** @throws BrokerClosedError; InvalidArgumentError for a payload over `maxPayloadBytes`. */
+  /**
+   * Appends the message; waits first while the topic is full (`maxRetainedPerTopic`).
+   * @throws BrokerClosedError; InvalidArgumentError for a payload over `maxPayloadBytes`.
+   */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
     const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
     if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
+    while (this.t.full()) {
+      await this.t.room();
+      if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
+    }
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     this.t.append({
@@ -428,6 +473,7 @@ class MemoryProducer implements Producer {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.t.wake(); // a send held for room ends with BrokerClosedError
   }
 }
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import {
-  ChaosPolicy, DataDirError, Topology, decodeInt64, defineNamespace, encodeInt64, epochSequence, int64Add, msgpackCodec, producerId,
-  type Broker, type Logger,
+  ChaosPolicy, DataDirError, epochSequence, producerId, type Broker, type Logger,
 } from '../../src/index.js';
 import { topic } from '../../src/runtime/topics.js';
 import { tempDir } from './datasets.js';
+import { twoStageClicks } from './twoStageClicks.js';
 
 /**
  * The framework's exactly-once stage checks, run on any broker
@@ -18,40 +18,8 @@ import { tempDir } from './datasets.js';
  * dir is counted; an undecodable message and one from a fenced-off producer incarnation are
  * dead-lettered with their reasons; a store of another partition count is refused.
  */
-interface Click { readonly host: string; readonly n: number }
-interface Delta { readonly host: string; readonly delta: number }
-const isClick = (v: unknown): v is Click => typeof (v as Click)?.host === 'string' && Number.isInteger((v as Click).n);
-const isDelta = (v: unknown): v is Delta => typeof (v as Delta)?.host === 'string' && Number.isInteger((v as Delta).delta);
-
 function clickTopology(partitions = 8) {
-  const clicks = defineNamespace('clicks', { codec: msgpackCodec('Click', isClick), partitions, key: (c: Click) => c.host });
-  const deltas = defineNamespace('host-deltas', { codec: msgpackCodec('Delta', isDelta), partitions: 2, key: (d: Delta) => d.host });
-  const hostsQuery = async (reads: { iterate(cf: 'hosts'): AsyncGenerator<[Buffer, Buffer]> }) => {
-    const out: Array<[string, number]> = [];
-    for await (const [k, v] of reads.iterate('hosts')) out.push([k.toString(), Number(decodeInt64(v))]);
-    return out;
-  };
-  const topology = Topology.create('fw-test')
-    .stage('count', {
-      input: clicks,
-      outputs: { deltas },
-      columnFamilies: { hosts: { mergeOperator: int64Add() } },
-      batching: { maxCount: 16, maxDelayMs: 2 },
-      onMessage: (ctx, click) => ctx.writes.merge('hosts', click.host, encodeInt64(1)),
-      onBatch(ctx, batch) {
-        const sums = new Map<string, number>();
-        for (const c of batch) sums.set(c.host, (sums.get(c.host) ?? 0) + 1);
-        for (const [host, delta] of sums) ctx.emit('deltas', { host, delta });
-      },
-      query: (reads, _q: 'hosts') => hostsQuery(reads),
-    })
-    .stage('totals', {
-      input: deltas,
-      columnFamilies: { hosts: { mergeOperator: int64Add() } },
-      onMessage: (ctx, d) => ctx.writes.merge('hosts', d.host, encodeInt64(d.delta)),
-      query: (reads, _q: 'hosts') => hostsQuery(reads),
-    });
-  return { clicks, topology };
+  return twoStageClicks('fw-test', partitions, { maxCount: 16, maxDelayMs: 2 });
 }
 
 const quiet: Logger = { debug() {}, warn() {}, error() {} };

@@ -65,10 +65,11 @@ function countingProducer(producer: Producer, counts: Counts): Producer {
   return {
     topic: producer.topic,
     producer: producer.producer,
-    async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
-      await producer.send(payload, options);
-      counts.sent++;
-    },
+    // Plain `.then`, not an async wrapper: one promise per message fewer on the hot path.
+    send: (payload: Uint8Array, options?: SendOptions): Promise<void> =>
+      producer.send(payload, options).then(() => {
+        counts.sent++;
+      }),
     flush: () => producer.flush(),
     close: () => producer.close(),
   };
@@ -82,10 +83,10 @@ function countingConsumer(consumer: Consumer, counts: Counts, maxRedeliveries: n
     // Malformed entries were never sent by our producers, so they count nothing; passed through.
     ...(consumer.malformed$ !== undefined ? { malformed$: consumer.malformed$ } : {}),
     receive: (max: number, timeoutMs?: number) => consumer.receive(max, timeoutMs),
-    async ack(message: BrokerMessage): Promise<void> {
-      await consumer.ack(message);
-      counts.settled++;
-    },
+    ack: (message: BrokerMessage): Promise<void> =>
+      consumer.ack(message).then(() => {
+        counts.settled++;
+      }),
     async nack(message: BrokerMessage, reason?: string): Promise<void> {
       await consumer.nack(message, reason);
       if (maxRedeliveries !== undefined && message.redeliveryCount >= maxRedeliveries) counts.settled++;

@@ -68,9 +68,17 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
       next.set(t.partition, n + 1);
       const seq = epochSequence(epoch, n);
       const producer = await producerFor(t.partition, t);
-      const send = () => producer.send(payload, { sequence: seq });
-      if (counters) await counters.sending(namespace.name, { producer: name, topic: topicName(t), sequence: seq }, send);
-      else await send();
+      if (!counters) return producer.send(payload, { sequence: seq });
+      // In flight from before the send until settled; a failed send is taken back (no
+      // closure per message: this is the hot path of every producer).
+      const key = { producer: name, topic: topicName(t), sequence: seq };
+      const counted = counters.onSent(namespace.name, key);
+      try {
+        await producer.send(payload, { sequence: seq });
+      } catch (err) {
+        if (counted) counters.onSendFailed(namespace.name, key);
+        throw err;
+      }
     },
     async close() {
       const all = [...producers.values()];

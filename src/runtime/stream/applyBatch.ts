@@ -4,6 +4,7 @@ import type { PartitionId } from '../ids.js';
 import type { Store } from '../../storage/index.js';
 import type { StreamMarks } from './appliedMarks.js';
 import { batchContext } from './batchContext.js';
+import { ReadYourWritesBatch } from './readYourWritesBatch.js';
 import { DeadLetterRows } from './deadLetterRows.js';
 import type { FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
@@ -23,6 +24,11 @@ export interface StageBatchContext {
   readonly counters: FlowCounters;
   /** The cluster ownership this partition runs under: checked before the commit and before the publish (throws FencedError). */
   readonly fence?: PartitionFence;
+  /**
+   * Whether this partition's handlers read in an earlier batch (then batches start indexed,
+   * see `ReadYourWritesBatch`); set when one does. Absent: every batch starts plain.
+   */
+  readonly readsSeen?: { value: boolean };
   /** A reason to dead-letter a new message without applying it (a message that failed too often: `PoisonMessages.giveUp`). */
   readonly giveUp?: (m: BrokerMessage) => string | undefined;
 }
@@ -57,14 +63,15 @@ export interface StageBatchReport {
  */
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
   const { def, store, marks, outbox } = ctx;
-  const { context: handlerContext, batch, emitted, applyMessage } = batchContext(ctx.partition, def, store.indexedBatch(), ctx.reads);
+  const rw = new ReadYourWritesBatch(store, ctx.readsSeen?.value === true);
+  const { context: handlerContext, emitted, applyMessage } = batchContext(ctx.partition, def, rw, ctx.reads);
   const deadRows = new DeadLetterRows(store, marks.consumer);
   const values: unknown[] = [];
   const dead = new Map<BrokerMessage, string>();
   /** A message of this batch, covered by its mark, goes to the dead-letter topic with `reason`. */
   const deadLetter = (m: BrokerMessage, reason: string) => {
     dead.set(m, reason);
-    deadRows.record(batch, m, reason);
+    deadRows.record(rw, m, reason);
   };
   // The last applied sequence per producer: one mark put per producer and batch (sequences
   // classified new only ever grow, so the last is the highest).
@@ -113,6 +120,9 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
     else deadLetter(m, reason);
   }
   if (values.length > 0) await def.onBatch?.(handlerContext, values);
+  if (ctx.readsSeen && rw.indexed) ctx.readsSeen.value = true; // the next batches start indexed
+  // No handler reads from here on: the framework's rows go to the batch as it is.
+  const batch = rw.batch;
   for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
   for (const [t, payload] of emitted) await outbox.enqueue(batch, t, payload);
   ctx.fence?.check();

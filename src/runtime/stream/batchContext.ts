@@ -1,18 +1,20 @@
 import { InvalidArgumentError } from '../../errors.js';
-import type { Chunk, IndexedWriteBatch, Key } from '../../storage/index.js';
+import type { Chunk, Key } from '../../storage/index.js';
 import type { BrokerMessage } from '../brokers/broker.js';
 import type { PartitionId } from '../ids.js';
 import type { Topic } from '../topics.js';
 import { contextError, decideMessageError, errorReason } from './messageErrors.js';
+import type { ReadYourWritesBatch } from './readYourWritesBatch.js';
 import type { StageContext, StageDef, StageOutputs, StageReads, StageWrites } from './stage.js';
 
 /**
  * What the handlers of one batch work with: the `StageContext` they are given, over one
- * read-your-writes batch (`IndexedWriteBatch`), and the messages they emitted.
+ * read-your-writes batch (`ReadYourWritesBatch`: indexed from the first read), and the
+ * messages they emitted.
  */
 export interface BatchContext {
   readonly context: StageContext<StageOutputs, string>;
-  readonly batch: IndexedWriteBatch;
+  readonly batch: ReadYourWritesBatch;
   /** Emitted messages, in order: the topic of each (routed by its namespace's key) and its encoded value. */
   readonly emitted: Array<[Topic, Uint8Array]>;
   /**
@@ -37,7 +39,7 @@ export interface BatchContext {
 export function batchContext(
   partition: PartitionId,
   def: StageDef<any, StageOutputs, string, unknown, unknown>,
-  batch: IndexedWriteBatch,
+  batch: ReadYourWritesBatch,
   committed: StageReads<string>,
 ): BatchContext {
   const emitted: Array<[Topic, Uint8Array]> = [];
@@ -69,8 +71,14 @@ export function batchContext(
     },
   };
   const reads: StageReads<string> = {
-    get: (cf: string, key: Key) => batch.get(cf, key).catch((err: unknown) => Promise.reject(contextError(err))),
-    iterate: (cf, options) => entriesOf(batch.chunks(cf, options)),
+    get: (cf: string, key: Key) => {
+      try {
+        return batch.readable().get(cf, key).catch((err: unknown) => Promise.reject(contextError(err)));
+      } catch (err) {
+        return Promise.reject(contextError(err));
+      }
+    },
+    iterate: (cf, options) => entriesOf(batch.readable().chunks(cf, options)),
     snapshot: () => committed.snapshot(),
   };
   const context: StageContext<StageOutputs, string> = {

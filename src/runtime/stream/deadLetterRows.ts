@@ -24,7 +24,7 @@ export class DeadLetterRows {
   }
 
   /** Adds the row of `m` to `batch`, the batch that commits its applied mark. */
-  record(batch: WriteBatch, m: BrokerMessage, reason: string): void {
+  record(batch: { put(cf: string, key: string, value: Uint8Array): unknown }, m: BrokerMessage, reason: string): void {
     batch.put(StreamColumnFamilies.meta, this.#key(m), Buffer.from(reason, 'utf8'));
   }
 

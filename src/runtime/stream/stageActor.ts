@@ -87,6 +87,8 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
   const namespace = def.input.name;
   // Kept across restarts: which messages failed their batches, and how often alone.
   const poison = new PoisonMessages(def.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
+  // Once a handler read in a batch, later batches start read-your-writes (indexed) at once.
+  const readsSeen = { value: false };
 
   const subscribe = async (ctx: ActorContext<StageMessage>): Promise<[Consumer, Subscription]> => {
     const consumer = await broker.subscribe(topic(namespace, partition), {
@@ -153,7 +155,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         return undefined;
       }
       state.expected++;
-      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, giveUp: (m: BrokerMessage) => poison.giveUp(m) };
+      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, readsSeen, giveUp: (m: BrokerMessage) => poison.giveUp(m) };
       // After a failed batch, its messages are applied one at a time until each one succeeds
       // or fails `maxAttempts` times alone (then it is dead-lettered with its last error).
       const parts = poison.isolate(message.messages) ? message.messages.map((m) => [m]) : [message.messages];

@@ -33,20 +33,16 @@ const topology = Topology.create('web-index')
     input: pages,
     outputs: { links },
     columnFamilies: { outlinks: {} },
-    // The whole batch at once: ctx.reads sees only committed state, so a page seen twice in one
-    // batch is diffed against its version earlier in the batch (`latest`), not the stored one.
-    async onBatch(ctx, versions) {
-      const latest = new Map<string, Map<string, string>>();
-      for (const page of versions) {
-        const stored = await ctx.reads.get('outlinks', page.url);
-        const before = latest.get(page.url) ?? new Map(stored ? pages.codec.decode(stored).outlinks : []);
-        const after = new Map(page.outlinks ?? []);
-        for (const [target, anchor] of before) if (after.get(target) !== anchor) ctx.emit('links', { op: 'remove', source: page.url, target, anchor });
-        for (const [target, anchor] of after) if (before.get(target) !== anchor) ctx.emit('links', { op: 'add', source: page.url, target, anchor });
-        if (page.outlinks) ctx.writes.put('outlinks', page.url, pages.codec.encode({ url: page.url, outlinks: [...after] }));
-        else ctx.writes.delete('outlinks', page.url);
-        latest.set(page.url, after);
-      }
+    // ctx.reads sees the batch's own writes: a page crawled twice in one batch is diffed
+    // against its earlier version in the batch.
+    async onMessage(ctx, page) {
+      const stored = await ctx.reads.get('outlinks', page.url);
+      const before = new Map(stored ? pages.codec.decode(stored).outlinks : []);
+      const after = new Map(page.outlinks ?? []);
+      for (const [target, anchor] of before) if (after.get(target) !== anchor) ctx.emit('links', { op: 'remove', source: page.url, target, anchor });
+      for (const [target, anchor] of after) if (before.get(target) !== anchor) ctx.emit('links', { op: 'add', source: page.url, target, anchor });
+      if (page.outlinks) ctx.writes.put('outlinks', page.url, pages.codec.encode({ url: page.url, outlinks: [...after] }));
+      else ctx.writes.delete('outlinks', page.url);
     },
     async query(reads, _request: 'counts') {
       let n = 0, outlinks = 0;

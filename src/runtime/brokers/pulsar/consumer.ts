@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type WebSocket from 'ws';
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
 import { producerId, sequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
 import type { BrokerMessage, Consumer, DeadLetter, SubscriptionType } from '../broker.js';
@@ -122,7 +122,7 @@ export class PulsarConsumer implements Consumer {
    */
   static async open(config: PulsarConsumerConfig): Promise<PulsarConsumer> {
     const c = new PulsarConsumer(config);
-    c.#attach(await openSocket(c.#url(), config.connectTimeoutMs, c.#listener));
+    c.#attach(await c.#openReleased());
     try {
       await c.#mark();
       c.#check = setInterval(() => void c.#checkData(), config.dataLossCheckMs);
@@ -236,6 +236,26 @@ export class PulsarConsumer implements Consumer {
       this.#c.onClose(this);
     })();
     return this.#closing;
+  }
+
+  /**
+   * Opens the consumer's socket. A consumer of this exclusive or failover subscription that
+   * was just closed (its WebSocket closed) may still hold it on the broker for a moment, which
+   * the proxy answers with 409 "already connected": tried again every 100 ms for up to 2 s,
+   * so a close followed by a subscribe (a partition's restart) does not fail on that moment.
+   * A consumer still connected after that is a real conflict.
+   * @throws InvalidArgumentError (exclusive taken, type mismatch), BrokerDisconnectedError
+   */
+  async #openReleased(): Promise<WebSocket> {
+    const until = Date.now() + 2000;
+    for (;;) {
+      try {
+        return await openSocket(this.#url(), this.#c.connectTimeoutMs, this.#listener);
+      } catch (err) {
+        if (!(err instanceof InvalidArgumentError) || !/already connected/i.test(err.message) || Date.now() >= until) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   }
 
   /** Registered by `openSocket` before the socket opens (see there: early frames). */

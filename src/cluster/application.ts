@@ -1,0 +1,76 @@
+import type { ActorSystem } from '../runtime/actor/system.js';
+import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
+import type { Logger } from '../runtime/actor/logger.js';
+import type { Broker } from '../runtime/brokers/broker.js';
+import type { InspectionServer } from '../runtime/inspection/server.js';
+import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
+import type { HostedPartition } from '../runtime/topology/partitionHost.js';
+import type { ClusterStage } from './units.js';
+
+/**
+ * What a cluster worker runs: named stages of a fixed number of partitions, hosted one
+ * partition at a time. A `Topology` is one (`topologyApplication`); an application with its
+ * own actor tree per partition (the web index) is another. Every worker of a cluster runs the
+ * same application: its `stages` are recorded in Redis by the first worker and a worker with
+ * other stages is refused.
+ */
+export interface ClusterApplication {
+  /** The application's name (the default cluster name). */
+  readonly name: string;
+  /** Its units of ownership: stage names (no `/`), input namespaces and partition counts. */
+  readonly stages: readonly ClusterStage[];
+  /**
+   * Starts a host with no partition running (an actor system, shared store resources, the
+   * console when `inspect` is given); the worker then starts and stops single partitions.
+   * @throws the application's start errors (the worker does not start)
+   */
+  startHost(options: ApplicationHostOptions): Promise<ApplicationHost>;
+}
+
+/** Options a worker passes to {@link ClusterApplication.startHost}. */
+export interface ApplicationHostOptions {
+  /** The broker the partitions consume and publish through (the cluster's scope). */
+  readonly broker: Broker;
+  /** The data dir shared by the workers of one machine: a partition's store moves with it. */
+  readonly dataDir: string;
+  readonly logger?: Logger;
+  readonly chaos?: ChaosPolicy;
+  readonly memoryBudgetBytes?: number;
+  readonly inspect?: { readonly port?: number; readonly host?: string };
+  /**
+   * Called when a partition stopped for good without `stopPartition` (its supervisor gave up,
+   * or a FencedError), with that failure as `reason`.
+   */
+  readonly onPartitionStopped?: (stage: string, partition: number, reason: unknown) => void;
+}
+
+/** The partitions of one worker process (see {@link ClusterApplication}). */
+export interface ApplicationHost {
+  readonly system: ActorSystem;
+  /** The console, when `inspect` was given. */
+  readonly inspection: InspectionServer | undefined;
+  /**
+   * Starts partition `partition` of `stage` under `fence`: records the fence's owner epoch in
+   * the partition's store (refused when the store records a newer one), then runs the
+   * partition, which checks the fence before each commit and each publish.
+   * @throws RangeError for an unknown stage or partition; InvalidArgumentError when it runs
+   *   here already; StoreBusyError while another process holds the store (the worker tries
+   *   again at its next heartbeat); FencedError from `fence`; DataDirError for a store of
+   *   another shape
+   */
+  startPartition(stage: string, partition: number, fence: PartitionFence): Promise<void>;
+  /** Stops it (its batch in flight settles, its store closes). Resolves at once when it does not run here. */
+  stopPartition(stage: string, partition: number): Promise<void>;
+  /** The partitions running here. */
+  partitions(): HostedPartition[];
+  /**
+   * Answers a request for a partition running here: what a cluster client's `ask` reaches
+   * (through the broker) on the partition's owner. Requests and answers are plain data (the
+   * broker's codec carries them); a request may arrive twice (a redelivery after its owner
+   * died, or a client's retry), so what it does must be idempotent.
+   * @throws ActorStoppedError when the partition does not run here; the application's errors
+   */
+  ask(stage: string, partition: number, request: unknown): Promise<unknown>;
+  /** Stops every partition and the console. Idempotent. */
+  stop(): Promise<void>;
+}

@@ -8,7 +8,7 @@ import { startWebIndex } from '../src/topology/webIndex.js';
 import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { Store } from '../src/storage/index.js';
 import { ColumnFamilies, partitionColumnFamilies } from '../src/actors/partition/schema.js';
-import { converge, type MetricRef } from '../src/actors/metrics/coordinator.js';
+import { converge, localMetricEndpoint, type MetricRef } from '../src/actors/metrics/coordinator.js';
 import type { MetricMessage, PushReport } from '../src/actors/metrics/metricActor.js';
 import type { ActorRef } from '../src/runtime/actor/index.js';
 import { systemClock } from '../src/runtime/clock.js';
@@ -107,7 +107,8 @@ test('a converge call after one cut short between pushes and barrier first waits
         },
       } as unknown as ActorRef<MetricMessage, unknown>;
     });
-    void converge(refs, { pages, clock: systemClock });
+    const endpoints = refs.map((r) => localMetricEndpoint(r, systemClock));
+    void converge(endpoints, { pages, clock: systemClock });
     while (asked.filter((a) => a.message.type === 'await-applied' && a.message.round === 5).length < partitions) await new Promise((r) => setTimeout(r, 10));
     cut = false;
     const reports = (await Promise.all(refs.map((r) => r().ask({ type: 'last-report' })))) as PushReport[];
@@ -115,7 +116,7 @@ test('a converge call after one cut short between pushes and barrier first waits
     const sent = refs.map((_, q) => reports.reduce((t, r) => t + r.sent[q]!, 0));
 
     asked.length = 0;
-    const result = await converge(refs, { pages, clock: systemClock, firstRound: 6 });
+    const result = await converge(endpoints, { pages, clock: systemClock, firstRound: 6 });
     const first = asked.filter((a) => a.message.type === 'await-applied' && a.message.round === 5);
     assert.deepEqual(first.map((a) => [a.q, (a.message as { expected: number }).expected]).sort(), sent.map((c, q) => [q, c]), 'round 5 barrier with the reports\' counts');
     const firstPush = asked.findIndex((a) => a.message.type === 'push');

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ActorRef, Clock, FlowCounters } from '../index.js';
 import { Namespaces, type Namespace } from '../actors/namespaces.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
-import { askWithRetry, repairResiduals, type MetricRef } from '../actors/metrics/coordinator.js';
+import { askWithRetry, repairResiduals, type MetricEndpoint } from '../actors/metrics/coordinator.js';
 
 /** What a repair did, summed over the partitions. */
 export interface RepairReport {
@@ -19,7 +19,7 @@ export interface RepairReport {
 /** What `repairWebIndex` needs of a started web index. */
 export interface RepairTargets {
   readonly indexers: ReadonlyArray<() => ActorRef<IndexerMessage, unknown>>;
-  readonly metrics: readonly MetricRef[];
+  readonly metrics: readonly MetricEndpoint[];
   readonly counters: FlowCounters;
   readonly clock: Clock;
   readonly damping: number;
@@ -43,9 +43,9 @@ export async function repairWebIndex(targets: RepairTargets): Promise<RepairRepo
   const t0 = performance.now();
   const { clock, counters } = targets;
   const linkOps = (await Promise.all(targets.indexers.map((r) => askWithRetry(r, { type: 'republish-links' }, clock)))) as number[];
-  const last = (await Promise.all(targets.metrics.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
+  const last = (await Promise.all(targets.metrics.map((m) => m({ type: 'last-round' })))) as number[];
   const round = Math.max(0, ...last) + 1;
-  const residuals = await repairResiduals(targets.metrics, { round, damping: targets.damping, clock });
+  const residuals = await repairResiduals(targets.metrics, { round, damping: targets.damping });
   await settled(counters, [Namespaces.links, Namespaces.metrics], clock, targets.log);
   const report: RepairReport = {
     linkOps: linkOps.reduce((a, b) => a + b, 0),

@@ -17,7 +17,7 @@ import type { ReaderMessage } from '../query/readerActor.js';
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
-import { askWithRetry, collectScores, converge, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
+import { askWithRetry, collectScores, converge, localMetricEndpoint, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
 import { partitionActor } from './partition.js';
 import { Mutex } from 'async-mutex';
@@ -228,6 +228,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     return r;
   };
   const metricRefs = envs.map((e) => ref<MetricMessage, unknown>(e.partition, 'metrics'));
+  const metrics = metricRefs.map((r) => localMetricEndpoint(r, clock));
   const policyRefs = envs.map((e) => ref<CrawlPolicyMessage, void>(e.partition, 'crawl-policy'));
   const gcRefs = envs.map((e) => ref<GcMessage, unknown>(e.partition, 'gc'));
   const readerRefs = envs.map((e) => ref<ReaderMessage, PartitionView>(e.partition, 'reader'));
@@ -245,7 +246,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   const indexerRefs = envs.map((e) => ref<IndexerMessage, unknown>(e.partition, 'indexer'));
   if (options.repair) {
     try {
-      const report = await raceStops(repairWebIndex({ indexers: indexerRefs, metrics: metricRefs, counters, clock, damping, log: options.log }), aborted(options.signal));
+      const report = await raceStops(repairWebIndex({ indexers: indexerRefs, metrics, counters, clock, damping, log: options.log }), aborted(options.signal));
       options.onRepaired?.(report);
     } catch (err) {
       await system.terminate();
@@ -321,7 +322,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       const pages = (await counts()).reduce((a, c) => a + c.pages, 0);
       const last = (await Promise.all(metricRefs.map((r) => askWithRetry(r, { type: 'last-round' }, clock)))) as number[];
       const countPages = async () => (await counts()).reduce((a, c) => a + c.pages, 0);
-      const result = await converge(metricRefs, { quiet: () => counters.balanced(), countPages, ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
+      const result = await converge(metrics, { quiet: () => counters.balanced(), countPages, ...opts, damping, pages, clock, firstRound: Math.max(0, ...last) + 1 });
       if (result.converged) await indexHosts();
       return result;
     },
@@ -330,12 +331,12 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
       // A metric actor that restarts hands back the contributions it had folded and not
       // committed: its stop() counts them in flight again until the broker delivers them
       // again. Wait for that (up to ~2 s), and collect again if it happened meanwhile.
-      const metrics = () => [counters.sent.get(Namespaces.metrics) ?? 0, counters.settled.get(Namespaces.metrics) ?? 0] as const;
+      const flow = () => [counters.sent.get(Namespaces.metrics) ?? 0, counters.settled.get(Namespaces.metrics) ?? 0] as const;
       for (let attempt = 0; ; attempt++) {
-        for (let i = 0; i < 100 && metrics()[0] !== metrics()[1]; i++) await new Promise<void>((resolve) => clock.setTimeout(resolve, 20));
-        const [sent] = metrics();
-        const scores = await collectScores(metricRefs, clock);
-        const [sentAfter, settledAfter] = metrics();
+        for (let i = 0; i < 100 && flow()[0] !== flow()[1]; i++) await new Promise<void>((resolve) => clock.setTimeout(resolve, 20));
+        const [sent] = flow();
+        const scores = await collectScores(metrics);
+        const [sentAfter, settledAfter] = flow();
         if ((sentAfter === sent && sentAfter === settledAfter) || attempt >= 5) return scores;
       }
     },

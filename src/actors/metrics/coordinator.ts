@@ -1,6 +1,42 @@
 import type { ActorRef, Clock } from '../../index.js';
 import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RoundApplied } from './metricActor.js';
 
+/**
+ * One partition's metric actor as the coordinator asks it, with plain answers (no promise
+ * inside), so that it may run in this process (`localMetricEndpoint`) or in a cluster worker
+ * (asked through the broker). Answers by message type:
+ * - `push` and `repair`: the `PushReport` (a `PushDeferred` is waited out and asked again);
+ * - `await-applied`: the `RoundApplied` of the barrier, once reached (asked again when the
+ *   actor restarted meanwhile);
+ * - every other message: the actor's reply as it is.
+ * A message may be delivered twice (a retry after a restart or a lost answer): every metric
+ * message is idempotent (a push asked again replies its stored report).
+ */
+export type MetricEndpoint = (message: MetricMessage) => Promise<unknown>;
+
+/**
+ * The endpoint of a metric actor of this process: `askWithRetry` on its current ref, with the
+ * waits of {@link MetricEndpoint} done here.
+ * @throws what `askWithRetry` throws; ActorStoppedError after 60 deferrals or barriers cut
+ *   short by restarts
+ */
+export function localMetricEndpoint(ref: MetricRef, clock: Clock): MetricEndpoint {
+  return async (message) => {
+    if (message.type === 'push' || message.type === 'repair') return pushRound(ref, message, clock);
+    if (message.type === 'await-applied') {
+      for (let attempt = 0; ; attempt++) {
+        const b = (await askWithRetry(ref, message, clock)) as Barrier;
+        try {
+          return await b.ready;
+        } catch (err) {
+          if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
+        }
+      }
+    }
+    return askWithRetry(ref, message, clock);
+  };
+}
+
 /** Options of `converge`. */
 export interface ConvergeOptions {
   /** Damping factor d, in (0, 1). Default 0.85 (Page et al. 1999; networkx's default). */
@@ -96,7 +132,7 @@ export interface ConvergeResult {
  * delta, which the copies fold back to 0 before the next push; the round cannot end
  * meanwhile, since the actor's stop() counted them in flight again (not quiet).
  */
-export async function converge(metrics: readonly MetricRef[], options: ConvergeOptions): Promise<ConvergeResult> {
+export async function converge(metrics: readonly MetricEndpoint[], options: ConvergeOptions): Promise<ConvergeResult> {
   const d = options.damping ?? 0.85;
   const tolerance = options.tolerance ?? 1e-9;
   const maxRounds = options.maxRounds ?? 1000;
@@ -112,18 +148,18 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
   const first = options.firstRound ?? 1;
   let round = first;
   const correctionMass = async () => {
-    const a = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'applied', round: 0 }, options.clock)))) as RoundApplied[];
+    const a = (await Promise.all(metrics.map((m) => m({ type: 'applied', round: 0 })))) as RoundApplied[];
     return a.reduce((t, x) => t + x.mass, 0);
   };
   let quietRounds = 0;
   let lastPushed = 1;
-  const barrier = (r: number, expected: readonly number[]) => roundBarrier(metrics, r, expected, options.clock);
+  const barrier = (r: number, expected: readonly number[]) => roundBarrier(metrics, r, expected);
   const boundOf = (r: number, pages: number, sumX: number) => (2 * r) / ((1 - d) * Math.max(pages * (1 - d), sumX - r / (1 - d)));
   // An earlier call may have ended between the pushes of its last round and that round's
   // barrier (it failed): run that barrier first, so that the next push waits for those
   // messages after a restart, like those of any round.
   if (first > 1) {
-    const reports = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'last-report' }, options.clock)))) as Array<PushReport | undefined>;
+    const reports = (await Promise.all(metrics.map((m) => m({ type: 'last-report' })))) as Array<PushReport | undefined>;
     const expected = metrics.map(() => 0);
     for (const r of reports) if (r?.round === first - 1) r.sent.forEach((c, q) => (expected[q]! += c));
     if (expected.some((c) => c > 0)) await barrier(first - 1, expected);
@@ -132,7 +168,7 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
     // After a round that pushed nothing, the residual sits in many small pieces (often on
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
-    const reports = await Promise.all(metrics.map((m) => pushRound(m, { type: 'push', round, threshold, damping: d }, options.clock)));
+    const reports = (await Promise.all(metrics.map((m) => m({ type: 'push', round, threshold, damping: d })))) as PushReport[];
     const expected = metrics.map(() => 0);
     let remaining = 0;
     let pushed = 0;
@@ -178,30 +214,19 @@ export async function converge(metrics: readonly MetricRef[], options: ConvergeO
 }
 
 /**
- * Waits until each partition q has applied `expected[q]` messages of round `r` (asked again
- * when a partition restarts meanwhile, up to 60 times).
+ * Waits until each partition q has applied `expected[q]` messages of round `r`.
  * @returns the mass (sum of |delta|) they carried, and the mass of the corrections (round 0)
  *   the partitions had folded when each reached its count
- * @throws ActorStoppedError when a partition keeps stopping; what `askWithRetry` throws
+ * @throws what the endpoints throw (`localMetricEndpoint`: ActorStoppedError when a partition keeps stopping)
  */
-export async function roundBarrier(metrics: readonly MetricRef[], r: number, expected: readonly number[], clock: Clock): Promise<{ mass: number; corrections: number }> {
+export async function roundBarrier(metrics: readonly MetricEndpoint[], r: number, expected: readonly number[]): Promise<{ mass: number; corrections: number }> {
+  const applied = (await Promise.all(metrics.map((m, q) => m({ type: 'await-applied', round: r, expected: expected[q]! })))) as RoundApplied[];
   let mass = 0;
   let corrections = 0;
-  await Promise.all(
-    metrics.map(async (m, q) => {
-      for (let attempt = 0; ; attempt++) {
-        const b = (await askWithRetry(m, { type: 'await-applied', round: r, expected: expected[q]! }, clock)) as Barrier;
-        try {
-          const applied = await b.ready; // read mass only after the await: `mass += await x` would add to a stale value
-          mass += applied.mass;
-          corrections += applied.corrections ?? 0;
-          return;
-        } catch (err) {
-          if (attempt >= 60) throw err; // the partition restarted meanwhile: ask again
-        }
-      }
-    }),
-  );
+  for (const a of applied) {
+    mass += a.mass;
+    corrections += a.corrections ?? 0;
+  }
   return { mass, corrections };
 }
 
@@ -223,8 +248,8 @@ export interface ResidualRepair {
  * one stored, as `converge` does.
  * @throws what `askWithRetry` and `roundBarrier` throw
  */
-export async function repairResiduals(metrics: readonly MetricRef[], options: { readonly round: number; readonly damping: number; readonly clock: Clock }): Promise<ResidualRepair> {
-  const reports = await Promise.all(metrics.map((m) => pushRound(m, { type: 'repair', round: options.round, damping: options.damping }, options.clock)));
+export async function repairResiduals(metrics: readonly MetricEndpoint[], options: { readonly round: number; readonly damping: number }): Promise<ResidualRepair> {
+  const reports = (await Promise.all(metrics.map((m) => m({ type: 'repair', round: options.round, damping: options.damping })))) as PushReport[];
   const expected = metrics.map(() => 0);
   let pages = 0;
   let messages = 0;
@@ -235,7 +260,7 @@ export async function repairResiduals(metrics: readonly MetricRef[], options: { 
     contributions += r.contributions;
     messages += r.sent.reduce((a, b) => a + b, 0);
   }
-  await roundBarrier(metrics, options.round, expected, options.clock);
+  await roundBarrier(metrics, options.round, expected);
   return { round: options.round, pages, messages, contributions };
 }
 
@@ -243,8 +268,8 @@ export async function repairResiduals(metrics: readonly MetricRef[], options: { 
  * Scores of every page, normalised to sum 1 (the maintained total is the sum of x + r
  * over all partitions), highest first.
  */
-export async function collectScores(metrics: readonly MetricRef[], clock: Clock): Promise<Array<[string, number]>> {
-  const parts = (await Promise.all(metrics.map((m) => askWithRetry(m, { type: 'scores' }, clock)))) as PartitionScores[];
+export async function collectScores(metrics: readonly MetricEndpoint[]): Promise<Array<[string, number]>> {
+  const parts = (await Promise.all(metrics.map((m) => m({ type: 'scores' })))) as PartitionScores[];
   let total = 0;
   for (const p of parts) for (const s of p.scores) total += s;
   const out: Array<[string, number]> = [];

@@ -23,16 +23,28 @@ export function graphPage(url: string, targets: readonly string[], fetchedAt = 0
   return { url, status: 200, fetchedAt, outlinks };
 }
 
+/** One stream a loader sent: producer, topic name and the next sequence (so `next - 1` is the last one sent). */
+export interface LoadedStream {
+  readonly producer: string;
+  readonly topic: string;
+  readonly next: number;
+}
+
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), 64 per message,
- * in order per partition, under a fresh producer name. `results` is consumed as it is
- * iterated (at most 64 results per partition are held), so a generator loads a graph
- * without materialising every fetch result first. Counts what it sends in `counters` so
- * that quiescence detection waits for it.
+ * in order per partition, as producer `producer` (default: a fresh `loader/<uuid>`), with
+ * sequences from 0 per topic. `results` is consumed as it is iterated (at most 64 results
+ * per partition are held), so a generator loads a graph without materialising every fetch
+ * result first. Counts what it sends in `counters` so that quiescence detection waits for it.
+ *
+ * The same results in the same order under the same producer name give the same messages
+ * and sequences: a loader started again after a crash (a cluster client resuming its job)
+ * sends them again and the indexers skip what they applied (their applied marks).
+ * @returns the streams sent, one per topic
  * @throws whatever the broker's `send` throws (the failed send is taken back from `counters`)
  */
-export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>): Promise<void> {
-  const name = producerId(`loader/${randomUUID()}`);
+export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>, producer?: string): Promise<LoadedStream[]> {
+  const name = producerId(producer ?? `loader/${randomUUID()}`);
   const open = new Map<PartitionId, { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }>();
   const flush = async (out: { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }) => {
     const key = { producer: name, topic: topicName(out.topic), sequence: out.seq };
@@ -53,6 +65,7 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
       if (out.pending.length >= PAGES_PER_MESSAGE) await flush(out);
     }
     for (const out of open.values()) if (out.pending.length > 0) await flush(out);
+    return [...open.values()].map((out) => ({ producer: name, topic: topicName(out.topic), next: out.seq }));
   } catch (err) {
     failed = true;
     throw err;

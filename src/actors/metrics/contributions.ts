@@ -48,6 +48,7 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
  * corrections of graph changes, outside rounds. Contributions by target id need `source`:
  * the sender's AdjacencyCache dictionary name (each message names its targets by their
  * index in it) and its KeyArena of target keys.
+ * @param bytes when given, payload bytes enqueued per partition are added to it (indexed by q)
  * @returns messages enqueued per partition
  */
 export async function enqueuePartitionContributions(
@@ -56,6 +57,7 @@ export async function enqueuePartitionContributions(
   round: number,
   per: readonly PartitionContributions[],
   source?: { readonly dictionary: string; readonly targetKeys: KeyArena },
+  bytes?: number[],
 ): Promise<number[]> {
   const sent = new Array<number>(per.length).fill(0);
   for (let q = 0; q < per.length; q++) {
@@ -86,6 +88,7 @@ export async function enqueuePartitionContributions(
       const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: chunk, ...named });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
+      if (bytes) bytes[q] = (bytes[q] ?? 0) + payload.length;
     }
   }
   return sent;

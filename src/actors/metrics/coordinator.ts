@@ -83,6 +83,8 @@ export interface RoundSummary {
   readonly round: number;
   readonly pushed: number;
   readonly messages: number;
+  /** Payload bytes of those messages (what crossed the broker in the round). */
+  readonly bytes: number;
   readonly contributions: number;
   /** Upper bound of the total |residual| after the round. */
   readonly residual: number;
@@ -173,6 +175,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     let remaining = 0;
     let pushed = 0;
     let sent = 0;
+    let bytes = 0;
     let contrib = 0;
     let sumX = 0;
     // Corrections the pushes saw (folded before each partition's push began).
@@ -185,6 +188,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       pushed += r.pushed;
       contrib += r.contributions;
       sent += r.sent.reduce((a, b) => a + b, 0);
+      bytes += r.bytes?.reduce((a, b) => a + b, 0) ?? 0;
     }
     const { mass, corrections } = await barrier(round, expected);
     lastPushed = pushed;
@@ -203,7 +207,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       if (options.countPages) n = Math.max(1, await options.countPages());
       bound = boundOf(residual, n, sumX);
     }
-    options.onRound?.({ round, pushed, messages: sent, contributions: contrib, residual, bound });
+    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, residual, bound });
     if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
     }

@@ -67,6 +67,8 @@ export interface PushReport {
   readonly round: number;
   /** Messages sent to `metrics/<q>`, indexed by q. */
   readonly sent: number[];
+  /** Payload bytes of those messages, indexed by q (absent in reports stored before it was counted). */
+  readonly bytes?: number[];
   /** Pages pushed. */
   readonly pushed: number;
   /** Sum of |r| over pages not pushed (below the threshold). */
@@ -388,8 +390,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     if (fill) cache.complete = true;
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining, sumX, contributions, combined: count, corrections };
+    const bytes = new Array<number>(per.length).fill(0);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -433,8 +436,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       snapshot.release();
     }
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache);
-    const report: PushReport = { round, sent, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass };
+    const bytes = new Array<number>(per.length).fill(0);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass };
     recordReport(state, batch, report, last);
     await store.write(batch);
     state.lastPushed = Math.max(last, round);

@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Broker } from '../runtime/brokers/index.js';
+import { FlowCounters, systemClock, type Clock } from '../index.js';
+import { sumCounts, type MetricMessage, type PartitionCounts } from '../actors/metrics/metricActor.js';
+import { collectScores, converge, type ConvergeResult, type MetricEndpoint, type RoundSummary } from '../actors/metrics/coordinator.js';
+import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
+import { WEB_INDEX_STAGE, type WebIndexRequest } from '../topology/clusterProtocol.js';
+import type { WebGraph } from '../replay/graphFile.js';
+import { graphPages, publishFetches, type LoadedStream } from './graphLoader.js';
+import { waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
+import { aborted, raceStops } from './watchdog.js';
+
+/** Options of {@link rankOnCluster}. */
+export interface ClusterRankOptions {
+  /** Asks the web-index partitions wherever they run (a `ClusterClient`). */
+  readonly client: PartitionAsker;
+  /** The cluster's broker scope (`clusterBrokerIdentity`): the load is published through it. */
+  readonly broker: Broker;
+  /** Partitions of the cluster's web index (its recorded stage). */
+  readonly partitions: number;
+  /** The graph, or a function that returns it (dropped once loaded, as in `rankGraph`). */
+  readonly graph: WebGraph | (() => WebGraph | Promise<WebGraph>);
+  /**
+   * The job's name: the loader publishes as producer `loader/<job>`, so a client started
+   * again with the same job resends the same messages and the indexers skip what they
+   * applied. Default: `graphJobId(graph)`, a digest of the graph, so the same command
+   * resumes the same job.
+   */
+  readonly job?: string;
+  /** Damping factor d (default 0.85). */
+  readonly damping?: number;
+  readonly tolerance?: number;
+  readonly thresholdFactor?: number;
+  readonly log: Logger;
+  readonly clock?: Clock;
+  readonly onRound?: (r: RoundSummary) => void;
+  /** Called when the load is applied everywhere, with the seconds it took. */
+  readonly onLoaded?: (seconds: number) => void;
+  /** Aborting it stops the job (the workers keep their state: a new client resumes). */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@link rankOnCluster} computed. */
+export interface ClusterRankResult {
+  readonly job: string;
+  readonly scores: Array<[string, number]>;
+  readonly converge: ConvergeResult;
+  readonly loadSeconds: number;
+  readonly convergeSeconds: number;
+  readonly pages: number;
+  readonly outlinks: number;
+  readonly backlinks: number;
+  /** True when the load was found applied already (a resumed job) and not sent again. */
+  readonly loadSkipped: boolean;
+}
+
+/**
+ * A digest of a graph (its pages in order and each page's targets): the default job name,
+ * so that the same graph resumes the same job. 16 hex digits of SHA-256.
+ */
+export function graphJobId(graph: WebGraph): string {
+  const h = createHash('sha256');
+  for (const url of graph.pages) {
+    h.update(url);
+    h.update('\n');
+    for (const t of graph.links.get(url) ?? []) {
+      h.update(t);
+      h.update('\t');
+    }
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * Ranks a graph on a cluster of web-index workers, as a client: the workers own the
+ * partitions (`webIndexApplication`); this process only publishes, asks and waits.
+ *
+ * 1. Load: publishes the graph's pages to `fetches/<p>` as producer `loader/<job>` with
+ *    sequences from 0 per topic (`publishFetches`), unless every partition's indexer already
+ *    applied all of them (a resumed job), then waits until the cluster is quiet
+ *    (`waitClusterQuiet`: every stream committed by any partition or the loader is applied
+ *    by its receiver, in two identical collections).
+ * 2. Metric rounds: the coordinator's `converge` over endpoints that ask each partition's
+ *    metric actor through the cluster client, numbered on from the last round stored (a
+ *    client that died mid-round resumes with that round's barrier).
+ * 3. Host index, counts and scores, once quiet again.
+ *
+ * Every request is idempotent, so worker failures (a request runs again on the next owner)
+ * and a client started again (the job resumes) leave the result exact.
+ * @throws the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
+ */
+export async function rankOnCluster(options: ClusterRankOptions): Promise<ClusterRankResult> {
+  const clock = options.clock ?? systemClock;
+  const damping = options.damping ?? 0.85;
+  const stop = aborted(options.signal);
+  const ask = (p: number, request: WebIndexRequest) => options.client.ask(WEB_INDEX_STAGE, p, request);
+  const all = (request: WebIndexRequest) => Promise.all(Array.from({ length: options.partitions }, (_, p) => ask(p, request)));
+  const metrics: MetricEndpoint[] = Array.from({ length: options.partitions }, (_, p) => (message: MetricMessage) => ask(p, { kind: 'metrics', message }));
+  const run = async (): Promise<ClusterRankResult> => {
+    let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
+    const job = options.job ?? graphJobId(graph);
+    const producer = `loader/${job}`;
+    const t0 = performance.now();
+    const partitioner = hostPartitioner(options.partitions);
+    // What a load of this graph sends: one message per 64 pages of a partition, sequences from 0.
+    const perPartition = new Array<number>(options.partitions).fill(0);
+    for (const url of graph.pages) perPartition[partitioner.forUrl(url)]!++;
+    const loader: LoadedStream[] = perPartition.flatMap((n, p) => (n > 0 ? [{ producer, topic: `fetches/${p}`, next: Math.ceil(n / 64) }] : []));
+    const loaded = await waitClusterQuiet(options.client, options.partitions, [], clock, { once: true });
+    const loadSkipped = loader.every((s) => loaded.applied(s) >= s.next - 1);
+    if (loadSkipped) {
+      options.log.info({ job }, 'the load of this job is applied already: resuming at the metric rounds');
+    } else {
+      options.log.info({ job, producer }, 'loading the graph');
+      await publishFetches(options.broker, partitioner, new FlowCounters(), graphPages(graph), producer);
+    }
+    graph = undefined;
+    await waitClusterQuiet(options.client, options.partitions, loader, clock);
+    const loadSeconds = (performance.now() - t0) / 1000;
+    options.onLoaded?.(loadSeconds);
+    const t1 = performance.now();
+    const counts = async () => sumCounts((await all({ kind: 'metrics', message: { type: 'counts' } })) as PartitionCounts[]);
+    const last = (await all({ kind: 'metrics', message: { type: 'last-round' } })) as number[];
+    const result = await converge(metrics, {
+      damping,
+      clock,
+      pages: (await counts()).pages,
+      countPages: async () => (await counts()).pages,
+      firstRound: Math.max(0, ...last) + 1,
+      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+      ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
+      onRound: (r) => {
+        options.log.info({ round: r.round, pushed: r.pushed, messages: r.messages, bound: r.bound }, 'metric round');
+        options.onRound?.(r);
+      },
+    });
+    const convergeSeconds = (performance.now() - t1) / 1000;
+    if (result.converged) await all({ kind: 'metrics', message: { type: 'index-hosts', now: Date.now() } });
+    await waitClusterQuiet(options.client, options.partitions, loader, clock);
+    const scores = await collectScores(metrics);
+    return { job, scores, converge: result, loadSeconds, convergeSeconds, loadSkipped, ...(await counts()) };
+  };
+  return raceStops(run(), stop);
+}

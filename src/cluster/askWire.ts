@@ -24,8 +24,8 @@ export const ASK_SUBSCRIPTION = 'sf-ask';
 export const ASK_REPLY_NAMESPACE = `${RESERVED_NAMESPACE_PREFIX}reply`;
 /** Subscription of a client on its reply topic. */
 export const ASK_REPLY_SUBSCRIPTION = 'sf-reply';
-/** Reply slots are drawn in [0, 2^48): two clients of a cluster share one with odds about n^2 / 2^49. */
-export const ASK_REPLY_SLOTS = 2 ** 48;
+/** Reply slots are drawn in [0, 2^48 - 1): two clients of a cluster share one with odds about n^2 / 2^49. */
+export const ASK_REPLY_SLOTS = 2 ** 48 - 1;
 
 const PLAIN = /^[a-z0-9-]+$/;
 const PREFIX = `${RESERVED_NAMESPACE_PREFIX}ask-`;

@@ -76,7 +76,7 @@ export interface ClusterClient {
 
 /**
  * Connects a client to a cluster's partitions: reads its stages from the cluster's Redis and
- * subscribes to a reply topic of its own (`sf-reply/<slot>`, a random slot in [0, 2^48),
+ * subscribes to a reply topic of its own (`sf-reply/<slot>`, a random slot in [0, 2^48 - 1),
  * exclusive subscription; a slot held by another live client is drawn again).
  * @throws InvalidArgumentError for a bad cluster name; BrokerDisconnectedError when the
  *   cluster's Redis or the broker does not answer

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RemoteAskError, type ClusterStatus } from '../src/index.js';
+import { RemoteAskError, partitionId, producerId, type ClusterStatus } from '../src/index.js';
+import { topic } from '../src/runtime/brokers/index.js';
 import { ClusterRun, until, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
 
@@ -69,6 +70,16 @@ test('an error thrown by the query hook reaches the client with its message; the
     assert.ok(!w1.events.some((e) => ['fenced', 'failed'].includes(e.event.type)), 'the failed query stopped no partition');
     await assert.rejects(client.ask('nope', 0, 'hosts'), /has no stage "nope" \(its stages: count, totals\)/);
     await assert.rejects(client.ask('totals', 2, 'hosts'), RangeError);
+    // A request that does not decode is dead-lettered with its reason; the next one is answered.
+    const garbage = await run.broker.producer(topic('sf-ask-count', partitionId(2)), { producer: producerId('foreign') });
+    await garbage.send(new Uint8Array([0xc1]));
+    await garbage.close();
+    const dead = await until('the undecodable request dead-lettered', async () => {
+      const d = await run.broker.deadLetters(topic('sf-ask-count', partitionId(2)), 'sf-ask');
+      return d.length > 0 && d;
+    }, 10_000);
+    assert.match(dead[0]!.reason, /^AskRequest: /, 'the codec says why');
+    assert.deepEqual(await client.ask('count', 2, 'hosts'), []);
     await run.stopAll();
   });
 });

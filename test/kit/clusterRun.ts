@@ -75,6 +75,11 @@ export class ClusterRun {
     this.brokerPrefix = this.brokerIdentity.scope!;
   }
 
+  /** The test process's broker on this run's scope. */
+  get broker(): Broker {
+    return this.#broker;
+  }
+
   get dataDir(): string {
     return this.#dir.dir;
   }

@@ -63,7 +63,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .requiredOption('--topology <module>', '(required) an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--export <name>', 'use this named export of the module instead of the default export')
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
-    .option('--cluster-name <name>', "the cluster to join (default: the topology's name)", clusterName)
+    .option('--cluster-name <name>', "the cluster to join (default: the topology's or application's name)", clusterName)
     .requiredOption('--broker <spec>', "(required) memory (this process only), redis://host:port or pulsar://host:port; topics under the cluster's scope")
     .requiredOption('--data-dir <dir>', '(required) parent folder of the partition stores, shared by the workers of one machine')
     .option('--name <name>', 'worker name shown in status and events (default: host name and pid)')

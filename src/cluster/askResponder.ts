@@ -73,6 +73,13 @@ export class AskResponders {
     await r.close();
   }
 
+  /** A unit's consumer failed (its subscription's data lost, ...): forget it, so that the worker's next heartbeat opens it again. */
+  failed(unit: string, responder: UnitResponder): void {
+    if (this.#units.get(unit) !== responder) return;
+    this.#units.delete(unit);
+    void responder.close().catch(() => {});
+  }
+
   /** Closes every request consumer, then the reply producers. */
   async closeAll(): Promise<void> {
     await Promise.all([...this.#units.keys()].map((u) => this.close(u)));
@@ -96,7 +103,11 @@ class UnitResponder {
   start(): void {
     this.#feed = this.consumer.messages$.subscribe({
       next: (m) => void this.#handle(m),
-      error: (err: unknown) => this.owner.logger.warn({ worker: this.owner.worker, unit: `${this.stage}/${this.partition}`, err }, 'ask request consumer failed; the unit answers no request until it runs here again'),
+      error: (err: unknown) => {
+        const unit = `${this.stage}/${this.partition}`;
+        this.owner.logger.warn({ worker: this.owner.worker, unit, err }, 'ask request consumer failed; it is opened again at the next heartbeat');
+        this.owner.failed(unit, this);
+      },
     });
   }
 

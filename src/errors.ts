@@ -268,3 +268,26 @@ export class FencedError extends ShardflowError {
     this.name = 'FencedError';
   }
 }
+
+/**
+ * The error a partition's `ask` threw on the worker that owns it, re-created at the cluster
+ * client that asked (`ClusterClient.ask`): `message` is the remote message, `code` the remote
+ * error's code when it had a string one (`SF_ERR_INVALID_ARGUMENT`, ...; else
+ * `SF_ERR_REMOTE_ASK`), `remoteName` its class name (`TypeError`, `InvalidArgumentError`), and
+ * `stage`, `partition`, `worker` say who answered.
+ */
+export class RemoteAskError extends ShardflowError {
+  override readonly code: string;
+  constructor(
+    message: string,
+    readonly remoteName: string,
+    remoteCode: string | undefined,
+    readonly stage: string,
+    readonly partition: number,
+    readonly worker: string,
+  ) {
+    super(message);
+    this.name = 'RemoteAskError';
+    this.code = remoteCode ?? 'SF_ERR_REMOTE_ASK';
+  }
+}

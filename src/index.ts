@@ -37,14 +37,18 @@ export { openExternalProducer } from './runtime/topology/externalProducer.js';
 export type { TopologyProducer, ExternalProducerOptions } from './runtime/topology/externalProducer.js';
 export { epochSequence, sequenceEpoch, MAX_EPOCH } from './runtime/stream/producerEpoch.js';
 
-/* Cluster: workers that share a topology's partitions, coordinated through Redis (docs/cluster.md) */
+/* Cluster: workers that share a topology's (or any ClusterApplication's) partitions, coordinated through Redis (docs/cluster.md) */
 export { startWorker, DEFAULT_LEASE_MS } from './cluster/worker.js';
-export type { Worker, WorkerOptions } from './cluster/worker.js';
+export type { Worker, WorkerOptions, WorkerCommonOptions } from './cluster/worker.js';
+export type { ClusterApplication, ApplicationHost, ApplicationHostOptions } from './cluster/application.js';
+export { topologyApplication } from './cluster/topologyApplication.js';
+export { connectClusterClient, DEFAULT_REMOTE_ASK_TIMEOUT_MS } from './cluster/clusterClient.js';
+export type { ClusterClient, ClusterClientOptions, RemoteAskOptions } from './cluster/clusterClient.js';
 export type { WorkerEvent } from './cluster/events.js';
 export { clusterStatus, listClusters } from './cluster/status.js';
 export { clusterBrokerIdentity } from './cluster/brokerScope.js';
 export { retireCluster } from './cluster/retire.js';
-export { loadTopology } from './cluster/topologyModule.js';
+export { loadTopology, loadClusterApplication } from './cluster/topologyModule.js';
 export { CLUSTER_NAME, DEFAULT_CLUSTER_PREFIX } from './cluster/keys.js';
 export type { ClusterStatus, ClusterStatusOptions, PartitionStatus } from './cluster/status.js';
 export type { MemberReport } from './cluster/membership.js';
@@ -135,6 +139,7 @@ export {
   UnknownMergeOperatorError,
   MergeOperatorMismatchError,
   FencedError,
+  RemoteAskError,
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */

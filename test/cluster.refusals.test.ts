@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  InvalidArgumentError, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, type Logger, type WorkerEvent,
+  InvalidArgumentError, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
 } from '../src/index.js';
 import { tempDir } from './kit/datasets.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
@@ -32,6 +32,9 @@ test('a worker refuses another topology, and a partition store of another shape 
   const worker = await startWorker({ ...options, topology, name: 'w1', onEvent: (e) => events.push(e) });
   try {
     await assert.rejects(startWorker({ ...options, topology: other, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError && /runs stages .* this worker's topology has/.test(err.message));
+    const exactlyOne = (err: unknown) => err instanceof InvalidArgumentError && /exactly one of topology .* and application/.test(err.message);
+    await assert.rejects(startWorker({ ...options, name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'neither topology nor application');
+    await assert.rejects(startWorker({ ...options, topology, application: topologyApplication(topology), name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'both');
 
     const deadline = Date.now() + 30_000;
     let status = await worker.clusterStatus();

@@ -109,3 +109,28 @@ test('quiescence() without options fails after the default timeout when a messag
     cleanup();
   }
 });
+
+test('a query hook that throws answers the asker with its error once: no retry, no restart of the partition', { timeout: 60_000 }, async () => {
+  const { dir, cleanup } = tempDir('sf-ask-throws-');
+  const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 2, key: (v: Visit) => v.user });
+  let calls = 0;
+  const topology = Topology.create('ask-throws').stage('users', {
+    input: visits,
+    query(_reads, user: string) {
+      calls++;
+      if (user === 'nobody') throw new RangeError(`no user ${user}`);
+      return user.length;
+    },
+  });
+  const running = await topology.start({ broker: new MemoryBroker(), dataDir: dir, logger: quiet });
+  try {
+    await assert.rejects(running.ask('users', 1, 'nobody'), (err: unknown) => err instanceof RangeError && err.message === 'no user nobody');
+    assert.equal(calls, 1, 'asked once, not retried');
+    assert.equal(await running.ask('users', 1, 'ada'), 3, 'the partition answers the next ask');
+    const restarts = (running.system.tree().children ?? []).flatMap((stage) => stage.children ?? []).reduce((n, p) => n + p.restarts, 0);
+    assert.equal(restarts, 0, 'no partition restarted');
+  } finally {
+    await running.stop();
+    cleanup();
+  }
+});

@@ -73,7 +73,8 @@ export async function runOnCluster(o: { workers: number; broker: string; cluster
       const counted: Array<{ host: string; clicks: bigint; stats: HostStats }> = [];
       let deadLetters = 0;
       for (let p = 0; p < n; p++) {
-        counted.push(...(await reader.host.ask('count', p, 'hosts')));
+        // The worker's host asks untyped (any application's): the count stage answers HostCount rows.
+        counted.push(...((await reader.host.ask('count', p, 'hosts')) as typeof counted));
         deadLetters += (await broker.deadLetters({ namespace: clicks.name, partition: partitionId(p) }, 'count')).length;
       }
       return { counted, deadLetters, restarts: 'in the workers (shardflow tree --cluster shows them)', epoch: producer.epoch };

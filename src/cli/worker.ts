@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import {
-  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadTopology, startWorker, type WorkerEvent,
+  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type WorkerEvent,
 } from '../index.js';
 import { cliLogger, positiveInt } from './options.js';
 
@@ -52,7 +52,7 @@ interface WorkerCliOptions {
 }
 
 /**
- * `shardflow worker`: runs a framework topology's partitions as one worker of a cluster
+ * `shardflow worker`: runs a framework topology's (or any ClusterApplication's) partitions as one worker of a cluster
  * (`startWorker`, docs/cluster.md) until SIGTERM or SIGINT, then hands its partitions back and
  * exits 0. Prints one line per worker event on stdout (`--json`: `{"event":…,"at":ms}`).
  * Exit codes: 0 after a hand-back, 1 when a failure stopped the worker, 2 for bad input.
@@ -60,10 +60,10 @@ interface WorkerCliOptions {
 export function workerCommand(setExit: (code: number) => void): Command {
   return new Command('worker')
     .description('run the partitions the cluster assigns to this process, for a topology module, until SIGTERM/SIGINT (hands them back, exits 0)')
-    .requiredOption('--topology <module>', '(required) an ES module (.js, or .ts under tsx) whose default export is the Topology, or a function returning it')
+    .requiredOption('--topology <module>', '(required) an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--export <name>', 'use this named export of the module instead of the default export')
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
-    .option('--cluster-name <name>', "the cluster to join (default: the topology's name)", clusterName)
+    .option('--cluster-name <name>', "the cluster to join (default: the topology's or application's name)", clusterName)
     .requiredOption('--broker <spec>', "(required) memory (this process only), redis://host:port or pulsar://host:port; topics under the cluster's scope")
     .requiredOption('--data-dir <dir>', '(required) parent folder of the partition stores, shared by the workers of one machine')
     .option('--name <name>', 'worker name shown in status and events (default: host name and pid)')
@@ -78,11 +78,11 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts: WorkerCliOptions) => {
-      const topology = await loadTopology(opts.topology, opts.export);
-      if (opts.clusterName === undefined && !CLUSTER_NAME.test(topology.name)) {
-        throw new InvalidArgumentError(`the topology's name ${JSON.stringify(topology.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
+      const application = await loadClusterApplication(opts.topology, opts.export);
+      if (opts.clusterName === undefined && !CLUSTER_NAME.test(application.name)) {
+        throw new InvalidArgumentError(`the topology's name ${JSON.stringify(application.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
       }
-      const name = opts.clusterName ?? topology.name;
+      const name = opts.clusterName ?? application.name;
       const log = cliLogger(opts.logLevel);
       if (opts.broker === 'memory') process.stderr.write('shardflow worker: --broker memory: only messages published inside this process reach its partitions (use redis:// or pulsar:// for a cluster of processes)\n');
       const broker = await connectBroker(clusterBrokerIdentity(opts.broker, name));
@@ -107,7 +107,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
         worker = await startWorker({
           cluster: opts.cluster,
           clusterName: name,
-          topology,
+          application,
           broker,
           dataDir: opts.dataDir,
           leaseMs: opts.leaseMs,

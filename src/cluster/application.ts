@@ -66,9 +66,12 @@ export interface ApplicationHost {
   /**
    * Answers a request for a partition running here: what a cluster client's `ask` reaches
    * (through the broker) on the partition's owner. Requests and answers are plain data (the
-   * broker's codec carries them); a request may arrive twice (a redelivery after its owner
-   * died, or a client's retry), so what it does must be idempotent.
-   * @throws ActorStoppedError when the partition does not run here; the application's errors
+   * broker's codec, msgpack, carries them); a request may arrive twice (a redelivery after its
+   * owner stopped or died while it ran, or a client's retry), so what it does must be
+   * idempotent. Several requests of one partition may run at once (up to 64 per unit).
+   * @throws ActorStoppedError when the partition does not run here (the worker nacks the
+   *   request for redelivery, it never answers with this error); any other error is the
+   *   client's answer (`RemoteAskError` with its name, code and message)
    */
   ask(stage: string, partition: number, request: unknown): Promise<unknown>;
   /** Stops every partition and the console. Idempotent. */

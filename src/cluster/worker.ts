@@ -5,8 +5,11 @@ import { InvalidArgumentError, isShardflowError, type FencedError } from '../err
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
-import { startPartitionHost, type HostedPartition, type PartitionHost } from '../runtime/topology/partitionHost.js';
+import type { HostedPartition } from '../runtime/topology/partitionHost.js';
 import type { StageTypes, Topology } from '../runtime/topology/topology.js';
+import type { ApplicationHost, ClusterApplication } from './application.js';
+import { AskResponders } from './askResponder.js';
+import { askNamespaceCollision } from './askWire.js';
 import type { WorkerEvent } from './events.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
@@ -15,7 +18,8 @@ import { checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from
 import { Ownership } from './ownership.js';
 import { connectCoordination } from './redisConnection.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
-import { allUnits, clusterStages, unitKey } from './units.js';
+import { topologyApplication } from './topologyApplication.js';
+import { allUnits, unitKey } from './units.js';
 
 /** Worker names: 1 to 64 letters, digits, `.`, `_`, `-`. */
 export const WORKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -23,13 +27,19 @@ export const WORKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Default partition lease time in ms: a SIGKILLed worker's partitions are owned again within leaseMs + 2 heartbeats (9 s). */
 export const DEFAULT_LEASE_MS = 6000;
 
-/** Options of {@link startWorker}. Times in ms. */
-export interface WorkerOptions<S extends Record<string, StageTypes>> {
+/**
+ * Options of {@link startWorker}. Times in ms. What the worker runs is exactly one of
+ * `topology` (a framework Topology) or `application` (any {@link ClusterApplication}).
+ */
+export type WorkerOptions<S extends Record<string, StageTypes> = Record<string, StageTypes>> =
+  WorkerCommonOptions & ({ readonly topology: Topology<S>; readonly application?: undefined } | { readonly application: ClusterApplication; readonly topology?: undefined });
+
+/** The options of {@link startWorker} besides what it runs. Times in ms. */
+export interface WorkerCommonOptions {
   /** Redis URL of the cluster's coordination (membership, leader and partition leases, assignment): `redis://host:port[/db]`. */
   readonly cluster: string;
-  /** The cluster to join (1 to 64 letters, digits, `.`, `_`, `-`); every worker of a cluster runs the same topology. */
+  /** The cluster to join (1 to 64 letters, digits, `.`, `_`, `-`); every worker of a cluster runs the same application (the same stages). */
   readonly clusterName: string;
-  readonly topology: Topology<S>;
   /** The broker the partitions consume and publish through (Redis Streams or Pulsar across processes); the caller closes it after `stop()`. */
   readonly broker: Broker;
   /** The data dir of the stage stores (`stages/<stage>/p<i>`), shared by the workers of one machine so a partition's store moves with it. */
@@ -58,13 +68,13 @@ export interface WorkerOptions<S extends Record<string, StageTypes>> {
   readonly onEvent?: (event: WorkerEvent) => void;
 }
 
-/** A running worker. */
-export interface Worker<S extends Record<string, StageTypes>> {
+/** A running worker. (`S` is kept for the callers that name it; the host's `ask` is untyped.) */
+export interface Worker<S extends Record<string, StageTypes> = Record<string, StageTypes>> {
   /** Member id: `<name>.<8 hex digits>`, unique per process. */
   readonly id: string;
   readonly name: string;
-  /** The partitions of this process (ask them with `host.ask`). */
-  readonly host: PartitionHost<S>;
+  /** The application's host in this process: its partitions (ask one running here with `host.ask`), actor system and console. */
+  readonly host: ApplicationHost;
   /** Partitions running here now. */
   partitions(): HostedPartition[];
   /** The whole cluster's status, read from Redis (with this worker's broker for the backlogs). */
@@ -86,14 +96,21 @@ export interface Worker<S extends Record<string, StageTypes>> {
  * units to live workers: `assignPartitions`), and runs the units assigned to it, each under a
  * partition lease whose epoch fences it (`Lease`, ownerEpoch.ts). See docs/cluster.md.
  *
+ * It runs `options.application` (`ClusterApplication`: its stages are the units, its host
+ * runs single partitions), or `options.topology` as `topologyApplication(topology)`. For each
+ * unit it runs, it answers the cluster clients' asks (`connectClusterClient`) from the
+ * unit's request topic (`AskResponders`), opened after the partition started and closed
+ * before it stops.
+ *
  * Every heartbeat: renew the membership key, renew the held leases (a lease found lost or
  * past its local deadline stops its partition at once, committing nothing more), lead a round
  * when leader, read the assignment, hand back units assigned elsewhere (stop, then release),
  * take the leases of units assigned here that nobody holds, and open their stores (retried
  * while the previous owner still holds a store).
  *
- * @throws InvalidArgumentError for bad options, or a topology other than the cluster's;
- *   BrokerDisconnectedError when the cluster's Redis does not answer
+ * @throws InvalidArgumentError for bad options (neither or both of `topology` and
+ *   `application`), or stages other than the cluster's; BrokerDisconnectedError when the
+ *   cluster's Redis does not answer; the application's `startHost` errors
  */
 export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -106,8 +123,14 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   if (!WORKER_NAME.test(name)) throw new InvalidArgumentError(`worker name ${JSON.stringify(name)} must be 1 to 64 letters, digits, '.', '_' or '-'`);
   const maxPartitions = options.maxPartitions ?? Infinity;
   if (!(maxPartitions === Infinity || (Number.isInteger(maxPartitions) && maxPartitions >= 0))) throw new InvalidArgumentError(`maxPartitions must be an integer >= 0, got ${maxPartitions}`);
+  if ((options.topology === undefined) === (options.application === undefined)) {
+    throw new InvalidArgumentError('startWorker needs exactly one of topology (a Topology) and application (a ClusterApplication)');
+  }
+  const application = options.application ?? topologyApplication(options.topology!);
   const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
-  const stages = clusterStages(options.topology);
+  const { stages } = application;
+  const collision = askNamespaceCollision(stages);
+  if (collision !== undefined) throw new InvalidArgumentError(`stages ${collision} have the same ask topics (FNV-1a of their names collide): rename one`);
   const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
   if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
 
@@ -118,12 +141,12 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
     redis.disconnect();
     throw err;
   }
-  const worker = new ClusterWorker(options, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves);
+  const worker = new ClusterWorker(options, application, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves);
   await worker.start();
   return worker;
 }
 
-class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
+class ClusterWorker implements Worker {
   readonly #owned = new Map<string, Ownership>();
   /** Units this worker refused to run, with the reason. */
   readonly #failed = new Map<string, string>();
@@ -131,7 +154,8 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
   readonly #leader: LeaderRole;
   readonly #logger: Logger;
   readonly #startedAt = Date.now();
-  #host!: PartitionHost<S>;
+  #host!: ApplicationHost;
+  #asks!: AskResponders;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> = Promise.resolve();
   #stopping: Promise<void> | undefined;
@@ -141,7 +165,8 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
   readonly closed: Promise<void>;
 
   constructor(
-    readonly options: WorkerOptions<S>,
+    readonly options: WorkerCommonOptions,
+    readonly application: ClusterApplication,
     readonly redis: Redis,
     readonly keys: ClusterKeys,
     readonly timing: LeaseTiming,
@@ -151,7 +176,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
     readonly maxPartitions: number,
     maxMoves: number,
   ) {
-    const units = allUnits(clusterStages(options.topology));
+    const units = allUnits(application.stages);
     this.#units = new Set(units.map(unitKey));
     this.#leader = new LeaderRole(redis, keys, id, timing, units, maxMoves);
     this.#logger = options.logger ?? consoleLogger;
@@ -162,13 +187,13 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
     this.closed.catch(() => {}); // a caller that never looks must not get an unhandled rejection
   }
 
-  get host(): PartitionHost<S> {
+  get host(): ApplicationHost {
     return this.#host;
   }
 
   async start(): Promise<void> {
     const { options } = this;
-    this.#host = await startPartitionHost(options.topology, {
+    this.#host = await this.application.startHost({
       broker: options.broker,
       dataDir: options.dataDir,
       ...(options.logger ? { logger: options.logger } : {}),
@@ -177,6 +202,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       ...(options.inspect ? { inspect: options.inspect } : {}),
       onPartitionStopped: (stage, partition, reason) => this.#stoppedBySupervisor(unitKey({ stage, partition }), reason),
     });
+    this.#asks = new AskResponders(options.broker, this.#host, this.id, this.#logger);
     void this.#host.system.whenTerminated.then((t) => {
       if (t.kind === 'failed' && !this.#stopping) {
         this.#failure = t.error;
@@ -206,6 +232,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
       await this.#guard('resign', () => this.#leader.resign());
       await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      await this.#asks.closeAll();
       await this.#host.stop();
       this.#emit({ type: 'left', worker: this.id });
       this.redis.disconnect();
@@ -247,6 +274,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       this.#emit({ type: 'acquired', unit, epoch: got.lease.epoch });
     }
     for (const o of this.#owned.values()) if (o.state === 'opening' && !o.busy) void this.#open(o);
+    for (const o of this.#owned.values()) if (o.state === 'running' && !o.busy && !this.#asks.has(o.unit)) void o.run(() => this.#answerAsks(o));
   }
 
   /** Opens the unit's store and starts its partition under its lease; a store still held elsewhere is tried again at the next heartbeat. */
@@ -273,7 +301,14 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
       }
       if (o.state === 'opening') o.state = 'running'; // else a hand-back or fence queued meanwhile stops it next
       this.#emit({ type: 'started', unit: o.unit, epoch: o.lease.epoch });
+      await this.#answerAsks(o);
     });
+  }
+
+  /** Opens the unit's request consumer while it runs here; a failure is logged and tried again at the next heartbeat. */
+  async #answerAsks(o: Ownership): Promise<void> {
+    if (o.state !== 'running') return;
+    await this.#guard(`open the ask requests of ${o.unit}`, () => this.#asks.open(o.partition.stage, o.partition.partition));
   }
 
   /**
@@ -285,6 +320,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
     if (o.state === 'stopping') return o.busy ?? Promise.resolve();
     o.state = 'stopping';
     return o.run(async () => {
+      await this.#guard('close ask requests', () => this.#asks.close(o.unit));
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
       const reason = leaseProblem(o);
       const released = await this.#guard('release', () => releaseLease(this.redis, o.lease));
@@ -300,6 +336,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
     const reason = leaseProblem(o) ?? 'lease lost';
     o.lease.lose(reason);
     void o.run(async () => {
+      await this.#guard('close ask requests', () => this.#asks.close(o.unit));
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
       await this.#drop(o, { type: 'fenced', unit: o.unit, epoch: o.lease.epoch, reason });
     });
@@ -328,6 +365,7 @@ class ClusterWorker<S extends Record<string, StageTypes>> implements Worker<S> {
   /** Releases the unit's lease (compare-and-delete: only this epoch's; a no-op when released already) and forgets the unit. */
   async #drop(o: Ownership, event: WorkerEvent): Promise<void> {
     o.state = 'stopping';
+    await this.#guard('close ask requests', () => this.#asks.close(o.unit));
     await this.#guard('release', () => releaseLease(this.redis, o.lease));
     this.#forget(o, event);
   }

@@ -34,6 +34,13 @@ export function checkNamespaceName(name: string): string {
   return name;
 }
 
+/**
+ * Namespaces whose name starts with this are the framework's own (a cluster's ask requests and
+ * replies, src/cluster/askWire.ts): `defineNamespace` refuses them, so an application's
+ * topics never mix with them.
+ */
+export const RESERVED_NAMESPACE_PREFIX = 'sf-';
+
 /** `crawl-requests/3`: the form used in logs, metrics labels and in-memory broker keys. */
 export function topicName(t: Topic): string {
   return `${t.namespace}/${t.partition}`;

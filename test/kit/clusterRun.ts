@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import {
-  RedisStreamsBroker, clusterBrokerIdentity, clusterStatus, connectBroker, deleteBrokerScope, openExternalProducer,
-  type Broker, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
+  RedisStreamsBroker, clusterBrokerIdentity, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, openExternalProducer,
+  type Broker, type ClusterClient, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
 } from '../../src/index.js';
 import { partitionId } from '../../src/runtime/ids.js';
 import { StreamColumnFamilies, stageColumnFamilies } from '../../src/runtime/stream/reserved.js';
@@ -65,6 +65,7 @@ export class ClusterRun {
   #broker!: Broker;
   #producer!: TopologyProducer<Click>;
   #sent = 0;
+  readonly #clients: ClusterClient[] = [];
 
   constructor(readonly leaseMs: number, options: ClusterRunOptions = {}) {
     this.#cli = options.cli ?? false;
@@ -72,6 +73,11 @@ export class ClusterRun {
       ? clusterBrokerIdentity(options.broker ?? REDIS_URL, this.clusterName)
       : { kind: 'redis', url: REDIS_URL, scope: `sftest-${process.pid}-${this.clusterName}:` };
     this.brokerPrefix = this.brokerIdentity.scope!;
+  }
+
+  /** The test process's broker on this run's scope. */
+  get broker(): Broker {
+    return this.#broker;
   }
 
   get dataDir(): string {
@@ -128,6 +134,13 @@ export class ClusterRun {
       await this.#producer.send({ host, n: k });
       this.truth.set(host, (this.truth.get(host) ?? 0) + 1);
     }
+  }
+
+  /** A cluster client of this run (`connectClusterClient` on the run's broker); `close()` closes it. */
+  async client(): Promise<ClusterClient> {
+    const c = await connectClusterClient({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix, broker: this.#broker });
+    this.#clients.push(c);
+    return c;
   }
 
   status(): Promise<ClusterStatus> {
@@ -218,6 +231,7 @@ export class ClusterRun {
         await w.exited;
       }
     }
+    for (const c of this.#clients) await c.close();
     await this.#producer?.close();
     await this.#broker?.close();
     if (this.brokerIdentity.kind === 'pulsar') await deleteBrokerScope(this.brokerIdentity);

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import type { Codec } from '../codec.js';
 import type { PartitionId } from '../ids.js';
 import { keyPartitioner, type KeyPartitioner } from '../partitioner.js';
-import { checkNamespaceName, topic, type Topic } from '../topics.js';
+import { RESERVED_NAMESPACE_PREFIX, checkNamespaceName, topic, type Topic } from '../topics.js';
 
 /**
  * A namespace of a topology: the typed channel between stages (Kafka Streams: a topic with
@@ -35,13 +35,17 @@ export interface NamespaceOptions<T> {
 
 /**
  * Declares a namespace.
- * @param name 1 to 64 lower-case letters, digits or `-`, starting with a letter (a Redis key part and a Pulsar namespace)
- * @throws InvalidArgumentError for a bad name or partition count
+ * @param name 1 to 64 lower-case letters, digits or `-`, starting with a letter (a Redis key part and a Pulsar namespace);
+ *   not starting with `sf-` (`RESERVED_NAMESPACE_PREFIX`: the framework's own topics)
+ * @throws InvalidArgumentError for a bad or reserved name, or a bad partition count
  * @example
  * const clicks = defineNamespace('clicks', { codec: msgpackCodec('Click', isClick), partitions: 8, key: (c) => c.host });
  */
 export function defineNamespace<T>(name: string, options: NamespaceOptions<T>): NamespaceDef<T> {
   checkNamespaceName(name);
+  if (name.startsWith(RESERVED_NAMESPACE_PREFIX)) {
+    throw new InvalidArgumentError(`namespace ${JSON.stringify(name)}: names starting with ${JSON.stringify(RESERVED_NAMESPACE_PREFIX)} are reserved for the framework (a cluster's ask topics)`);
+  }
   if (!Number.isInteger(options.partitions) || options.partitions < 1 || options.partitions > 65536) {
     throw new InvalidArgumentError(`namespace ${name}: partitions must be an integer in [1, 65536], got ${options.partitions}`);
   }

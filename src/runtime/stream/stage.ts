@@ -122,7 +122,12 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    * dead-lettered messages), e.g. one aggregate message per batch. A throw fails the batch.
    */
   readonly onBatch?: (ctx: StageContext<O, C>, values: readonly I[]) => void | Promise<void>;
-  /** Answers `RunningTopology.ask(stage, partition, request)` from the partition's store, between batches. */
+  /**
+   * Answers `RunningTopology.ask(stage, partition, request)` from the partition's store, between
+   * batches. A throw (or a rejection) is the asker's error, as thrown: the partition keeps
+   * running (a query changes nothing) and the ask is not tried again. In a cluster, a request
+   * may reach it twice (docs/cluster.md, "Asking partitions across the cluster").
+   */
   readonly query?: (reads: StageReads<C>, request: Q, partition: PartitionId) => R | Promise<R>;
   /**
    * How the stage's supervisor handles a partition's failures. Default: restart with backoff

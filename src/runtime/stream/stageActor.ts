@@ -13,6 +13,7 @@ import type { FlowCounters } from './flowCounters.js';
 import { StreamOutbox } from './outbox.js';
 import { recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
 import { DEFAULT_MAX_ATTEMPTS, PoisonMessages } from './poisonMessages.js';
+import { QueryFailure } from './queryFailure.js';
 import { stageColumnFamilies } from './reserved.js';
 import { compactStageFamily, type StageCompaction } from './stageCompaction.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
@@ -145,8 +146,13 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
     },
     async receive(state, message, ctx) {
       if (message.type === 'query') {
-        if (!def.query) throw new InvalidArgumentError(`stage ${stage} has no query hook`);
-        return def.query(state.reads, message.request, partition);
+        // A query changes nothing: its error answers the asker and leaves the partition running.
+        try {
+          if (!def.query) throw new InvalidArgumentError(`stage ${stage} has no query hook`);
+          return await def.query(state.reads, message.request, partition);
+        } catch (error) {
+          return new QueryFailure(error);
+        }
       }
       if (message.type === 'compact') return compactStageFamily(state.store, stage, def, partition, message.columnFamily);
       if (message.consumer !== state.consumer) return undefined; // redelivered to the current consumer

@@ -15,7 +15,8 @@ import { stageColumnFamilies } from '../stream/reserved.js';
 import { stagePartition, stageShape, type StageMessage } from '../stream/stageActor.js';
 import { checkStageShape } from '../stream/stageShape.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
-import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
+import { askStageQuery } from '../stream/queryFailure.js';
+import type { AskRetryOptions } from './askWithRetry.js';
 import { stopWhenFenced } from './fencedSupervision.js';
 import { DEFAULT_STAGE_SUPERVISION, type TopologyStartOptions } from './running.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
@@ -72,7 +73,8 @@ export interface PartitionHost<S extends Record<string, StageTypes>> {
   partitions(): HostedPartition[];
   /**
    * Asks a partition running here through its stage's query hook (as `RunningTopology.ask`).
-   * @throws ActorStoppedError when the partition does not run here; the hook's error after the retries
+   * @throws ActorStoppedError when the partition does not run here; the hook's error as it threw it
+   *   (not tried again; the partition keeps running); the last try's error after the retries
    */
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /** Stops every partition and the console. Idempotent. */
@@ -224,7 +226,7 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
       if (!entry) throw Object.assign(new ActorStoppedError(`partition ${partition} of stage ${stage} does not run in this process`), { terminal: true });
       return entry.ref;
     };
-    return askWithRetry(ref, { type: 'query', request }, this.system.clock, options) as Promise<S[N]['answer']>;
+    return askStageQuery(ref, request, this.system.clock, options) as Promise<S[N]['answer']>;
   }
 
   stop(): Promise<void> {

@@ -18,6 +18,7 @@ import { stagePartition, stageShape, type StageMessage } from '../stream/stageAc
 import { stageColumnFamilies } from '../stream/reserved.js';
 import { checkStageShape } from '../stream/stageShape.js';
 import { checkStageFamily, type StageCompactionReport } from '../stream/stageCompaction.js';
+import { askStageQuery } from '../stream/queryFailure.js';
 import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
 import { openExternalProducer, type TopologyProducer } from './externalProducer.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
@@ -78,8 +79,10 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   producer<T>(namespace: NamespaceDef<T>, name: string): Promise<TopologyProducer<T>>;
   /**
    * Asks partition `partition` of `stage` through its query hook (between batches, so it sees
-   * committed effects), with retries across restarts and injected faults.
-   * @throws RangeError for a partition outside the stage's; the hook's error after the retries
+   * committed effects), with retries across restarts and injected faults. An error the hook
+   * throws is the answer: thrown here as it was, not tried again, the partition keeps running.
+   * @throws RangeError for a partition outside the stage's; the hook's error; the last try's
+   *   error after the retries
    */
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /**
@@ -87,7 +90,7 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    * routes `key` to (`input.partitioner.forKey(key)`, FNV-1a of the key modulo the partition
    * count), so a query about one key reaches the store that holds it.
    * @param key a routing key, as the input namespace's `key` function returns it for a message
-   * @throws RangeError for an unknown stage; the hook's error after the retries
+   * @throws RangeError for an unknown stage; the hook's error; the last try's error after the retries
    */
   askKey<N extends keyof S & string>(stage: N, key: string, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
   /** `ask` of every partition of `stage`, answers in partition order. */
@@ -261,7 +264,7 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
   };
   const ask = async (stage: string, partition: number, request: unknown, opts?: AskRetryOptions): Promise<any> => {
     partitionId(partition, stageOf(stage).def.input.partitioner.partitions);
-    return askWithRetry(refOf(stage, partition), { type: 'query', request }, clock, opts);
+    return askStageQuery(refOf(stage, partition), request, clock, opts);
   };
   const producers = new Set<TopologyProducer<any>>();
   let stopping: Promise<void> | undefined;

@@ -1,0 +1,248 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Subscription } from 'rxjs';
+import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
+import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
+import type { Broker, BrokerMessage, Consumer, Producer } from '../runtime/brokers/broker.js';
+import { producerId } from '../runtime/ids.js';
+import { ASK_REPLY_SLOTS, ASK_REPLY_SUBSCRIPTION, askReplyCodec, askRequestCodec, askTopic, replyTopic, type AskReply } from './askWire.js';
+import { ClusterKeys } from './keys.js';
+import { readClusterTopology } from './membership.js';
+import { connectCoordination } from './redisConnection.js';
+import { readClusterStatus, type ClusterStatus } from './status.js';
+import type { ClusterStage } from './units.js';
+
+/** Default wait of a remote ask for its answer: 10 minutes (an application's ask may wait on a barrier that long). */
+export const DEFAULT_REMOTE_ASK_TIMEOUT_MS = 10 * 60_000;
+/** Longest `timeoutMs` (setTimeout's bound, about 24.8 days). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Options of {@link connectClusterClient}. */
+export interface ClusterClientOptions {
+  /** Redis URL of the cluster's coordination, as the workers were given: `redis://host:port[/db]`. */
+  readonly cluster: string;
+  readonly clusterName: string;
+  /** The cluster's broker scope, as the workers use it (`clusterBrokerIdentity(spec, clusterName)`); the caller closes it after `close()`. */
+  readonly broker: Broker;
+  /** Prefix of the cluster's Redis keys (default `sfc:`). */
+  readonly keyPrefix?: string;
+  /** Hears of replies that do not decode (dead-lettered) and of answers after a timeout (dropped). Default `consoleLogger`. */
+  readonly logger?: Logger;
+}
+
+/** Options of {@link ClusterClient.ask}. */
+export interface RemoteAskOptions {
+  /** How long to wait for the answer, in ms (default 10 minutes; at most 2^31 - 1). The request also expires then: an owner that consumes it later acks it without running it. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Asks a cluster's partitions, wherever they run, through the broker (docs/cluster.md,
+ * "Asking partitions across the cluster").
+ */
+export interface ClusterClient {
+  /** This client's reply slot: its answers arrive on the topic `sf-reply/<replySlot>`. */
+  readonly replySlot: number;
+  /**
+   * Asks partition `partition` of `stage`: publishes the request on the unit's request topic
+   * (`sf-ask-<stage>/<partition>`); whichever worker owns the unit when the request is
+   * consumed runs `ApplicationHost.ask(stage, partition, request)` and answers. A unit with no
+   * owner yet keeps the request in the broker until one starts (within `timeoutMs`). A
+   * request can run twice (its owner stopped or died while it ran: the next owner runs it
+   * again), so what it does must be idempotent; the second answer is dropped.
+   * `request` and the answer are plain data (msgpack).
+   * @returns the answer
+   * @throws RemoteAskError with the remote error's name, code and message; AskTimeoutError
+   *   after `timeoutMs`; InvalidArgumentError for a stage the cluster does not have or a bad
+   *   `timeoutMs`; RangeError for a partition outside the stage's; BrokerClosedError after
+   *   `close()` (also for the asks still waiting then); the broker's send errors
+   */
+  ask(stage: string, partition: number, request: unknown, options?: RemoteAskOptions): Promise<unknown>;
+  /**
+   * `ask` of every partition of `stage` (concurrently), answers in partition order.
+   * @throws as `ask` (the first failure); InvalidArgumentError before any worker joined (the stages are not recorded yet)
+   */
+  askAll(stage: string, request: unknown, options?: RemoteAskOptions): Promise<unknown[]>;
+  /** The cluster's status (`clusterStatus`), with this client's broker for the backlogs. */
+  status(): Promise<ClusterStatus>;
+  /**
+   * Stops: rejects the asks still waiting with BrokerClosedError, closes the reply consumer,
+   * the request producers and the Redis connection. The reply topic and its subscription
+   * are left in the broker scope (the Broker interface deletes no topic): its answers are
+   * acked and trimmed, and it goes with the scope (`deleteBrokerScope`). Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects a client to a cluster's partitions: reads its stages from the cluster's Redis and
+ * subscribes to a reply topic of its own (`sf-reply/<slot>`, a random slot in [0, 2^48 - 1),
+ * exclusive subscription; a slot held by another live client is drawn again).
+ * @throws InvalidArgumentError for a bad cluster name; BrokerDisconnectedError when the
+ *   cluster's Redis or the broker does not answer
+ */
+export async function connectClusterClient(options: ClusterClientOptions): Promise<ClusterClient> {
+  const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
+  const redis = await connectCoordination(options.cluster, 5000);
+  try {
+    const stages = await readClusterTopology(redis, keys);
+    for (let attempt = 1; ; attempt++) {
+      const slot = randomInt(0, ASK_REPLY_SLOTS);
+      try {
+        const consumer = await options.broker.subscribe(replyTopic(slot), { subscription: ASK_REPLY_SUBSCRIPTION, type: 'exclusive' });
+        return new RemoteAskClient(options, redis, keys, slot, consumer, stages);
+      } catch (err) {
+        if (attempt >= 3 || !(isShardflowError(err) && err.code === 'SF_ERR_INVALID_ARGUMENT')) throw err;
+      }
+    }
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}
+
+interface Waiting {
+  readonly stage: string;
+  readonly partition: number;
+  readonly resolve: (answer: unknown) => void;
+  readonly reject: (err: unknown) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+class RemoteAskClient implements ClusterClient {
+  readonly #waiting = new Map<string, Waiting>();
+  readonly #producers = new Map<string, Promise<Producer>>();
+  readonly #feed: Subscription;
+  readonly #logger: Logger;
+  #stages: ClusterStage[] | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(
+    readonly options: ClusterClientOptions,
+    readonly redis: Redis,
+    readonly keys: ClusterKeys,
+    readonly replySlot: number,
+    readonly consumer: Consumer,
+    stages: ClusterStage[] | undefined,
+  ) {
+    this.#stages = stages;
+    this.#logger = options.logger ?? consoleLogger;
+    this.#feed = consumer.messages$.subscribe({
+      next: (m) => void this.#onReply(m),
+      error: (err: unknown) => {
+        this.#logger.error({ cluster: keys.clusterName, err }, 'the cluster client\'s reply consumer failed: its asks wait until their timeout');
+      },
+    });
+  }
+
+  async ask(stage: string, partition: number, request: unknown, options: RemoteAskOptions = {}): Promise<unknown> {
+    if (this.#closing) throw new BrokerClosedError('the cluster client is closed');
+    const timeoutMs = options.timeoutMs ?? DEFAULT_REMOTE_ASK_TIMEOUT_MS;
+    if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new InvalidArgumentError(`timeoutMs must be an integer in [1, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
+    }
+    await this.#checkUnit(stage, partition);
+    const id = randomBytes(16).toString('hex');
+    const payload = askRequestCodec.encode({ id, replyTo: this.replySlot, stage, partition, expiresAt: Date.now() + timeoutMs, request });
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(id);
+        reject(new AskTimeoutError(`cluster ${this.keys.clusterName}: no answer from ${stage}/${partition} within ${timeoutMs} ms (no worker ran it: the unit unowned, or its owner busy)`));
+      }, timeoutMs);
+      this.#waiting.set(id, { stage, partition, resolve, reject, timer });
+    });
+    try {
+      await (await this.#producer(stage, partition)).send(payload);
+    } catch (err) {
+      const w = this.#waiting.get(id);
+      if (w) {
+        clearTimeout(w.timer);
+        this.#waiting.delete(id);
+      }
+      answer.catch(() => {});
+      throw err;
+    }
+    return answer;
+  }
+
+  async askAll(stage: string, request: unknown, options?: RemoteAskOptions): Promise<unknown[]> {
+    const s = (await this.#readStages(true))?.find((x) => x.name === stage);
+    if (!this.#stages) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no recorded stages yet (no worker joined): askAll cannot tell the partitions of ${stage}`);
+    if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${this.#stages.map((x) => x.name).join(', ')})`);
+    return Promise.all(Array.from({ length: s.partitions }, (_, p) => this.ask(stage, p, request, options)));
+  }
+
+  status(): Promise<ClusterStatus> {
+    return readClusterStatus(this.redis, this.keys, this.options.broker);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const [id, w] of this.#waiting) {
+        clearTimeout(w.timer);
+        w.reject(new BrokerClosedError(`the cluster client was closed before ${w.stage}/${w.partition} answered`));
+        this.#waiting.delete(id);
+      }
+      this.#feed.unsubscribe();
+      await this.consumer.close();
+      await Promise.all([...this.#producers.values()].map((p) => p.then((x) => x.close(), () => {})));
+      this.redis.disconnect();
+    })();
+    return this.#closing;
+  }
+
+  /** The cluster's stages: the cached ones, read again from Redis when asked to or when none were recorded yet. */
+  async #readStages(again: boolean): Promise<ClusterStage[] | undefined> {
+    if (again || !this.#stages) this.#stages = (await readClusterTopology(this.redis, this.keys)) ?? this.#stages;
+    return this.#stages;
+  }
+
+  /**
+   * Refuses a unit the cluster does not have, once its stages are recorded (before that, the
+   * request waits in the broker for a worker that runs it).
+   * @throws InvalidArgumentError for an unknown stage; RangeError for a partition out of range
+   */
+  async #checkUnit(stage: string, partition: number): Promise<void> {
+    if (!Number.isInteger(partition) || partition < 0) throw new RangeError(`partition ${partition} is not an integer >= 0`);
+    let stages = await this.#readStages(false);
+    if (stages && !stages.some((s) => s.name === stage)) stages = await this.#readStages(true);
+    if (!stages) return;
+    const s = stages.find((x) => x.name === stage);
+    if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${stages.map((x) => x.name).join(', ')})`);
+    if (partition >= s.partitions) throw new RangeError(`partition ${partition} outside [0, ${s.partitions}) of stage ${stage}`);
+  }
+
+  /** The producer on the request topic of `stage`/`partition`, opened at its first request. */
+  #producer(stage: string, partition: number): Promise<Producer> {
+    const unit = `${stage}/${partition}`;
+    let p = this.#producers.get(unit);
+    if (!p) {
+      p = this.options.broker.producer(askTopic(stage, partition), { producer: producerId(`sf-client@${this.replySlot.toString(16)}`) });
+      this.#producers.set(unit, p);
+      p.catch(() => this.#producers.get(unit) === p && this.#producers.delete(unit));
+    }
+    return p;
+  }
+
+  /** Settles the ask a reply answers; a duplicate or late reply (its ask already settled) is dropped, one that does not decode is dead-lettered. */
+  async #onReply(m: BrokerMessage): Promise<void> {
+    let reply: AskReply;
+    try {
+      reply = askReplyCodec.decode(m.payload);
+    } catch (err) {
+      this.#logger.warn({ cluster: this.keys.clusterName, err }, 'a reply does not decode: dead-lettered');
+      await this.consumer.deadLetter(m, (err as Error).message).catch(() => {});
+      return;
+    }
+    const w = this.#waiting.get(reply.id);
+    if (w) {
+      this.#waiting.delete(reply.id);
+      clearTimeout(w.timer);
+      if (reply.ok) w.resolve(reply.answer);
+      else w.reject(new RemoteAskError(reply.error.message, reply.error.name, reply.error.code, w.stage, w.partition, reply.worker));
+    } else {
+      this.#logger.debug({ cluster: this.keys.clusterName, id: reply.id, worker: reply.worker }, 'reply to an ask already settled (a request that ran twice, or came after its timeout): dropped');
+    }
+    await this.consumer.ack(m).catch(() => {});
+  }
+}

@@ -1,0 +1,33 @@
+import { startPartitionHost } from '../runtime/topology/partitionHost.js';
+import type { StageTypes, Topology } from '../runtime/topology/topology.js';
+import type { ApplicationHost, ClusterApplication } from './application.js';
+import { clusterStages } from './units.js';
+
+/**
+ * A framework `Topology` as a {@link ClusterApplication}: its stages are the cluster's units
+ * (`clusterStages`: a stage's partitions are its input namespace's), its host is
+ * `startPartitionHost(topology, options)`, and `ask(stage, p, request)` is the partition
+ * host's `ask`: the stage's `query` hook on that partition's store, between batches (retried
+ * across a restart of the partition; the hook's own error is thrown as it was).
+ *
+ * `startWorker({ topology })` is `startWorker({ application: topologyApplication(topology) })`.
+ * @throws InvalidArgumentError (from `startHost`) when a namespace is defined twice
+ */
+export function topologyApplication<S extends Record<string, StageTypes>>(topology: Topology<S>): ClusterApplication {
+  return {
+    name: topology.name,
+    stages: clusterStages(topology as unknown as Topology<Record<string, StageTypes>>),
+    async startHost(options): Promise<ApplicationHost> {
+      const host = await startPartitionHost(topology, options);
+      return {
+        system: host.system,
+        inspection: host.inspection,
+        startPartition: (stage, partition, fence) => host.startPartition(stage, partition, fence),
+        stopPartition: (stage, partition) => host.stopPartition(stage, partition),
+        partitions: () => host.partitions(),
+        ask: (stage, partition, request) => host.ask(stage, partition, request as S[string]['request']),
+        stop: () => host.stop(),
+      };
+    },
+  };
+}

@@ -4,11 +4,13 @@ import { Command } from 'commander';
 import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
-import { ChaosPolicy } from '../index.js';
+import { ChaosPolicy, InvalidArgumentError } from '../index.js';
 import { chaosKinds, cliLogger } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
+import { clusterName, clusterUrl } from './worker.js';
+import { rankOnClusterCli, WEB_INDEX_CLUSTER } from './rankCluster.js';
 
 /** `shardflow rank`: rank a graph file through the pipeline and write `url<TAB>score` lines. */
 export function rankCommand(setExit: (code: number) => void): Command {
@@ -18,11 +20,21 @@ export function rankCommand(setExit: (code: number) => void): Command {
       .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
       .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
       .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
-      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: every URL it names (as a page or a link target) gets the outlinks it gives (none for a target only), URLs it does not name are kept'),
+      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: every URL it names (as a page or a link target) gets the outlinks it gives (none for a target only), URLs it does not name are kept')
+      .option('--cluster <url>', 'rank on the workers of a cluster (`shardflow worker --web-index`) coordinated by this Redis, as a client: no local partitions (docs/cluster.md)', clusterUrl)
+      .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
+      .option('--job <name>', 'with --cluster: the job name (default: a digest of the graph, so that the same command started again resumes the job)'),
     { default: 'uniform', help: 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
+      if (opts.cluster === undefined) {
+        for (const o of ['clusterName', 'job']) if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o === 'job' ? 'job' : 'cluster-name'} goes with --cluster`);
+      } else {
+        for (const o of ['dataDir', 'update', 'chaos', 'inspectPort', 'weights']) {
+          if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} does not apply with --cluster: the workers hold the partitions (their data dir, weights and console are theirs)`);
+        }
+      }
       let graph: WebGraph | undefined = await readGraph(opts.pages, opts.links);
       // Write to a file beside --out, renamed over it once complete: a run that is refused,
       // fails or is stopped leaves an earlier --out as it was, never empty or cut short.
@@ -36,6 +48,48 @@ export function rankCommand(setExit: (code: number) => void): Command {
         rmSync(partial, { force: true });
         throw err;
       };
+      const writeScores = async (scores: Array<[string, number]>) => {
+        for (const [url, score] of scores) {
+          if (!out.write(`${url}\t${score}\n`)) await once(out, 'drain');
+        }
+        out.end();
+        await once(out, 'finish');
+        renameSync(partial, opts.out);
+        written = true;
+      };
+      if (opts.cluster !== undefined) {
+        const stop = new AbortController();
+        const onSignal = (signal: NodeJS.Signals) => stop.abort(Object.assign(new Error(`${signal}: the job stopped (the workers keep its state: run the same command again to resume it)`), { code: 'SF_ERR_INTERRUPTED', signal }));
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        try {
+          const result = await rankOnClusterCli({
+            cluster: opts.cluster,
+            clusterName: opts.clusterName ?? WEB_INDEX_CLUSTER,
+            broker: opts.broker,
+            graph: () => {
+              const g = graph!;
+              graph = undefined;
+              return g;
+            },
+            log,
+            tolerance: opts.tolerance,
+            signal: stop.signal,
+            say: (line) => process.stderr.write(`shardflow rank: ${line}\n`),
+            ...(opts.job !== undefined ? { job: opts.job } : {}),
+            ...(command.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
+          });
+          await writeScores(result.scores);
+          console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks on cluster ${opts.clusterName ?? WEB_INDEX_CLUSTER} (job ${result.job}${result.loadSkipped ? ', load found applied' : ''}) in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
+          setExit(result.converge.converged ? 0 : 1);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+          out.destroy();
+          if (!written) rmSync(partial, { force: true });
+        }
+        return;
+      }
       const run = await graphInput('graph', opts.pages, opts.links).then((input) => openJobRun(opts, input, log)).catch(discard);
       const broker = run.broker;
       const inspection = await openInspection(opts, command).catch(async (err) => {
@@ -62,13 +116,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
           ...(chaos ? { chaos } : {}),
           ...(inspection ? { onStarted: (index) => inspection.attach(index) } : {}),
         });
-        for (const [url, score] of result.scores) {
-          if (!out.write(`${url}\t${score}\n`)) await once(out, 'drain');
-        }
-        out.end();
-        await once(out, 'finish');
-        renameSync(partial, opts.out);
-        written = true;
+        await writeScores(result.scores);
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {

@@ -35,6 +35,31 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
   }
 }
 
+/**
+ * Spawns `node <args>` (a worker printing `--json` events on stdout) from the repository root
+ * and collects its events, member id and stderr as they come.
+ */
+export function spawnWorkerProcess(name: string, args: readonly string[]): WorkerProcess {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const w: WorkerProcess = {
+    name, child, events: [], id: undefined, stderr: '',
+    exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal }))),
+  };
+  let pending = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    const lines = (pending + d.toString('utf8')).split('\n');
+    pending = lines.pop()!;
+    for (const l of lines) {
+      const o = JSON.parse(l) as { event?: WorkerEvent; at: number };
+      if (!o.event) continue;
+      w.events.push({ event: o.event, at: o.at });
+      if (o.event.type === 'joined') w.id = o.event.worker;
+    }
+  });
+  child.stderr!.on('data', (d: Buffer) => (w.stderr += d.toString('utf8')));
+  return w;
+}
+
 /** How a {@link ClusterRun} starts its workers. */
 export interface ClusterRunOptions {
   /**
@@ -104,23 +129,7 @@ export class ClusterRun {
     const args = this.#cli
       ? [resolve(repoRoot, 'bin/shardflow.mjs'), ...this.workerArgs(name)]
       : ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.dataDir, name, String(this.leaseMs)];
-    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-    const w: WorkerProcess = {
-      name, child, events: [], id: undefined, stderr: '',
-      exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal }))),
-    };
-    let pending = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      const lines = (pending + d.toString('utf8')).split('\n');
-      pending = lines.pop()!;
-      for (const l of lines) {
-        const o = JSON.parse(l) as { event?: WorkerEvent; at: number };
-        if (!o.event) continue;
-        w.events.push({ event: o.event, at: o.at });
-        if (o.event.type === 'joined') w.id = o.event.worker;
-      }
-    });
-    child.stderr!.on('data', (d: Buffer) => (w.stderr += d.toString('utf8')));
+    const w = spawnWorkerProcess(name, args);
     this.workers.push(w);
     await until(`worker ${name} to join (stderr: ${w.stderr.slice(-500)})`, async () => w.id !== undefined, 60_000);
     return w;

@@ -1,0 +1,80 @@
+import type { Logger } from 'pino';
+import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, type ClusterClient, type ClusterStatus } from '../index.js';
+import { rankOnCluster, type ClusterRankResult } from '../jobs/clusterRank.js';
+import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
+import type { WebGraph } from '../replay/graphFile.js';
+import type { RoundSummary } from '../actors/metrics/coordinator.js';
+
+/** Default name of a web-index cluster (`shardflow worker --web-index`, `rank --cluster`). */
+export const WEB_INDEX_CLUSTER = 'web-index';
+
+/** What `rank --cluster` needs. */
+export interface ClusterRankCliOptions {
+  readonly cluster: string;
+  readonly clusterName: string;
+  /** Broker spec; topics under the cluster's scope (`clusterBrokerIdentity`). */
+  readonly broker: string;
+  readonly graph: () => WebGraph | Promise<WebGraph>;
+  readonly job?: string;
+  readonly tolerance?: number;
+  /** `--partitions` when the user gave it: refused when the cluster has another count. */
+  readonly partitions?: number;
+  /** Most ms to wait for every partition to run (default 300,000). */
+  readonly waitMs?: number;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+  readonly onRound?: (r: RoundSummary) => void;
+  /** Progress lines (waiting for workers, load skipped). */
+  readonly say?: (line: string) => void;
+}
+
+/**
+ * `shardflow rank --cluster`: ranks a graph on the web-index workers of a cluster as a
+ * client (`rankOnCluster`). Waits until a worker runs every partition of the cluster's web
+ * index (a request to a partition no worker ever ran may be lost on Pulsar, which keeps a
+ * topic's messages for its existing subscriptions only), then loads, converges, reads.
+ * @throws InvalidArgumentError when the cluster has no web index or other partitions than
+ *   `partitions`; Error when the partitions do not all run within `waitMs`; the job's errors
+ */
+export async function rankOnClusterCli(o: ClusterRankCliOptions): Promise<ClusterRankResult> {
+  const broker = await connectBroker(clusterBrokerIdentity(o.broker, o.clusterName));
+  let client: ClusterClient | undefined;
+  try {
+    client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker });
+    const partitions = await waitForPartitions(client, o);
+    return await rankOnCluster({
+      client, broker, partitions, graph: o.graph, log: o.log,
+      ...(o.job !== undefined ? { job: o.job } : {}),
+      ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+      ...(o.onRound ? { onRound: o.onRound } : {}),
+    });
+  } finally {
+    await client?.close();
+    await broker.close();
+  }
+}
+
+/** Waits until every partition of the web-index stage runs; @returns their count */
+async function waitForPartitions(client: ClusterClient, o: ClusterRankCliOptions): Promise<number> {
+  const deadline = Date.now() + (o.waitMs ?? 300_000);
+  let said = 0;
+  for (;;) {
+    const status: ClusterStatus = await client.status();
+    const stage = status.stages?.find((s) => s.name === WEB_INDEX_STAGE);
+    if (status.stages && !stage) throw new InvalidArgumentError(`cluster ${o.clusterName} runs ${status.stages.map((s) => s.name).join(', ')}, not a web index: start its workers with \`shardflow worker --web-index\``);
+    if (stage && o.partitions !== undefined && stage.partitions !== o.partitions) {
+      throw new InvalidArgumentError(`cluster ${o.clusterName} has ${stage.partitions} partitions, --partitions gives ${o.partitions}`);
+    }
+    const units = status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
+    if (stage && units.length === stage.partitions && units.every((p) => p.state === 'running')) return stage.partitions;
+    if (Date.now() > deadline) {
+      throw new Error(`cluster ${o.clusterName}: ${stage ? `${units.filter((p) => p.state === 'running').length} of ${stage.partitions} partitions run` : 'no worker ever joined'} after ${Math.round((o.waitMs ?? 300_000) / 1000)} s; start workers with \`shardflow worker --web-index --cluster ${o.cluster}\``);
+    }
+    if (Date.now() - said > 10_000) {
+      o.say?.(`waiting for the workers of cluster ${o.clusterName} to run every partition (${stage ? `${units.filter((p) => p.state === 'running').length}/${stage.partitions} running` : 'no worker yet'})`);
+      said = Date.now();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -1,0 +1,97 @@
+// The web index on a cluster (issue #15): `shardflow worker --web-index` processes hold the
+// partitions, a client in this process ranks a graph through them (rankOnCluster: the load
+// through the broker, metric rounds asked through the broker), and the result equals a
+// one-process run: L1 <= 1e-6 to the reference and the same page, link and backlink counts.
+// Failures: a worker SIGKILLed during the rounds and during the load, a fourth worker joining
+// mid-job, a worker stopped past its lease (SIGSTOP) and resumed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { skipWithoutRedis } from './kit/cluster.js';
+import { until } from './kit/clusterRun.js';
+import { graphs } from './kit/datasets.js';
+import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndexCluster.js';
+
+const PARTITIONS = 6;
+const LEASE_MS = 3000;
+
+test('three workers rank polblogs and epa over Redis Streams: the one-process result', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    for (const dir of [graphs.polblogs, graphs.epa]) {
+      const expected = await rankCase(dir, PARTITIONS);
+      const result = await c.rank(expected);
+      assertClusterRank(result, expected);
+    }
+    await c.stopAll();
+  });
+});
+
+test('a worker SIGKILLed during the metric rounds: its partitions are owned again within the lease, the result is exact', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const expected = await rankCase(graphs.epa, PARTITIONS);
+    let killedAt: number | undefined;
+    let ownedAgain: Promise<number> | undefined;
+    const result = await c.rank(expected, {
+      onRound: (r) => {
+        if (r.round !== 3 || killedAt !== undefined) return;
+        killedAt = Date.now();
+        ws[0]!.child.kill('SIGKILL');
+        ownedAgain = c.allRunningOn(ws.slice(1), 30_000).then(() => Date.now() - killedAt!);
+      },
+    });
+    assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
+    assertClusterRank(result, expected);
+    const ms = await ownedAgain!;
+    assert.ok(ms <= LEASE_MS + 3 * (LEASE_MS / 4) + 2000, `owned again ${ms} ms after the SIGKILL (lease ${LEASE_MS} ms)`);
+    t.diagnostic(`partitions owned again ${ms} ms after the SIGKILL`);
+  });
+});
+
+test('a worker SIGKILLed during the load: the result is exact', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const expected = await rankCase(graphs.epa, PARTITIONS);
+    const job = c.rank(expected);
+    // The load is under way once an indexer applied a message of the loader: kill a worker then.
+    const client = await c.client();
+    await until('the load to start', async () => {
+      const reports = (await Promise.all(Array.from({ length: PARTITIONS }, (_, p) => client.ask('index', p, { kind: 'flow' })))) as Array<{ applied: Array<{ producer: string }> }>;
+      return reports.some((r) => r.applied.some((a) => a.producer.startsWith('loader/')));
+    }, 30_000);
+    ws[1]!.child.kill('SIGKILL');
+    assertClusterRank(await job, expected);
+  });
+});
+
+test('a fourth worker joins during the job; a worker stopped past its lease and resumed changes nothing that counts', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const expected = await rankCase(graphs.epa, PARTITIONS);
+    let joined: Promise<unknown> | undefined;
+    let stopped = false;
+    const result = await c.rank(expected, {
+      onRound: (r) => {
+        if (r.round === 2 && !joined) joined = c.startWorker('w4');
+        if (r.round === 4 && !stopped) {
+          stopped = true;
+          ws[2]!.child.kill('SIGSTOP');
+          setTimeout(() => ws[2]!.child.kill('SIGCONT'), 2 * LEASE_MS);
+        }
+      },
+    });
+    await joined;
+    assertClusterRank(result, expected);
+    const w4 = c.workers.find((w) => w.name === 'w4')!;
+    assert.ok(w4.events.some((e) => e.event.type === 'started'), 'the fourth worker took partitions');
+    assert.ok(ws[2]!.events.some((e) => e.event.type === 'fenced'), 'the stopped worker found its leases gone and stopped its partitions (fenced)');
+  });
+});

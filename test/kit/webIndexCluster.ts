@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { join, resolve } from 'node:path';
+import { clusterBrokerIdentity, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, type Broker, type BrokerIdentity, type ClusterClient, type ClusterStatus } from '../../src/index.js';
+import { MemoryBroker } from '../../src/runtime/brokers/index.js';
+import { readGraph, readScores, type WebGraph } from '../../src/replay/graphFile.js';
+import { l1Distance, rankGraph } from '../../src/jobs/rankGraph.js';
+import { rankOnCluster, type ClusterRankOptions, type ClusterRankResult } from '../../src/jobs/clusterRank.js';
+import { uniformWeights } from '../../src/actors/metrics/weights.js';
+import { WEB_INDEX_STAGE } from '../../src/topology/clusterProtocol.js';
+import { REDIS_URL, deleteKeys } from './cluster.js';
+import { spawnWorkerProcess, until, type WorkerProcess } from './clusterRun.js';
+import { memoryLogger, repoRoot, tempDir } from './datasets.js';
+
+/** A graph of test/data with its reference scores and the counts a one-process run stores. */
+export interface RankCase {
+  readonly graph: WebGraph;
+  readonly reference: Map<string, number>;
+  readonly counts: { readonly pages: number; readonly outlinks: number; readonly backlinks: number };
+}
+
+const cases = new Map<string, Promise<RankCase>>();
+
+/** Reads a graph folder and ranks it once in this process (memory broker): the counts a cluster run must equal. Cached per folder. */
+export function rankCase(dir: string, partitions: number): Promise<RankCase> {
+  const key = `${dir}/${partitions}`;
+  let c = cases.get(key);
+  if (!c) {
+    c = (async () => {
+      const graph = await readGraph(join(dir, 'pages.txt'), join(dir, 'links.tsv'));
+      const reference = new Map(await readScores(join(dir, 'pagerank.tsv')));
+      const d = tempDir('sf-wic-ref-');
+      try {
+        const r = await rankGraph({ graph, partitions, dataDir: d.dir, broker: new MemoryBroker(), weigh: uniformWeights, log: memoryLogger().log });
+        return { graph, reference, counts: { pages: r.pages, outlinks: r.outlinks, backlinks: r.backlinks } };
+      } finally {
+        d.cleanup();
+      }
+    })();
+    cases.set(key, c);
+  }
+  return c;
+}
+
+/**
+ * A web-index cluster on this machine for a test: `shardflow worker --web-index` processes
+ * (one shared data dir, this run's Redis key prefix and cluster name, broker scope of the
+ * cluster) and a client in the test process.
+ */
+export class WebIndexCluster {
+  readonly clusterName = `wic-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+  readonly keyPrefix = `sfc-wic-${process.pid}:`;
+  readonly identity: BrokerIdentity;
+  readonly workers: WorkerProcess[] = [];
+  readonly #dir = tempDir('sf-wic-');
+  #broker: Broker | undefined;
+  #client: ClusterClient | undefined;
+
+  constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL) {
+    this.identity = clusterBrokerIdentity(brokerSpec, this.clusterName);
+  }
+
+  get dataDir(): string {
+    return this.#dir.dir;
+  }
+
+  /** The arguments of `shardflow worker --web-index` for worker `name`. */
+  workerArgs(name: string): string[] {
+    return [
+      resolve(repoRoot, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(this.partitions),
+      '--cluster', REDIS_URL, '--cluster-name', this.clusterName, '--key-prefix', this.keyPrefix, '--broker', this.brokerSpec,
+      '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--json',
+    ];
+  }
+
+  /** Starts worker `name`; resolves once it joined. */
+  async startWorker(name: string): Promise<WorkerProcess> {
+    const w = spawnWorkerProcess(name, this.workerArgs(name));
+    this.workers.push(w);
+    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-800)})`, async () => w.id !== undefined || (w.child.exitCode !== null && Promise.reject(new Error(`worker ${name} exited ${w.child.exitCode}: ${w.stderr.slice(-1500)}`))), 60_000);
+    return w;
+  }
+
+  async broker(): Promise<Broker> {
+    this.#broker ??= await connectBroker(this.identity);
+    return this.#broker;
+  }
+
+  async client(): Promise<ClusterClient> {
+    this.#client ??= await connectClusterClient({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix, broker: await this.broker() });
+    return this.#client;
+  }
+
+  async status(): Promise<ClusterStatus> {
+    return clusterStatus({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix });
+  }
+
+  /** Resolves with the status once every partition runs on one of `live`. */
+  allRunningOn(live: readonly WorkerProcess[], timeoutMs = 60_000): Promise<ClusterStatus> {
+    const ids = new Set(live.map((w) => w.id));
+    return until(`every partition running on ${live.map((w) => w.name).join(', ')}`, async () => {
+      const s = await this.status();
+      const units = s.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
+      return units.length === this.partitions && units.every((p) => p.state === 'running' && ids.has(p.owner)) && s;
+    }, timeoutMs);
+  }
+
+  /** Ranks `c` on the cluster with a client in this process. */
+  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job' | 'signal'>> = {}): Promise<ClusterRankResult> {
+    return rankOnCluster({ client: await this.client(), broker: await this.broker(), partitions: this.partitions, graph: c.graph, log: memoryLogger().log, tolerance: 1e-9, ...options });
+  }
+
+  /** SIGTERMs every live worker and checks each exits 0. */
+  async stopAll(): Promise<void> {
+    const live = this.workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+    for (const w of live) w.child.kill('SIGTERM');
+    for (const w of live) assert.equal((await w.exited).code, 0, `worker ${w.name} exits 0 on SIGTERM (stderr: ${w.stderr.slice(-1500)})`);
+  }
+
+  /** Kills what still runs and removes this run's keys, broker scope and data dir. */
+  async close(): Promise<void> {
+    for (const w of this.workers) {
+      if (w.child.exitCode === null && w.child.signalCode === null) {
+        w.child.kill('SIGCONT');
+        w.child.kill('SIGKILL');
+        await w.exited;
+      }
+    }
+    await this.#client?.close();
+    await this.#broker?.close();
+    await deleteBrokerScope(this.identity).catch(() => undefined);
+    await deleteKeys(`${this.keyPrefix}${this.clusterName}:`);
+    this.#dir.cleanup();
+  }
+}
+
+/** Asserts a cluster run's result: converged, L1 <= 1e-6 to the reference, the one-process counts. */
+export function assertClusterRank(result: ClusterRankResult, c: RankCase): void {
+  assert.ok(result.converge.converged, 'converged');
+  const l1 = l1Distance(new Map(result.scores), c.reference);
+  assert.ok(l1 <= 1e-6, `L1 ${l1} to the reference`);
+  assert.deepEqual({ pages: result.pages, outlinks: result.outlinks, backlinks: result.backlinks }, c.counts, 'the counts of a one-process run');
+}
+
+/** Runs `body` on a fresh {@link WebIndexCluster}; prints the workers' stderr on failure; always cleans up. */
+export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string }, body: (c: WebIndexCluster) => Promise<void>): Promise<void> {
+  const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker);
+  try {
+    await body(c);
+  } catch (err) {
+    for (const w of c.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-2000)}`);
+    throw err;
+  } finally {
+    await c.close();
+  }
+}

@@ -6,9 +6,13 @@
 // mid-job, a worker stopped past its lease (SIGSTOP) and resumed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipWithoutRedis } from './kit/cluster.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { readScores } from '../src/replay/graphFile.js';
+import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
 import { until } from './kit/clusterRun.js';
-import { graphs } from './kit/datasets.js';
+import { graphs, repoRoot } from './kit/datasets.js';
 import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndexCluster.js';
 
 const PARTITIONS = 6;
@@ -95,3 +99,45 @@ test('a fourth worker joins during the job; a worker stopped past its lease and 
     assert.ok(ws[2]!.events.some((e) => e.event.type === 'fenced'), 'the stopped worker found its leases gone and stopped its partitions (fenced)');
   });
 });
+
+test('the rank client SIGKILLed mid-rounds and started again with the same command resumes the job: exact', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const expected = await rankCase(graphs.epa, PARTITIONS);
+    const out = join(c.dataDir, 'scores.tsv');
+    const args = [
+      resolve(repoRoot, 'bin/shardflow.mjs'), 'rank', '--cluster', REDIS_URL, '--cluster-name', c.clusterName, '--broker', c.brokerSpec,
+      '--key-prefix', c.keyPrefix, '--pages', join(graphs.epa, 'pages.txt'), '--links', join(graphs.epa, 'links.tsv'), '--out', out, '--log-level', 'info',
+    ];
+    // First client: killed once it logged round 3.
+    const first = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    const exited = new Promise<NodeJS.Signals | null>((r) => first.on('exit', (_code, signal) => r(signal)));
+    await new Promise<void>((done, fail) => {
+      first.stderr!.on('data', (d: Buffer) => {
+        log += d.toString('utf8');
+        if (/"round":3\b/.test(log)) {
+          first.kill('SIGKILL');
+          done();
+        }
+      });
+      void exited.then(() => fail(new Error(`the first client exited before round 3: ${log.slice(-2000)}`)));
+    });
+    assert.equal(await exited, 'SIGKILL');
+    assert.ok(!existsSync(out), 'the killed client wrote no scores');
+    // The same command again: resumes (load found applied, rounds numbered on) and finishes.
+    const again = spawnSync(process.execPath, args, { cwd: repoRoot, encoding: 'utf8', timeout: 240_000 });
+    assert.equal(again.status, 0, again.stderr.slice(-3000));
+    assert.match(again.stderr, /load found applied/);
+    assertClusterRank({ converge: { converged: true }, scores: [...(await readScores(out))], ...countsOf(again.stderr) }, expected);
+  });
+});
+
+/** The counts `shardflow rank` prints: `ranked P pages, L links, B backlinks`. */
+function countsOf(stderr: string): { pages: number; outlinks: number; backlinks: number } {
+  const m = /ranked (\d+) pages, (\d+) links, (\d+) backlinks/.exec(stderr);
+  assert.ok(m, `the summary line in: ${stderr.slice(-1000)}`);
+  return { pages: Number(m[1]), outlinks: Number(m[2]), backlinks: Number(m[3]) };
+}

@@ -23,13 +23,14 @@ export function rankCommand(setExit: (code: number) => void): Command {
       .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: every URL it names (as a page or a link target) gets the outlinks it gives (none for a target only), URLs it does not name are kept')
       .option('--cluster <url>', 'rank on the workers of a cluster (`shardflow worker --web-index`) coordinated by this Redis, as a client: no local partitions (docs/cluster.md)', clusterUrl)
       .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
+      .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
       .option('--job <name>', 'with --cluster: the job name (default: a digest of the graph, so that the same command started again resumes the job)'),
     { default: 'uniform', help: 'link weights: uniform (PageRank, damping 0.85, dangling mass spread uniformly), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       if (opts.cluster === undefined) {
-        for (const o of ['clusterName', 'job']) if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o === 'job' ? 'job' : 'cluster-name'} goes with --cluster`);
+        for (const [o, flag] of [['clusterName', '--cluster-name'], ['job', '--job'], ['keyPrefix', '--key-prefix']] as const) if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`${flag} goes with --cluster`);
       } else {
         for (const o of ['dataDir', 'update', 'chaos', 'inspectPort', 'weights']) {
           if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} does not apply with --cluster: the workers hold the partitions (their data dir, weights and console are theirs)`);
@@ -66,6 +67,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
           const result = await rankOnClusterCli({
             cluster: opts.cluster,
             clusterName: opts.clusterName ?? WEB_INDEX_CLUSTER,
+            keyPrefix: opts.keyPrefix,
             broker: opts.broker,
             graph: () => {
               const g = graph!;

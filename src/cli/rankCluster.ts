@@ -12,6 +12,8 @@ export const WEB_INDEX_CLUSTER = 'web-index';
 export interface ClusterRankCliOptions {
   readonly cluster: string;
   readonly clusterName: string;
+  /** Prefix of the cluster's Redis keys (default `sfc:`). */
+  readonly keyPrefix?: string;
   /** Broker spec; topics under the cluster's scope (`clusterBrokerIdentity`). */
   readonly broker: string;
   readonly graph: () => WebGraph | Promise<WebGraph>;
@@ -40,7 +42,7 @@ export async function rankOnClusterCli(o: ClusterRankCliOptions): Promise<Cluste
   const broker = await connectBroker(clusterBrokerIdentity(o.broker, o.clusterName));
   let client: ClusterClient | undefined;
   try {
-    client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker });
+    client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker, ...(o.keyPrefix !== undefined ? { keyPrefix: o.keyPrefix } : {}) });
     const partitions = await waitForPartitions(client, o);
     return await rankOnCluster({
       client, broker, partitions, graph: o.graph, log: o.log,

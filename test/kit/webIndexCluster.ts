@@ -134,7 +134,7 @@ export class WebIndexCluster {
 }
 
 /** Asserts a cluster run's result: converged, L1 <= 1e-6 to the reference, the one-process counts. */
-export function assertClusterRank(result: ClusterRankResult, c: RankCase): void {
+export function assertClusterRank(result: Pick<ClusterRankResult, 'scores' | 'pages' | 'outlinks' | 'backlinks'> & { readonly converge: { readonly converged: boolean } }, c: RankCase): void {
   assert.ok(result.converge.converged, 'converged');
   const l1 = l1Distance(new Map(result.scores), c.reference);
   assert.ok(l1 <= 1e-6, `L1 ${l1} to the reference`);

@@ -56,6 +56,8 @@ export type { PartitionHost, PartitionHostOptions, HostedPartition } from './run
 export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
 export { recordOwnerEpoch, readOwnerEpoch, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';
 export { stopWhenFenced, onFenced } from './runtime/topology/fencedSupervision.js';
+export { spawningSupervisor } from './runtime/topology/spawningSupervisor.js';
+export type { SpawningSupervisorMessage } from './runtime/topology/spawningSupervisor.js';
 export type { ClusterApplication, ApplicationHost, ApplicationHostOptions } from './cluster/application.js';
 /* Quiet detection across processes, from the stores' stream bookkeeping (Mattern's four counters) */
 export { readStreamFlow, unappliedStreams, sameStreamFlow, waitStreamsQuiet } from './runtime/stream/flowReport.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { topic, topicName, type Broker, type Producer, type Topic } from '../runtime/brokers/index.js';
-import { hostOf, producerId, sequence, type FlowCounters, type PartitionId } from '../index.js';
+import { hostOf, producerId, sequence, type FlowCounters, type PartitionId, type SentStream } from '../index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import type { WebGraph } from '../replay/graphFile.js';
@@ -29,9 +29,11 @@ export function graphPage(url: string, targets: readonly string[], fetchedAt = 0
  * iterated (at most 64 results per partition are held), so a generator loads a graph
  * without materialising every fetch result first. Counts what it sends in `counters` so
  * that quiescence detection waits for it.
+ * @returns what it sent per topic (its producer name, the topic, the next sequence), the
+ *   external streams of quiet detection across processes (`waitStreamsQuiet`)
  * @throws whatever the broker's `send` throws (the failed send is taken back from `counters`)
  */
-export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>): Promise<void> {
+export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>): Promise<SentStream[]> {
   const name = producerId(`loader/${randomUUID()}`);
   const open = new Map<PartitionId, { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }>();
   const flush = async (out: { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }) => {
@@ -53,6 +55,7 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
       if (out.pending.length >= PAGES_PER_MESSAGE) await flush(out);
     }
     for (const out of open.values()) if (out.pending.length > 0) await flush(out);
+    return [...open.values()].map((out) => ({ producer: name, topic: topicName(out.topic), next: out.seq }));
   } catch (err) {
     failed = true;
     throw err;

@@ -104,29 +104,31 @@ export function partitionActor(env: PartitionEnv, options: PartitionOptions): Be
     kind: 'partition',
     async start(ctx) {
       const store = await env.store.acquire();
-      if (env.fence) {
-        try {
+      // A start that fails (a refused epoch, or a stop that ended the incarnation while it
+      // ran) gets no stop(): give the store back here, or it stays open.
+      try {
+        if (env.fence) {
           env.fence.check();
           await recordOwnerEpoch(store, env.fence.epoch, ColumnFamilies.meta);
-        } catch (err) {
-          await env.store.release();
-          throw err;
         }
+        const childStrategy = options.childStrategy ?? defaultChildStrategy;
+        const supervision = env.fence ? onFenced(childStrategy, 'escalate') : childStrategy;
+        const mailbox = { capacity: 256 };
+        // Unbounded: the backlinks actor awaits its pokes, and a bounded mailbox full of pokes
+        // while the policy restarts would block it (and a partition stop behind it). Pokes are
+        // the only unbounded source (fetch results are bounded by the consumer's unacked
+        // limit), and the first one drains `pending`, so the rest are cheap no-ops.
+        const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision }) : undefined;
+        ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping, ...(options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: options.maxOutlinksPerPage } : {}) }), { supervision, mailbox });
+        ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
+        ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
+        const gcOptions = { ...(options.crawl ? {} : { intervalMs: Infinity }), ...options.gc, damping: options.damping, ...(policy ? { crawlPolicy: policy } : {}) };
+        ctx.spawn('gc', gc(env, gcOptions), { supervision, mailbox: { capacity: 64 } });
+        ctx.spawn('reader', readerActor(env), { supervision, mailbox: { capacity: 1024 } });
+      } catch (err) {
+        await env.store.release();
+        throw err;
       }
-      const childStrategy = options.childStrategy ?? defaultChildStrategy;
-      const supervision = env.fence ? onFenced(childStrategy, 'escalate') : childStrategy;
-      const mailbox = { capacity: 256 };
-      // Unbounded: the backlinks actor awaits its pokes, and a bounded mailbox full of pokes
-      // while the policy restarts would block it (and a partition stop behind it). Pokes are
-      // the only unbounded source (fetch results are bounded by the consumer's unacked
-      // limit), and the first one drains `pending`, so the rest are cheap no-ops.
-      const policy = options.crawl ? ctx.spawn('crawl-policy', crawlPolicy(env, options.crawlPolicy), { supervision }) : undefined;
-      ctx.spawn('indexer', indexer(env, { weigh: options.weigh, damping: options.damping, teleport: 1 - options.damping, ...(options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: options.maxOutlinksPerPage } : {}) }), { supervision, mailbox });
-      ctx.spawn('backlinks', backlinks(env, { weigh: options.weigh, ...(policy ? { crawlPolicy: policy } : {}) }), { supervision, mailbox });
-      ctx.spawn('metrics', metricActor(env), { supervision, mailbox });
-      const gcOptions = { ...(options.crawl ? {} : { intervalMs: Infinity }), ...options.gc, damping: options.damping, ...(policy ? { crawlPolicy: policy } : {}) };
-      ctx.spawn('gc', gc(env, gcOptions), { supervision, mailbox: { capacity: 64 } });
-      ctx.spawn('reader', readerActor(env), { supervision, mailbox: { capacity: 1024 } });
     },
     receive() {},
     async stop() {

@@ -58,6 +58,13 @@ export type { PartitionUnit, ClusterStage } from './cluster/units.js';
 export { startPartitionHost } from './runtime/topology/partitionHost.js';
 export type { PartitionHost, PartitionHostOptions, HostedPartition } from './runtime/topology/partitionHost.js';
 export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
+export { recordOwnerEpoch, readOwnerEpoch, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';
+export { stopWhenFenced, onFenced } from './runtime/topology/fencedSupervision.js';
+export { spawningSupervisor } from './runtime/topology/spawningSupervisor.js';
+export type { SpawningSupervisorMessage } from './runtime/topology/spawningSupervisor.js';
+/* Quiet detection across processes, from the stores' stream bookkeeping (Mattern's four counters) */
+export { readStreamFlow, unappliedStreams, sameStreamFlow, waitStreamsQuiet } from './runtime/stream/flowReport.js';
+export type { StreamFlowReport, OutboxFlow, ConsumerFlow, SentStream, StreamReceiver, UnappliedOptions, UnappliedStream, WaitQuietOptions, QuietReport } from './runtime/stream/flowReport.js';
 
 /* Codecs and partitioning */
 export { msgpackCodec } from './runtime/codec.js';
@@ -152,7 +159,7 @@ export { PayloadTooLargeError, InvalidUrlError, JobInterruptedError, MailboxFull
  */
 export { StreamMarks } from './runtime/stream/appliedMarks.js';
 export type { MarkVerdict } from './runtime/stream/appliedMarks.js';
-export { StreamOutbox } from './runtime/stream/outbox.js';
+export { StreamOutbox, outboxProducerKey } from './runtime/stream/outbox.js';
 export type { StreamOutboxOptions } from './runtime/stream/outbox.js';
 export { StreamColumnFamilies } from './runtime/stream/reserved.js';
 export type { StreamColumnFamilyNames } from './runtime/stream/reserved.js';

@@ -55,8 +55,8 @@ test('a partition keeps bounded per-round state however many metric rounds ran, 
         assert.ok(numbered[0]! >= 16, `p${p}: rounds before ${numbered[0]} pruned`);
         assert.equal(numbered.length, rounds - numbered[0]! + 1, `p${p}: one entry per round from ${numbered[0]} to ${rounds}`);
         assert.deepEqual(meta.filter((k) => k.startsWith('expected/')), [], `p${p}: every round committed, no expected count left`);
-        // Besides the exactly-once marks and sequences (one per producer and topic): fixed keys only.
-        const perRound = meta.filter((k) => !k.startsWith('applied/') && !k.startsWith('seq/'));
+        // Besides the exactly-once marks, sequences and producer names (one per producer, topic and outbox): fixed keys only.
+        const perRound = meta.filter((k) => !k.startsWith('applied/') && !k.startsWith('seq/') && !k.startsWith('producer/'));
         assert.deepEqual(perRound.sort(), ['hosts-total', 'last-report', 'last-round'], `p${p}: meta holds ${meta.join(', ')}`);
       } finally {
         await store.close();

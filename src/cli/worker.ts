@@ -1,8 +1,12 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import {
-  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type WorkerEvent,
+  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
-import { cliLogger, positiveInt } from './options.js';
+import { cliLogger, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt } from './options.js';
+import { webIndexApplication } from '../topology/webIndexApplication.js';
+import { weightFunction } from '../actors/metrics/weights.js';
 
 /** Parses `--cluster`: a `redis://` URL. @throws commander's InvalidArgumentError */
 export function clusterUrl(value: string): string {
@@ -36,7 +40,10 @@ function eventLine(e: WorkerEvent): string {
 }
 
 interface WorkerCliOptions {
-  topology: string;
+  topology?: string;
+  webIndex: boolean;
+  partitions: number;
+  weights: string;
   export?: string;
   cluster: string;
   clusterName?: string;
@@ -59,8 +66,11 @@ interface WorkerCliOptions {
  */
 export function workerCommand(setExit: (code: number) => void): Command {
   return new Command('worker')
-    .description('run the partitions the cluster assigns to this process, for a topology module, until SIGTERM/SIGINT (hands them back, exits 0)')
-    .requiredOption('--topology <module>', '(required) an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
+    .description('run the partitions the cluster assigns to this process, for a topology module or the web index, until SIGTERM/SIGINT (hands them back, exits 0)')
+    .option('--topology <module>', 'an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
+    .option('--web-index', 'run web-index partitions instead of a topology module (clients: `shardflow rank --cluster`); cluster name default web-index', false)
+    .option('--partitions <n>', `with --web-index: the cluster's partitions (1..${MAX_PARTITIONS}; every worker gives the same)`, partitionCount, 16)
+    .option('--weights <name>', 'with --web-index: link weights, uniform, reasonable or a weight table .json (every worker gives the same)', parseWeights, 'uniform')
     .option('--export <name>', 'use this named export of the module instead of the default export')
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
     .option('--cluster-name <name>', "the cluster to join (default: the topology's or application's name)", clusterName)
@@ -78,7 +88,8 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts: WorkerCliOptions) => {
-      const application = await loadClusterApplication(opts.topology, opts.export);
+      if ((opts.topology === undefined) === !opts.webIndex) throw new InvalidArgumentError('give --topology MODULE or --web-index (one of them)');
+      const application = opts.webIndex ? webIndexWorkerApplication(opts) : await loadClusterApplication(opts.topology!, opts.export);
       if (opts.clusterName === undefined && !CLUSTER_NAME.test(application.name)) {
         throw new InvalidArgumentError(`the topology's name ${JSON.stringify(application.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
       }
@@ -138,4 +149,14 @@ export function workerCommand(setExit: (code: number) => void): Command {
       await broker.close();
       setExit(code);
     });
+}
+
+/**
+ * The web index as the application of `shardflow worker --web-index`: its partitions, link
+ * weights (a weight table is labelled by a digest of its file, so workers given different
+ * tables are refused) and a pino logger at `--log-level`.
+ */
+function webIndexWorkerApplication(opts: WorkerCliOptions): ClusterApplication {
+  const weightsLabel = opts.weights.endsWith('.json') ? `table:${createHash('sha256').update(readFileSync(opts.weights)).digest('hex').slice(0, 16)}` : opts.weights;
+  return webIndexApplication({ partitions: opts.partitions, weigh: weightFunction(opts.weights), weightsLabel, log: cliLogger(opts.logLevel) });
 }

@@ -12,6 +12,12 @@ export interface ClusterStage {
   readonly name: string;
   readonly namespace: string;
   readonly partitions: number;
+  /**
+   * What else every worker must run alike, as text (e.g. the web index's link weights and
+   * damping factor): recorded with the stages by the first worker, so a worker configured
+   * otherwise is refused at start instead of computing something else. Absent: nothing.
+   */
+  readonly config?: string;
 }
 
 /** The name of a unit in Redis keys and reports: `<stage>/<partition>` (stage names have no `/`). */

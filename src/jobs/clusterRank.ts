@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Broker } from '../runtime/brokers/index.js';
-import { FlowCounters, systemClock, type Clock } from '../index.js';
+import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
+import { Namespaces } from '../actors/namespaces.js';
+import { FlowCounters, partitionId, systemClock, type Clock, type SentStream } from '../index.js';
 import { sumCounts, type MetricMessage, type PartitionCounts } from '../actors/metrics/metricActor.js';
 import { collectScores, converge, type ConvergeResult, type MetricEndpoint, type RoundSummary } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { WEB_INDEX_STAGE, type WebIndexRequest } from '../topology/clusterProtocol.js';
 import type { WebGraph } from '../replay/graphFile.js';
-import { graphPages, publishFetches, type LoadedStream } from './graphLoader.js';
-import { waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
+import { graphPages, PAGES_PER_MESSAGE, publishFetches } from './graphLoader.js';
+import { appliedMark, collectFlow, waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
 import { aborted, raceStops } from './watchdog.js';
 
 /** Options of {@link rankOnCluster}. */
@@ -94,6 +95,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
   const clock = options.clock ?? systemClock;
   const damping = options.damping ?? 0.85;
   const stop = aborted(options.signal);
+  const quiet = { clock, ...(options.signal ? { signal: options.signal } : {}) };
   const ask = (p: number, request: WebIndexRequest) => options.client.ask(WEB_INDEX_STAGE, p, request);
   const all = (request: WebIndexRequest) => Promise.all(Array.from({ length: options.partitions }, (_, p) => ask(p, request)));
   const metrics: MetricEndpoint[] = Array.from({ length: options.partitions }, (_, p) => (message: MetricMessage) => ask(p, { kind: 'metrics', message }));
@@ -103,12 +105,12 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     const producer = `loader/${job}`;
     const t0 = performance.now();
     const partitioner = hostPartitioner(options.partitions);
-    // What a load of this graph sends: one message per 64 pages of a partition, sequences from 0.
+    // What a load of this graph sends: one message per PAGES_PER_MESSAGE pages of a partition, sequences from 0.
     const perPartition = new Array<number>(options.partitions).fill(0);
     for (const url of graph.pages) perPartition[partitioner.forUrl(url)]!++;
-    const loader: LoadedStream[] = perPartition.flatMap((n, p) => (n > 0 ? [{ producer, topic: `fetches/${p}`, next: Math.ceil(n / 64) }] : []));
-    const loaded = await waitClusterQuiet(options.client, options.partitions, [], clock, { once: true });
-    const loadSkipped = loader.every((s) => loaded.applied(s) >= s.next - 1);
+    const loader: SentStream[] = perPartition.flatMap((n, p) => (n > 0 ? [{ producer, topic: topicName(topic(Namespaces.fetches, partitionId(p))), next: Math.ceil(n / PAGES_PER_MESSAGE) }] : []));
+    const found = await collectFlow(options.client, options.partitions);
+    const loadSkipped = loader.every((s) => appliedMark(found, s) >= s.next - 1);
     if (loadSkipped) {
       options.log.info({ job }, 'the load of this job is applied already: resuming at the metric rounds');
     } else {
@@ -116,7 +118,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
       await publishFetches(options.broker, partitioner, new FlowCounters(), graphPages(graph), producer);
     }
     graph = undefined;
-    await waitClusterQuiet(options.client, options.partitions, loader, clock);
+    await waitClusterQuiet(options.client, options.partitions, loader, quiet);
     const loadSeconds = (performance.now() - t0) / 1000;
     options.onLoaded?.(loadSeconds);
     const t1 = performance.now();
@@ -137,7 +139,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     });
     const convergeSeconds = (performance.now() - t1) / 1000;
     if (result.converged) await all({ kind: 'metrics', message: { type: 'index-hosts', now: Date.now() } });
-    await waitClusterQuiet(options.client, options.partitions, loader, clock);
+    await waitClusterQuiet(options.client, options.partitions, loader, quiet);
     const scores = await collectScores(metrics);
     return { job, scores, converge: result, loadSeconds, convergeSeconds, loadSkipped, ...(await counts()) };
   };

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { topic, topicName, type Broker, type Producer, type Topic } from '../runtime/brokers/index.js';
-import { hostOf, producerId, sequence, type FlowCounters, type PartitionId } from '../index.js';
+import { hostOf, producerId, sequence, type FlowCounters, type PartitionId, type SentStream } from '../index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import type { WebGraph } from '../replay/graphFile.js';
 import { fetchCodec, type FetchResult, type Outlink } from '../actors/messages.js';
 
-const PAGES_PER_MESSAGE = 64;
+/** Fetch results per `fetches` message of a loader. */
+export const PAGES_PER_MESSAGE = 64;
 
 /**
  * A page of a graph file as a fetch result: status 200 with its distinct outlinks (no HTML),
@@ -23,13 +24,6 @@ export function graphPage(url: string, targets: readonly string[], fetchedAt = 0
   return { url, status: 200, fetchedAt, outlinks };
 }
 
-/** One stream a loader sent: producer, topic name and the next sequence (so `next - 1` is the last one sent). */
-export interface LoadedStream {
-  readonly producer: string;
-  readonly topic: string;
-  readonly next: number;
-}
-
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), 64 per message,
  * in order per partition, as producer `producer` (default: a fresh `loader/<uuid>`), with
@@ -40,10 +34,11 @@ export interface LoadedStream {
  * The same results in the same order under the same producer name give the same messages
  * and sequences: a loader started again after a crash (a cluster client resuming its job)
  * sends them again and the indexers skip what they applied (their applied marks).
- * @returns the streams sent, one per topic
+ * @returns the streams sent, one per topic: the external streams of quiet detection across
+ *   processes (`waitStreamsQuiet`)
  * @throws whatever the broker's `send` throws (the failed send is taken back from `counters`)
  */
-export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>, producer?: string): Promise<LoadedStream[]> {
+export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>, producer?: string): Promise<SentStream[]> {
   const name = producerId(producer ?? `loader/${randomUUID()}`);
   const open = new Map<PartitionId, { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }>();
   const flush = async (out: { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }) => {

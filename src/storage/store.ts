@@ -46,6 +46,14 @@ export interface StoreOptions {
   resources?: SharedResources;
   /** Default true. */
   createIfMissing?: boolean;
+  /**
+   * Called synchronously before every write (`put`, `merge`, `delete`, `write` of a batch);
+   * what it throws rejects that write and nothing of it is written. A fenced partition passes
+   * its lease check (`PartitionFence.check`), so that no actor sharing the store commits
+   * after the lease is lost, whatever its commit path. Reads, `flush`, compaction and
+   * checkpoints are not guarded. Default: none.
+   */
+  writeGuard?: () => void;
 }
 
 export interface WriteOptions {
@@ -79,9 +87,11 @@ export class Store {
   readonly path: string;
   #closed = false;
   readonly #group: WriteGroup;
+  readonly #guard: (() => void) | undefined;
 
-  private constructor(native: NativeStore, path: string, names: string[]) {
+  private constructor(native: NativeStore, path: string, names: string[], guard: (() => void) | undefined) {
     this.#native = native;
+    this.#guard = guard;
     this.path = path;
     this.#cfIndex = new Map(names.map((n, i) => [n, i]));
     this.#group = new WriteGroup(
@@ -108,7 +118,7 @@ export class Store {
       ...(options.resources ? { resources: options.resources.native } : {}),
       columnFamilies,
     });
-    return new Store(native, options.path, names);
+    return new Store(native, options.path, names, options.writeGuard);
   }
 
   /** Declared column family names (including "default"). */
@@ -157,13 +167,15 @@ export class Store {
    * earlier one is on the libuv pool go down together in one write batch when it ends
    * (src/storage/internal/writeGroup.ts). Each resolves once applied; order is kept.
    * @throws InvalidArgumentError (as a rejection) for an undeclared family or a value that
-   *   is not a Uint8Array; StoreClosedError after close().
+   *   is not a Uint8Array; StoreClosedError after close(); what the `writeGuard` throws.
    */
   put(cf: string, key: Key, value: Uint8Array, opts?: WriteOptions): Promise<void> {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
     if (this.#closed) return Promise.reject(new StoreClosedError());
     if (!(value instanceof Uint8Array)) return Promise.reject(new InvalidArgumentError('values must be Uint8Arrays'));
+    const refused = this.#refused();
+    if (refused) return refused;
     const sync = opts?.sync === true;
     return this.#group.submit(() => this.#native.put(i, key, value, sync), (b) => b.put(i, key, value), sync);
   }
@@ -174,6 +186,8 @@ export class Store {
     if (i < 0) return this.#unknownCf(cf);
     if (this.#closed) return Promise.reject(new StoreClosedError());
     if (!(operand instanceof Uint8Array)) return Promise.reject(new InvalidArgumentError('operands must be Uint8Arrays'));
+    const refused = this.#refused();
+    if (refused) return refused;
     const sync = opts?.sync === true;
     return this.#group.submit(() => this.#native.merge(i, key, operand, sync), (b) => b.merge(i, key, operand), sync);
   }
@@ -183,6 +197,8 @@ export class Store {
     const i = this.#cf(cf);
     if (i < 0) return this.#unknownCf(cf);
     if (this.#closed) return Promise.reject(new StoreClosedError());
+    const refused = this.#refused();
+    if (refused) return refused;
     const sync = opts?.sync === true;
     return this.#group.submit(() => this.#native.delete(i, key, sync), (b) => b.delete(i, key), sync);
   }
@@ -215,9 +231,12 @@ export class Store {
    * Applies the batch atomically across column families; takes its operations (no copy): the
    * batch is empty afterwards, reusable at once.
    * @throws (as a rejection) StoreBusyError for an `IndexedWriteBatch` with a read in flight
-   *   (nothing is written); StoreClosedError, StoreIOError
+   *   (nothing is written); StoreClosedError, StoreIOError; what the `writeGuard` throws
+   *   (nothing is written, the batch keeps its operations)
    */
   write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
+    const refused = this.#refused();
+    if (refused) return refused;
     return this.#native.write(batch.native, opts?.sync === true);
   }
 
@@ -308,6 +327,17 @@ export class Store {
     this.#closed = true;
     await this.#group.drained();
     return this.#native.close();
+  }
+
+  /** The write guard's error as a rejection, or undefined when it lets the write go. */
+  #refused(): Promise<never> | undefined {
+    if (!this.#guard) return undefined;
+    try {
+      this.#guard();
+      return undefined;
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   #cf(name: string): number {

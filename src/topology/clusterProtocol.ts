@@ -1,4 +1,6 @@
+import type { StreamReceiver } from '../index.js';
 import type { MetricMessage } from '../actors/metrics/metricActor.js';
+import { Namespaces } from '../actors/namespaces.js';
 
 /**
  * The one stage of the web index as a cluster application: a unit of ownership is a whole
@@ -20,3 +22,25 @@ export type WebIndexRequest =
   | { readonly kind: 'metrics'; readonly message: MetricMessage }
   | { readonly kind: 'flow' }
   | { readonly kind: 'republish-links' };
+
+/** The consumer (marks name) of each web-index namespace: the actor that applies its topics. */
+const CONSUMER_OF: Readonly<Record<string, string>> = Object.freeze({
+  [Namespaces.fetches]: 'indexer',
+  [Namespaces.links]: 'backlinks',
+  [Namespaces.metrics]: 'metrics',
+  [Namespaces.crawlRequests]: 'crawl-policy',
+});
+
+/**
+ * Who receives a web-index topic, for `unappliedStreams` / `waitStreamsQuiet` over the
+ * partitions' `flow` reports in partition order: topic `<namespace>/<q>` is applied by
+ * partition q's actor of that namespace (`fetches`: indexer, `links`: backlinks, `metrics`:
+ * metrics, `crawl-requests`: crawl-policy).
+ * @returns undefined for a topic of another namespace
+ */
+export function webIndexStreamReceiver(topicName: string): StreamReceiver | undefined {
+  const slash = topicName.lastIndexOf('/');
+  const consumer = CONSUMER_OF[topicName.slice(0, slash)];
+  const report = Number(topicName.slice(slash + 1));
+  return consumer === undefined || !Number.isInteger(report) ? undefined : { report, consumer };
+}

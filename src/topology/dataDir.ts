@@ -338,6 +338,29 @@ function partitionFolders(path: string): number[] {
 }
 
 /**
+ * Checks the shape recorded in a partition store's `meta` (SHAPE_KEY) against `expected`
+ * (partition, partition count, partitioner), or records `expected` in a store that has none.
+ * @param dir the store's folder, for the message
+ * @returns the id of the data dir the store was created in, as recorded (undefined when none was)
+ * @throws DataDirError when the store was written as another partition, count or partitioner;
+ *   the store's errors
+ */
+export async function checkPartitionShape(store: Store, dir: string, expected: PartitionShape): Promise<string | undefined> {
+  const stored = await store.get(ColumnFamilies.meta, SHAPE_KEY);
+  if (!stored) {
+    await store.put(ColumnFamilies.meta, SHAPE_KEY, packr.pack(expected satisfies PartitionShape));
+    return undefined;
+  }
+  const shape = packr.unpack(stored) as PartitionShape;
+  if (shape.partition !== expected.partition || shape.partitions !== expected.partitions || shape.partitioner !== expected.partitioner) {
+    throw new DataDirError(
+      `partition store p${expected.partition} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${expected.partition} of ${expected.partitions} (${expected.partitioner}): the data dir was assembled from other data dirs, or re-partitioned by hand`,
+    );
+  }
+  return shape.dataDir;
+}
+
+/**
  * Opens each partition store in turn (one at a time: RocksDB allows one instance of a
  * directory per process), checks or writes its shape in `meta`, calls `visit`, closes it.
  * `id` is the data dir's (its record's); without one (a record lost, or written before
@@ -357,26 +380,16 @@ async function forEachStore(path: string, options: DataDirOpenOptions, id: strin
       throw new DataDirError(`partition store p${p} (${dir}) does not open: ${why}. Restore it, or give a fresh --data-dir.`, { cause: err });
     }
     try {
-      const expected: PartitionShape = { partition: p, partitions: options.partitions, partitioner: options.partitioner };
-      const stored = await store.get(ColumnFamilies.meta, SHAPE_KEY);
-      if (stored) {
-        const shape = packr.unpack(stored) as PartitionShape;
-        if (shape.partition !== p || shape.partitions !== options.partitions || shape.partitioner !== options.partitioner) {
+      const expected: PartitionShape = { partition: p, partitions: options.partitions, partitioner: options.partitioner, ...(id ? { dataDir: id } : {}) };
+      const storedDataDir = await checkPartitionShape(store, dir, expected);
+      if (storedDataDir !== undefined) {
+        if (owner !== undefined && storedDataDir !== owner) {
           throw new DataDirError(
-            `partition store p${p} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${p} of ${options.partitions} (${options.partitioner}): the data dir was assembled from other data dirs, or re-partitioned by hand`,
+            `partition store p${p} (${dir}) was created in another data dir (id ${storedDataDir}, not ${owner}): the data dir was assembled from other data dirs. ` +
+              'Its metric state belongs to another run, so it cannot go on with the others: restore this data dir\'s own p' + p + ', or give a fresh --data-dir.',
           );
         }
-        if (shape.dataDir !== undefined) {
-          if (owner !== undefined && shape.dataDir !== owner) {
-            throw new DataDirError(
-              `partition store p${p} (${dir}) was created in another data dir (id ${shape.dataDir}, not ${owner}): the data dir was assembled from other data dirs. ` +
-                'Its metric state belongs to another run, so it cannot go on with the others: restore this data dir\'s own p' + p + ', or give a fresh --data-dir.',
-            );
-          }
-          owner = shape.dataDir;
-        }
-      } else {
-        await store.put(ColumnFamilies.meta, SHAPE_KEY, packr.pack({ ...expected, ...(id ? { dataDir: id } : {}) } satisfies PartitionShape));
+        owner = storedDataDir;
       }
       await visit(store);
     } finally {

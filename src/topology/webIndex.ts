@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/index.js';
 import { SharedResources } from '../storage/index.js';
@@ -7,7 +6,6 @@ import { ActorStoppedError, ActorSystem, FlowCounters, partitionId, SupervisorSt
 import { Namespaces } from '../actors/namespaces.js';
 import { hostPartitioner, type Partitioner } from '../actors/partition/hostPartitioner.js';
 import { aborted, raceStops } from './abortable.js';
-import { PartitionStoreHandle } from '../actors/partition/partitionStore.js';
 import type { PartitionEnv } from '../actors/partition/env.js';
 import type { CrawlPolicyMessage } from '../actors/crawlPolicy/crawlPolicy.js';
 import { unthrottled, type CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
@@ -19,9 +17,7 @@ import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetc
 import type { MetricMessage, PartitionCounts } from '../actors/metrics/metricActor.js';
 import { askWithRetry, collectScores, converge, localMetricEndpoint, type ConvergeOptions, type ConvergeResult } from '../actors/metrics/coordinator.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
-import { partitionActor } from './partition.js';
-import { Mutex } from 'async-mutex';
-import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
+import { partitionActor, partitionEnv, partitionSupervision } from './partition.js';
 import type { HostIndexTotal } from '../actors/partition/schema.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
@@ -171,19 +167,8 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   });
   const crawling = (options.crawlers ?? 0) > 0;
   mkdirSync(options.dataDir, { recursive: true });
-  const envs: PartitionEnv[] = [];
-  for (let p = 0; p < options.partitions; p++) {
-    envs.push({
-      partition: partitionId(p),
-      partitioner,
-      broker,
-      store: new PartitionStoreHandle(join(options.dataDir, `p${p}`), resources),
-      counters,
-      log: options.log.child({ partition: p }),
-      graphLock: new Mutex(),
-      adjacency: new AdjacencyCache(partitioner),
-    });
-  }
+  const shared = { partitioner, broker, counters, resources, log: options.log, dataDir: options.dataDir };
+  const envs: PartitionEnv[] = Array.from({ length: options.partitions }, (_, p) => partitionEnv(shared, p));
   if (options.repair) {
     // Step 1 of the repair, before any actor opens an outbox or consumes: local, per store.
     try {
@@ -203,10 +188,9 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     }
   }
   const fetcher = crawling ? new HttpFetcher(options.fetcher ?? {}) : undefined;
-  const partitionStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
   system.supervise(
     'partitions',
-    partitionStrategy,
+    partitionSupervision,
     envs.map((env) => ({
       name: `p${env.partition}`,
       behavior: partitionActor(env, {

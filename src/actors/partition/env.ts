@@ -1,5 +1,5 @@
 import type { Broker } from '../../runtime/brokers/index.js';
-import type { FlowCounters, PartitionId } from '../../index.js';
+import type { FlowCounters, PartitionFence, PartitionId } from '../../index.js';
 import type { Partitioner } from './hostPartitioner.js';
 import type { Logger } from 'pino';
 import type { Mutex } from 'async-mutex';
@@ -26,4 +26,11 @@ export interface PartitionEnv {
   readonly graphLock: Mutex;
   /** Compact read cache of `outlinks` for metric rounds; writers of `outlinks` invalidate it. */
   readonly adjacency: AdjacencyCache;
+  /**
+   * The cluster ownership the partition runs under (`webIndexApplication`); undefined in one
+   * process (`startWebIndex`). With it, the store refuses every write once `check` throws
+   * (`PartitionStoreHandle`'s write guard), every outbox publishes under its epoch and checks
+   * it before each send, and the partition records the epoch in `meta` at each start.
+   */
+  readonly fence?: PartitionFence;
 }

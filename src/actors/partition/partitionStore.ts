@@ -16,8 +16,11 @@ export class PartitionStoreHandle {
   /**
    * @param path directory of the store (created if missing)
    * @param resources block cache and write-buffer manager shared by all stores of the process
+   * @param options.writeGuard run before every write of every actor through this handle
+   *   (`StoreOptions.writeGuard`): a cluster partition passes its fence's `check`, so that
+   *   none of its actors commits once the lease is lost, whatever its commit path
    */
-  constructor(readonly path: string, readonly resources?: SharedResources) {}
+  constructor(readonly path: string, readonly resources?: SharedResources, readonly options: { readonly writeGuard?: () => void } = {}) {}
 
   /** Opens the store if needed. @throws the store's open errors (corruption, I/O, unknown merge operator). */
   async acquire(): Promise<Store> {
@@ -29,6 +32,7 @@ export class PartitionStoreHandle {
         path: this.path,
         columnFamilies: partitionColumnFamilies(),
         ...(this.resources ? { resources: this.resources } : {}),
+        ...(this.options.writeGuard ? { writeGuard: this.options.writeGuard } : {}),
       });
       this.#store = opening;
       opening.catch(() => { if (this.#store === opening) this.#store = undefined; });

@@ -16,7 +16,9 @@ export const PARTITION_STREAM_FAMILIES: StreamColumnFamilyNames = Object.freeze(
 /**
  * Opens the transactional outbox of actor `owner` (e.g. `indexer`) in its partition's store,
  * as broker producer `<owner>@<partition>`, and publishes what a previous incarnation left.
- * @throws the store's and the broker's errors
+ * Under a cluster fence (`env.fence`) its sequences carry the fence's epoch and each send
+ * checks the fence first.
+ * @throws the store's and the broker's errors; FencedError from the fence
  */
 export function openPartitionOutbox(env: PartitionEnv, store: Store, owner: string): Promise<StreamOutbox> {
   return StreamOutbox.open({
@@ -26,6 +28,7 @@ export function openPartitionOutbox(env: PartitionEnv, store: Store, owner: stri
     producer: producerId(`${owner}@${env.partition}`),
     counters: env.counters,
     columnFamilies: PARTITION_STREAM_FAMILIES,
+    ...(env.fence ? { epoch: env.fence.epoch, fence: env.fence } : {}),
   });
 }
 

@@ -5,6 +5,7 @@ import { topicName, type Topic } from '../topics.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { FlowCounters } from './flowCounters.js';
+import type { PartitionFence } from './ownerEpoch.js';
 import { StreamColumnFamilies, outboxKey, parseOutboxKey, type StreamColumnFamilyNames } from './reserved.js';
 
 /** What `StreamOutbox.open` needs. */
@@ -22,6 +23,12 @@ export interface StreamOutboxOptions {
    * older owner left keep their sequences. Default 0 (sequences as stored).
    */
   readonly epoch?: number;
+  /**
+   * The ownership the outbox publishes under: checked before each send (`publish`, and the
+   * replay of `open`), so that a fenced-off owner publishes nothing more (it throws the
+   * fence's FencedError; the rows stay for the next owner to publish). Default: none.
+   */
+  readonly fence?: PartitionFence;
   readonly counters: FlowCounters;
   /**
    * The column families of the outbox rows and of the sequences (default
@@ -46,7 +53,9 @@ interface Pending {
  * publishes them twice with the same `(producer, sequence)`, which the receivers' applied
  * marks skip. Sequences per topic are kept in the meta family (`sf.meta`;
  * `seq 0x00 <owner> 0x00 <topic>`, int64 LE) in the same batch, so they never go back
- * (epoch 0 in the terms of producerEpoch.ts).
+ * (epoch 0 in the terms of producerEpoch.ts). The producer name is kept beside them
+ * (`producer 0x00 <owner>`, UTF-8; written by `open`), so that a reader of the meta family
+ * alone (`readStreamFlow`) knows under which producer each sequence was sent.
  */
 export class StreamOutbox {
   readonly #producers = new Map<string, Producer>();
@@ -59,9 +68,16 @@ export class StreamOutbox {
     this.#families = options.columnFamilies ?? StreamColumnFamilies;
   }
 
-  /** Opens the outbox and publishes rows a previous incarnation left. @throws the store's and broker's errors */
+  /**
+   * Opens the outbox, records its producer name in the meta family when it is not recorded
+   * yet, and publishes rows a previous incarnation left.
+   * @throws the store's and broker's errors; the fence's FencedError
+   */
   static async open(options: StreamOutboxOptions): Promise<StreamOutbox> {
     const outbox = new StreamOutbox(options);
+    const producerKey = outboxProducerKey(options.owner);
+    const recorded = await options.store.get(outbox.#families.meta, producerKey);
+    if (recorded?.toString('utf8') !== options.producer) await options.store.put(outbox.#families.meta, producerKey, Buffer.from(options.producer, 'utf8'));
     const prefix = `${options.owner}|`;
     for await (const [key, value] of options.store.iterate(outbox.#families.outbox, { prefix })) {
       const { topic, seq } = parseOutboxKey(key);
@@ -106,6 +122,7 @@ export class StreamOutbox {
       const name = topicName(m.topic);
       const key = { producer: this.options.producer, topic: name, sequence: m.seq };
       const producer = await this.#producer(m.topic);
+      this.options.fence?.check();
       await counters.sending(m.topic.namespace, key, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
       done.delete(this.#families.outbox, outboxKey(`${owner}|${name}`, m.seq));
     }
@@ -133,6 +150,11 @@ export class StreamOutbox {
     }
     return p;
   }
+}
+
+/** Meta-family key of the producer name of outbox `owner` (value: the name, UTF-8). */
+export function outboxProducerKey(owner: string): string {
+  return `producer\u0000${owner}`;
 }
 
 function parseTopic(name: string): Topic {

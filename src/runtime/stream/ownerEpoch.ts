@@ -4,7 +4,7 @@ import type { Store } from '../../storage/index.js';
 import { MAX_EPOCH } from './producerEpoch.js';
 import { StreamColumnFamilies } from './reserved.js';
 
-/** `sf.meta` key of the epoch of the last owner that opened the store (int64 LE). */
+/** Meta-family key (`sf.meta` in a stage store) of the epoch of the last owner that opened the store (int64 LE). */
 export const OWNER_EPOCH_KEY = 'owner-epoch';
 
 /**
@@ -30,20 +30,25 @@ export interface PartitionFence {
  * Records `epoch` as the store's owner epoch, or refuses it: a store whose recorded epoch is
  * newer was opened since by a later owner, and the caller is a fenced-off older one. An
  * equal epoch is the same ownership opening again (a restart). Written with `sync`.
+ * @param meta the store's meta family: `sf.meta` for a stage store (the default), the
+ *   application's own for a store it opens (the web index's `meta`)
  * @throws FencedError when the store records a newer epoch; RangeError for an epoch outside
  *   [1, MAX_EPOCH]; the store's errors
  */
-export async function recordOwnerEpoch(store: Store, epoch: number): Promise<void> {
+export async function recordOwnerEpoch(store: Store, epoch: number, meta: string = StreamColumnFamilies.meta): Promise<void> {
   if (!Number.isInteger(epoch) || epoch < 1 || epoch > MAX_EPOCH) throw new RangeError(`owner epoch ${epoch} outside [1, ${MAX_EPOCH}]`);
-  const stored = await readOwnerEpoch(store);
+  const stored = await readOwnerEpoch(store, meta);
   if (stored > epoch) {
     throw new FencedError(`store ${store.path} was opened by owner epoch ${stored}, newer than this owner's ${epoch}: this ownership is fenced off`, epoch, stored);
   }
-  if (stored < epoch) await store.put(StreamColumnFamilies.meta, OWNER_EPOCH_KEY, encodeInt64(epoch), { sync: true });
+  if (stored < epoch) await store.put(meta, OWNER_EPOCH_KEY, encodeInt64(epoch), { sync: true });
 }
 
-/** The store's recorded owner epoch; 0 when no owner epoch was ever recorded (a store run outside a cluster). */
-export async function readOwnerEpoch(store: Store): Promise<number> {
-  const stored = await store.get(StreamColumnFamilies.meta, OWNER_EPOCH_KEY);
+/**
+ * The store's recorded owner epoch; 0 when no owner epoch was ever recorded (a store run outside a cluster).
+ * @param meta the store's meta family (default `sf.meta`, see {@link recordOwnerEpoch})
+ */
+export async function readOwnerEpoch(store: Store, meta: string = StreamColumnFamilies.meta): Promise<number> {
+  const stored = await store.get(meta, OWNER_EPOCH_KEY);
   return stored ? Number(decodeInt64(stored)) : 0;
 }

@@ -9,6 +9,7 @@ import type { ColumnFamilyOptions } from '../../storage/store.js';
  * |-------------|----------------------------------|----------------------------------------------|
  * | `sf.meta`   | `applied 0x00 <stage> 0x00 <producer>` | int64 LE: highest applied sequence (epoch-packed, see producerEpoch.ts) |
  * |             | `seq 0x00 <stage> 0x00 <topic>`  | int64 LE: the outbox's next sequence on `<topic>` |
+ * |             | `producer 0x00 <stage>`          | UTF-8: the outbox's producer name (`<stage>@<p>`) |
  * |             | `shape`                          | msgpack `StageShape`: what the store was written as |
  * |             | `owner-epoch`                    | int64 LE: lease epoch of the last cluster owner that opened the store (ownerEpoch.ts) |
  * | `sf.outbox` | `<stage>|<topic> 0x00 seq (BE)`  | payload bytes to publish                     |

@@ -3,7 +3,6 @@ import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorRef } from '../actor/ref.js';
-import type { SpawnOptions } from '../actor/spawnOptions.js';
 import { ActorSystem } from '../actor/system.js';
 import { systemClock } from '../clock.js';
 import { partitionId } from '../ids.js';
@@ -18,6 +17,7 @@ import { SupervisorStrategy } from '../supervision/strategy.js';
 import { askStageQuery } from '../stream/queryFailure.js';
 import type { AskRetryOptions } from './askWithRetry.js';
 import { stopWhenFenced } from './fencedSupervision.js';
+import { spawningSupervisor, type SpawningSupervisorMessage } from './spawningSupervisor.js';
 import { DEFAULT_STAGE_SUPERVISION, type TopologyStartOptions } from './running.js';
 import { ScopedFlowCounters } from './scopedFlowCounters.js';
 import type { StageEntry, StageTypes, Topology } from './topology.js';
@@ -81,11 +81,6 @@ export interface PartitionHost<S extends Record<string, StageTypes>> {
   stop(): Promise<void>;
 }
 
-/** Messages of a stage's supervisor actor in a partition host. */
-type HostMessage =
-  | { readonly type: 'spawn'; readonly partition: number; readonly behavior: Behavior<StageMessage, any, unknown>; readonly options: SpawnOptions }
-  | { readonly type: 'gone'; readonly partition: number; readonly ref: ActorRef<StageMessage, unknown>; readonly reason: unknown };
-
 interface Running {
   readonly ref: ActorRef<StageMessage, unknown>;
   readonly epoch: number | undefined;
@@ -108,7 +103,7 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
   readonly #running = new Map<string, Running>();
   /** Partitions whose `startPartition` is under way. */
   readonly #starting = new Set<string>();
-  readonly #hosts = new Map<string, ActorRef<HostMessage, unknown>>();
+  readonly #hosts = new Map<string, ActorRef<SpawningSupervisorMessage, unknown>>();
   readonly #resources: SharedResources;
   readonly #broker: TopologyStartOptions['broker'];
   #stopping: Promise<void> | undefined;
@@ -144,24 +139,15 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
   }
 
   /** The actor at `/<stage>`: spawns partitions on request and hears of their stops (death watch). */
-  #stageSupervisor(stage: string): Behavior<HostMessage, undefined, unknown> {
-    return {
-      kind: 'supervisor',
-      start: () => undefined,
-      receive: (_state, message, ctx) => {
-        if (message.type === 'spawn') {
-          const ref = ctx.spawn(`p${message.partition}`, message.behavior, message.options);
-          ctx.watch(ref, (t) => ({ type: 'gone', partition: message.partition, ref, reason: t.reason }));
-          return ref;
-        }
-        const key = `${stage}/${message.partition}`;
-        const entry = this.#running.get(key);
-        if (entry?.ref !== message.ref || entry.requested) return undefined;
-        this.#running.delete(key);
-        this.options.onPartitionStopped?.(stage, message.partition, message.reason);
-        return undefined;
-      },
-    };
+  #stageSupervisor(stage: string): Behavior<SpawningSupervisorMessage, undefined, unknown> {
+    return spawningSupervisor((name, ref, reason) => {
+      const partition = Number(name.slice(1));
+      const key = `${stage}/${partition}`;
+      const entry = this.#running.get(key);
+      if (entry?.ref !== ref || entry.requested) return;
+      this.#running.delete(key);
+      this.options.onPartitionStopped?.(stage, partition, reason);
+    });
   }
 
   #stage(name: string): StageEntry {
@@ -197,7 +183,7 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
     }
     const behavior = stagePartition({ stage, partition: p, def: s.def, broker: this.#broker, counters: this.counters, storePath, resources: this.#resources, fence });
     const supervision = stopWhenFenced(s.def.supervision ?? DEFAULT_STAGE_SUPERVISION);
-    const ref = (await this.#hosts.get(stage)!.ask({ type: 'spawn', partition: p, behavior, options: { supervision } })) as ActorRef<StageMessage, unknown>;
+    const ref = (await this.#hosts.get(stage)!.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision } })) as ActorRef<StageMessage, unknown>;
     this.#running.set(key, { ref, epoch: fence?.epoch, requested: false });
   }
 

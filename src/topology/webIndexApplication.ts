@@ -1,0 +1,286 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import {
+  ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, partitionId, readStreamFlow, recordOwnerEpoch, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
+  TopicFlowCounters, startInspectionServer,
+  type ActorRef, type ApplicationHost, type ApplicationHostOptions, type Clock, type ClusterApplication, type HostedPartition, type InspectionServer, type PartitionFence,
+  type SpawningSupervisorMessage, type StreamFlowReport,
+} from '../index.js';
+import type { Broker } from '../runtime/brokers/index.js';
+import { SharedResources } from '../storage/index.js';
+import type { GcOptions } from '../actors/gc/gc.js';
+import type { IndexerMessage } from '../actors/indexer/indexer.js';
+import { askWithRetry, localMetricEndpoint } from '../actors/metrics/coordinator.js';
+import type { MetricMessage } from '../actors/metrics/metricActor.js';
+import type { WeightFunction } from '../actors/metrics/weights.js';
+import type { PartitionEnv } from '../actors/partition/env.js';
+import { hostPartitioner, type Partitioner } from '../actors/partition/hostPartitioner.js';
+import { PARTITION_STREAM_FAMILIES } from '../actors/partition/streams.js';
+import { Namespaces } from '../actors/namespaces.js';
+import { WEB_INDEX_STAGE, type WebIndexRequest } from './clusterProtocol.js';
+import { checkPartitionShape } from './dataDir.js';
+import { partitionActor, partitionEnv, partitionSupervision } from './partition.js';
+
+/** The application's name: the default cluster name of its workers. */
+export const WEB_INDEX_APPLICATION = 'web-index';
+
+/** Folder of the web index's partition stores under a worker's data dir: `<dataDir>/web-index/p<i>`. */
+export const WEB_INDEX_STORES = 'web-index';
+
+/** Options of {@link webIndexApplication}: those of `startWebIndex` that are the same on every worker. */
+export interface WebIndexApplicationOptions {
+  /** Number of partitions (>= 1): the stage's units of ownership. */
+  readonly partitions: number;
+  readonly weigh: WeightFunction;
+  /**
+   * What `weigh` is, as text every worker of the cluster gives alike (`uniform`, `reasonable`,
+   * or a digest of a weight table): recorded with the cluster's stages so that a worker with
+   * other weights is refused. Default `unnamed`.
+   */
+  readonly weightsLabel?: string;
+  /** Damping factor d. Default 0.85. */
+  readonly damping?: number;
+  /** The indexers' cap on distinct outlinks stored per page. Default 10,000. */
+  readonly maxOutlinksPerPage?: number;
+  /**
+   * Shared RocksDB memory budget of one worker, in bytes, unless the worker gives one
+   * (`ApplicationHostOptions.memoryBudgetBytes`). Default 16 MiB per partition, at least 256 MiB.
+   */
+  readonly memoryBudgetBytes?: number;
+  /** The garbage collectors' ages (they sweep only on request: no crawl on a cluster yet). */
+  readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
+  /** The partitions' logger (each partition logs as a child with its `partition`). */
+  readonly log: Logger;
+  readonly clock?: Clock;
+}
+
+/** A worker's host of web-index partitions: an `ApplicationHost` with what tests and clients of one process also use. */
+export interface WebIndexHost extends ApplicationHost {
+  readonly partitioner: Partitioner;
+  /** The host's broker wrapped by `topicFlow` (publish through it so that the console counts the messages). */
+  readonly broker: Broker;
+  /** Messages sent and settled by this process's partitions (process-local; quiet detection across processes uses the `flow` request). */
+  readonly counters: FlowCounters;
+  readonly topicFlow: TopicFlowCounters;
+  /**
+   * Answers a {@link WebIndexRequest} for a partition running here.
+   * @throws RangeError for another stage or a partition outside [0, partitions);
+   *   InvalidArgumentError for an unknown request kind; ActorStoppedError when the partition
+   *   does not run here; the partition's errors (after `askWithRetry`'s retries)
+   */
+  ask(stage: string, partition: number, request: unknown): Promise<unknown>;
+}
+
+/** The web index as a `ClusterApplication` whose `startHost` gives a {@link WebIndexHost}. */
+export interface WebIndexApplication extends ClusterApplication {
+  startHost(options: ApplicationHostOptions): Promise<WebIndexHost>;
+}
+
+/**
+ * The web index as a cluster application: one stage, `WEB_INDEX_STAGE` (`index`, input
+ * namespace `fetches`), of `partitions` units, a unit being a whole web-index partition (its
+ * store and every actor of `/partitions/p<i>`). A worker's host runs one actor system with a
+ * `partitions` supervisor (`/partitions/p<i>/{indexer,backlinks,metrics,gc,reader}`, the paths
+ * of `startWebIndex`), the shared store resources and the console; its stores are
+ * `<dataDir>/web-index/p<i>`.
+ *
+ * For now it runs the `rank` job on a cluster: no crawlers and no crawl policy (fetch results
+ * come from a loader, `publishFetches`); a crawl on a cluster is still missing. Metric rounds,
+ * scores and quiet detection are driven from outside through `host.ask` (see
+ * `WebIndexRequest`): the coordinator's `converge` over endpoints that ask `{ kind: 'metrics' }`,
+ * and `waitStreamsQuiet` over `{ kind: 'flow' }` reports.
+ *
+ * Fencing (docs/cluster.md, "The web index on a cluster"): `startPartition(stage, p, fence)`
+ * checks the fence, opens the store (StoreBusyError while another process holds it), checks
+ * its shape (DataDirError) and records the fence's epoch as the owner epoch in `meta`
+ * (FencedError when the store records a newer one); the partition then runs under the fence:
+ * every write of its store checks it first (the store's write guard), every outbox sends
+ * under its epoch and checks it before each send, and a FencedError of any actor stops the
+ * whole partition for good and reports `onPartitionStopped`.
+ * @throws RangeError for `partitions` < 1 (from the partitioner)
+ */
+export function webIndexApplication(options: WebIndexApplicationOptions): WebIndexApplication {
+  const partitioner = hostPartitioner(options.partitions);
+  return {
+    name: WEB_INDEX_APPLICATION,
+    stages: [{ name: WEB_INDEX_STAGE, namespace: Namespaces.fetches, partitions: options.partitions, config: webIndexConfig(options) }],
+    startHost: (hostOptions) => WebIndexHostImpl.start(options, partitioner, hostOptions),
+  };
+}
+
+interface Running {
+  readonly ref: ActorRef<never, void>;
+  readonly env: PartitionEnv;
+  readonly epoch: number | undefined;
+  /** Set by `stopPartition`: the stop was asked for. */
+  requested: boolean;
+}
+
+class WebIndexHostImpl implements WebIndexHost {
+  readonly #running = new Map<number, Running>();
+  readonly #starting = new Set<number>();
+  readonly #storesDir: string;
+  readonly #damping: number;
+  readonly #clock: Clock;
+  #stopping: Promise<void> | undefined;
+
+  private constructor(
+    readonly options: WebIndexApplicationOptions,
+    readonly hostOptions: ApplicationHostOptions,
+    readonly partitioner: Partitioner,
+    readonly system: ActorSystem,
+    readonly counters: FlowCounters,
+    readonly topicFlow: TopicFlowCounters,
+    readonly broker: Broker,
+    readonly resources: SharedResources,
+    readonly inspection: InspectionServer | undefined,
+    readonly supervisor: ActorRef<SpawningSupervisorMessage, unknown>,
+  ) {
+    this.#storesDir = join(hostOptions.dataDir, WEB_INDEX_STORES);
+    this.#damping = options.damping ?? 0.85;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  static async start(options: WebIndexApplicationOptions, partitioner: Partitioner, hostOptions: ApplicationHostOptions): Promise<WebIndexHost> {
+    const clock = options.clock ?? systemClock;
+    const system = ActorSystem.create({
+      name: WEB_INDEX_APPLICATION,
+      clock,
+      logger: hostOptions.logger ?? options.log,
+      ...(hostOptions.chaos ? { chaos: hostOptions.chaos } : {}),
+    });
+    const counters = new FlowCounters();
+    const topicFlow = new TopicFlowCounters();
+    const broker = topicFlow.wrap(hostOptions.broker);
+    const resources = SharedResources.create({ memoryBudgetBytes: hostOptions.memoryBudgetBytes ?? options.memoryBudgetBytes ?? Math.max(256, 16 * options.partitions) * 2 ** 20 });
+    mkdirSync(join(hostOptions.dataDir, WEB_INDEX_STORES), { recursive: true });
+    let host: WebIndexHostImpl | undefined;
+    // The partitions' supervisor: a failure it escalates (restart intensity exceeded)
+    // terminates the system, as in startWebIndex; a partition it stops for good is reported.
+    const supervisor = system.spawn('partitions', spawningSupervisor((name, ref, reason) => host?.gone(Number(name.slice(1)), ref, reason)), { supervision: SupervisorStrategy.escalate });
+    const inspection = hostOptions.inspect ? await startInspectionServer(system, { ...hostOptions.inspect, flow: counters, topicFlow }) : undefined;
+    host = new WebIndexHostImpl(options, hostOptions, partitioner, system, counters, topicFlow, broker, resources, inspection, supervisor);
+    return host;
+  }
+
+  /** A partition terminated: report it unless its stop was asked for. */
+  gone(partition: number, ref: ActorRef<any, any>, reason: unknown): void {
+    const entry = this.#running.get(partition);
+    if (entry?.ref !== ref || entry.requested) return;
+    this.#running.delete(partition);
+    this.hostOptions.onPartitionStopped?.(WEB_INDEX_STAGE, partition, reason);
+  }
+
+  #partition(stage: string, partition: number): number {
+    if (stage !== WEB_INDEX_STAGE) throw new RangeError(`the web index has no stage ${JSON.stringify(stage)} (its one stage is ${JSON.stringify(WEB_INDEX_STAGE)})`);
+    return partitionId(partition, this.options.partitions);
+  }
+
+  async startPartition(stage: string, partition: number, fence: PartitionFence): Promise<void> {
+    const p = this.#partition(stage, partition);
+    if (this.#running.has(p) || this.#starting.has(p)) throw new InvalidArgumentError(`partition ${p} of stage ${stage} runs here already`);
+    if (this.#stopping) throw new ActorStoppedError(`the web index host is stopping`);
+    this.#starting.add(p);
+    try {
+      fence.check();
+      const env = partitionEnv({ partitioner: this.partitioner, broker: this.broker, counters: this.counters, resources: this.resources, log: this.options.log, dataDir: this.#storesDir }, p, fence);
+      // Hold the store from the checks until the partition holds it too (no close and reopen).
+      const store = await env.store.acquire();
+      try {
+        await checkPartitionShape(store, env.store.path, { partition: p, partitions: this.options.partitions, partitioner: this.partitioner.describe() });
+        const behavior = partitionActor(env, { weigh: this.options.weigh, damping: this.#damping, crawl: false, ...(this.options.gc ? { gc: this.options.gc } : {}), ...(this.options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: this.options.maxOutlinksPerPage } : {}) });
+        // The partition's start() records the owner epoch (and refuses an older one): a
+        // refusal there stops it at once, so it is made here first, to reject the start.
+        await recordOwnerEpoch(store, fence.epoch, PARTITION_STREAM_FAMILIES.meta);
+        const ref = (await this.supervisor.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision: stopWhenFenced(partitionSupervision) } })) as ActorRef<never, void>;
+        this.#running.set(p, { ref, env, epoch: fence.epoch, requested: false });
+      } finally {
+        await env.store.release();
+      }
+    } finally {
+      this.#starting.delete(p);
+    }
+  }
+
+  async stopPartition(stage: string, partition: number): Promise<void> {
+    const p = this.#partition(stage, partition);
+    const entry = this.#running.get(p);
+    if (!entry) return;
+    entry.requested = true;
+    try {
+      // Commit what the metric actor folded, so that a hand-back leaves nothing it applied in memory only.
+      await this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 }).catch(() => undefined);
+      await entry.ref.stop();
+    } finally {
+      if (this.#running.get(p) === entry) this.#running.delete(p);
+    }
+  }
+
+  partitions(): HostedPartition[] {
+    return [...this.#running].map(([partition, r]) => ({ stage: WEB_INDEX_STAGE, partition, epoch: r.epoch }));
+  }
+
+  /** The running entry of partition p. @throws ActorStoppedError (terminal) when it does not run here */
+  #entry(p: number): Running {
+    const entry = this.#running.get(p);
+    if (!entry) throw Object.assign(new ActorStoppedError(`partition ${p} of the web index does not run in this process`), { terminal: true });
+    return entry;
+  }
+
+  /** A ref getter for child `child` of partition p, for askWithRetry: fails terminally once the partition no longer runs here. */
+  #child<M, R>(p: number, child: string): () => ActorRef<M, R> {
+    return () => {
+      this.#entry(p);
+      const ref = this.system.lookup<M, R>(`/partitions/p${p}/${child}`);
+      if (!ref) throw new ActorStoppedError(`/partitions/p${p}/${child} is not running`);
+      return ref;
+    };
+  }
+
+  async ask(stage: string, partition: number, request: unknown): Promise<unknown> {
+    const p = this.#partition(stage, partition);
+    const entry = this.#entry(p);
+    const r = request as WebIndexRequest;
+    switch (r?.kind) {
+      case 'metrics':
+        return localMetricEndpoint(this.#child<MetricMessage, unknown>(p, 'metrics'), this.#clock)(r.message);
+      case 'republish-links':
+        return askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock);
+      case 'flow':
+        return this.#flow(entry);
+      default:
+        throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links)`);
+    }
+  }
+
+  /** The partition's stream flow, read from its store (held open by the partition meanwhile). */
+  async #flow(entry: Running): Promise<StreamFlowReport> {
+    const store = await entry.env.store.acquire();
+    try {
+      return await readStreamFlow(store, PARTITION_STREAM_FAMILIES);
+    } finally {
+      await entry.env.store.release();
+    }
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      for (const entry of this.#running.values()) entry.requested = true;
+      await Promise.allSettled([...this.#running.keys()].map(async (p) => this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 })));
+      await this.system.terminate();
+      this.#running.clear();
+      await this.inspection?.close();
+    })();
+    return this.#stopping;
+  }
+}
+
+/**
+ * What every worker of a web-index cluster must share besides the partition count, recorded
+ * with the cluster's stages (`ClusterStage.config`): the link weights' name, the damping
+ * factor and the outlink cap. A worker started with other values is refused.
+ */
+function webIndexConfig(options: WebIndexApplicationOptions): string {
+  return `weights=${options.weightsLabel ?? 'unnamed'};damping=${options.damping ?? 0.85};maxOutlinksPerPage=${options.maxOutlinksPerPage ?? 10_000}`;
+}

@@ -18,19 +18,18 @@ import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndex
 const PARTITIONS = 6;
 const LEASE_MS = 3000;
 
-test('three workers rank polblogs and epa over Redis Streams: the one-process result', { timeout: 300_000 }, async (t) => {
-  if (await skipWithoutRedis(t)) return;
-  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
-    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
-    await c.allRunningOn(ws);
-    for (const dir of [graphs.polblogs, graphs.epa]) {
+for (const [name, dir] of [['polblogs', graphs.polblogs], ['epa', graphs.epa]] as const) {
+  test(`three workers rank ${name} over Redis Streams: the one-process result`, { timeout: 300_000 }, async (t) => {
+    if (await skipWithoutRedis(t)) return;
+    await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+      const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+      await c.allRunningOn(ws);
       const expected = await rankCase(dir, PARTITIONS);
-      const result = await c.rank(expected);
-      assertClusterRank(result, expected);
-    }
-    await c.stopAll();
+      assertClusterRank(await c.rank(expected), expected);
+      await c.stopAll();
+    });
   });
-});
+}
 
 test('a worker SIGKILLed during the metric rounds: its partitions are owned again within the lease, the result is exact', { timeout: 300_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;

@@ -135,6 +135,8 @@ export {
   UnknownMergeOperatorError,
   MergeOperatorMismatchError,
   FencedError,
+  CheckpointDamagedError,
+  CheckpointNotFoundError,
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */

@@ -16,3 +16,16 @@ export { SharedResources } from './resources.js';
 export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
+export { openCheckpointStore } from '../checkpoint/open.js';
+export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
+export type {
+  CheckpointStore,
+  CheckpointDirectory,
+  CheckpointProgress,
+  CheckpointPutOptions,
+  CheckpointPutReport,
+  CheckpointRestoreReport,
+  CheckpointCollectReport,
+  CheckpointFile,
+  CheckpointManifest,
+} from '../checkpoint/checkpointStore.js';

@@ -248,6 +248,12 @@ for (const impl of [directory, s3]) {
       assert.equal(again.removedFiles, 0, 'nothing more to remove');
       assert.deepEqual((await checkpoints.collect(key, 1)).removed, [2]);
       await assert.rejects(checkpoints.collect(key, 0), InvalidArgumentError);
+
+      const last = await checkpoints.latest(key);
+      assert.equal(await checkpoints.remove(key), 1);
+      assert.deepEqual(await checkpoints.list(key), []);
+      assert.equal(await checkpoints.latest(key), undefined);
+      await assert.rejects(impl.read(checkpoints, `${key}/files/${last!.files[0]!.sha256}`), 'its files are gone too');
     });
 
     it('restore refuses a damaged checkpoint (another SHA-256, a missing file) and leaves no directory', async () => {

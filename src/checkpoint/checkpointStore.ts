@@ -116,6 +116,12 @@ export interface CheckpointStore {
    *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then)
    */
   collect(key: string, keep: number): Promise<CheckpointCollectReport>;
+  /**
+   * Removes every checkpoint of `key` (manifests first, newest first, so that what stays
+   * visible meanwhile is complete), then all its files. For a partition retired for good.
+   * @returns the number of checkpoints removed
+   */
+  remove(key: string): Promise<number>;
   /** Releases connections. */
   close(): Promise<void>;
 }

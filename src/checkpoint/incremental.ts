@@ -253,6 +253,17 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     });
   }
 
+  async remove(key: string): Promise<number> {
+    checkKey(key);
+    return this.#lock(key).runExclusive(async () => {
+      const seqs = await this.list(key);
+      // Newest first: a reader meanwhile still sees an older checkpoint whole, never a newer one.
+      for (const s of seqs.slice().reverse()) await this.objects.delete([manifestName(key, s)]);
+      await this.objects.delete((await this.objects.list(filesPrefix(key))).map((o) => o.name));
+      return seqs.length;
+    });
+  }
+
   close(): Promise<void> {
     return this.objects.close();
   }

@@ -1,7 +1,9 @@
 /**
  * `shardflow/storage`: the TypeScript API over the native RocksDB addon (native/): stores with
- * column families, write batches, snapshots, iteration, a memory budget shared by stores.
- * docs/storage.md describes the layer (group commit, memory accounting, errors).
+ * column families, write batches, snapshots, iteration, a memory budget shared by stores;
+ * and checkpoint stores (`openCheckpointStore`: incremental copies of stores in a directory
+ * or S3, src/checkpoint/). docs/storage.md describes the layer (group commit, memory
+ * accounting, errors), docs/checkpoints.md the checkpoint stores.
  *
  * @module shardflow/storage
  */

@@ -9,7 +9,7 @@
 # 1. Fetch (once, cached): org.gaul:s3proxy and its dependencies with
 #    `mvn dependency:copy-dependencies` on a generated pom (Maven Central only), into
 #    $S3_HOME/lib-<version>. Java 17, Maven and curl are installed with apt when missing
-#    and we are root (as scripts/pulsar/start.sh does).
+#    and we are root (scripts/lib/java-service.sh, shared with scripts/pulsar/start.sh).
 # 2. Writes $S3_HOME/s3proxy.conf (endpoint, credentials, filesystem backend under
 #    $S3_HOME/data) and a logback config (INFO to $S3_HOME/logs/s3proxy.log).
 # 3. Creates the bucket $S3_BUCKET (a directory of the backend), runs
@@ -26,6 +26,8 @@
 #      S3_ACCESS_KEY (shardflow), S3_SECRET_KEY (shardflow-secret), S3_HEAP (256m),
 #      S3_START_TIMEOUT (seconds, 60), S3_FRESH.
 set -euo pipefail
+# shellcheck source=../lib/java-service.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/java-service.sh"
 
 version="${S3PROXY_VERSION:-2.6.0}"
 cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
@@ -53,15 +55,7 @@ if answers; then
   client_env
   exit 0
 fi
-if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    log "installing Java 17, Maven and curl with apt"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless maven curl >/dev/null
-  fi
-fi
-for tool in java mvn curl; do
-  command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl): apt-get install openjdk-17-jre-headless maven curl"; exit 1; }
-done
+ensure_java_tools
 if [ "${S3_FRESH:-0}" = 1 ]; then
   log "S3_FRESH=1: removing $home/data"
   rm -rf "$home/data"
@@ -69,44 +63,8 @@ fi
 mkdir -p "$home/logs" "$home/data/$bucket"
 
 # ---- 1. fetch --------------------------------------------------------------------------
-if [ ! -f "$lib/.complete" ]; then
-  t0=$(now_ms)
-  fetch="$home/fetch-$version"
-  mkdir -p "$fetch"
-  cat >"$fetch/settings.xml" <<XML
-<settings>
-  <localRepository>$cache/m2</localRepository>
-  <mirrors>
-    <mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo.maven.apache.org/maven2</url></mirror>
-  </mirrors>
-</settings>
-XML
-  cat >"$fetch/pom.xml" <<XML
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>shardflow.local</groupId>
-  <artifactId>s3proxy-classpath</artifactId>
-  <version>$version</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.gaul</groupId><artifactId>s3proxy</artifactId><version>$version</version></dependency>
-  </dependencies>
-</project>
-XML
-  log "fetching s3proxy $version and its dependencies from Maven Central (first run only)"
-  rm -rf "$lib.tmp"
-  if ! mvn -B -q -f "$fetch/pom.xml" -s "$fetch/settings.xml" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$lib.tmp" \
-      >"$home/logs/fetch.log" 2>&1; then
-    log "fetch failed; see $home/logs/fetch.log:"
-    grep -E 'ERROR' "$home/logs/fetch.log" | head -n 5 >&2 || true
-    exit 1
-  fi
-  rm -rf "$lib"
-  mv "$lib.tmp" "$lib"
-  touch "$lib/.complete"
-  log "fetched $(ls "$lib" | wc -l) jars ($(du -sh "$lib" | cut -f1)) in $(( $(now_ms) - t0 )) ms"
-fi
+fetch_maven_classpath "$home" "$version" "$cache" s3proxy \
+  "    <dependency><groupId>org.gaul</groupId><artifactId>s3proxy</artifactId><version>$version</version></dependency>"
 
 # ---- 2. config -------------------------------------------------------------------------
 conf="$home/s3proxy.conf"

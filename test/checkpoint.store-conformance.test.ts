@@ -1,6 +1,8 @@
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, unlink, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../src/errors.js';
 import { decodeFloat64s, encodeFloat64s, float64Add } from '../src/operators/mergeOperators.js';
 import { openCheckpointStore, Store, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
+import { repoRoot } from './kit/datasets.js';
 import { rawS3Client, s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 
 /**
@@ -60,6 +63,8 @@ interface Implementation {
   unavailable(): Promise<string | undefined>;
   /** A fresh, empty checkpoint store. */
   open(): CheckpointStore;
+  /** The URL and environment another process opens the same store with. */
+  location(store: CheckpointStore): { url: string; env: NodeJS.ProcessEnv };
   /** Replaces (bytes) or deletes (undefined) the stored object `name` behind the store's back. */
   damage(store: CheckpointStore, name: string, bytes: Uint8Array | undefined): Promise<void>;
   /** The stored object `name`, read behind the store's back. */
@@ -83,6 +88,7 @@ const directory: Implementation = {
     if (bytes) await writeFile(p, bytes);
     else await unlink(p);
   },
+  location: (store) => ({ url: store.url, env: {} }),
   read: (store, name) => readFile(path.join(roots.get(store)!, ...name.split('/'))),
   remove: async (store) => rm(roots.get(store)!, { recursive: true, force: true }),
 };
@@ -97,6 +103,7 @@ const s3: Implementation = {
     prefixes.set(store, prefix);
     return store;
   },
+  location: (store) => ({ url: store.url, env: s3Env() }),
   async damage(store, name, bytes) {
     const client = rawS3Client();
     const Key = `${prefixes.get(store)!}/${name}`;
@@ -337,6 +344,49 @@ for (const impl of [directory, s3]) {
       assert.deepEqual(report.removed, [1]);
       assert.ok(report.removedFiles >= 1, 'the interrupted put\'s file is collected');
       assert.equal((await checkpoints.latest(key))?.sequence, 2);
+      await store.close();
+    });
+
+    it('a put SIGKILLed after its first file leaves the previous checkpoint the latest; the next put cleans up after it', async () => {
+      const key = newKey();
+      const dbDir = fresh('db');
+      let store = await Store.open({ path: dbDir, columnFamilies });
+      await writePages(store, 0, 500, 'v1');
+      await checkpoints.put(key, store, 1, { metadata: Buffer.from('one') });
+      await writePages(store, 500, 500, 'v2');
+      await store.close(); // the child opens it (one process at a time: RocksDB's LOCK)
+
+      const { url, env } = impl.location(checkpoints);
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/kit/checkpointPutChild.ts'), url, dbDir, key, '2'], {
+        cwd: repoRoot,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+      assert.equal(signal, 'SIGKILL', `the child was killed mid-put (exit ${code}); stderr: ${stderr.slice(-1000)}`);
+      const leftovers = (await readdir(path.dirname(dbDir))).filter((x) => x.startsWith(`.checkpoint-${path.basename(dbDir)}-${child.pid}-`));
+      assert.equal(leftovers.length, 1, 'the killed put left its staging folder');
+
+      assert.deepEqual(await checkpoints.list(key), [1]);
+      assert.deepEqual(Buffer.from((await checkpoints.latest(key))!.metadata), Buffer.from('one'));
+      const dir = fresh('restored');
+      await checkpoints.restore(key, dir);
+      const copy = await Store.open({ path: dir, columnFamilies });
+      assert.ok(await copy.get('pages', 'page-000499'));
+      assert.equal(await copy.get('pages', 'page-000500'), undefined);
+      await copy.close();
+
+      store = await Store.open({ path: dbDir, columnFamilies });
+      const next = await checkpoints.put(key, store, 2);
+      assert.ok(next.uploadedFiles < next.files, 'files the killed put stored are reused');
+      assert.equal(existsSync(path.join(path.dirname(dbDir), leftovers[0]!)), false, 'its staging folder is removed by the next put');
+      const restored = fresh('restored');
+      await checkpoints.restore(key, restored);
+      const copy2 = await Store.open({ path: restored, columnFamilies });
+      assert.ok(await copy2.get('pages', 'page-000999'));
+      await copy2.close();
       await store.close();
     });
 

@@ -25,7 +25,9 @@ export interface CheckpointPutOptions {
   /**
    * Where the local checkpoint of a `Store` source is made (a fresh folder inside it, removed
    * afterwards). Default: the folder that holds the store, so that RocksDB hard-links its
-   * SST files instead of copying them (a link needs the same filesystem).
+   * SST files instead of copying them (a link needs the same filesystem). The folder is
+   * named `.checkpoint-<store folder name>-<pid>-<sequence>-<random>`; one left by a killed
+   * process is removed by the next put of that store.
    */
   readonly stagingDir?: string;
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */

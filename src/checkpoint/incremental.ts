@@ -42,6 +42,29 @@ const TRANSFER_CONCURRENCY = 4;
 /** Entries of the hash cache before it is emptied (one per live SST file is the norm). */
 const HASH_CACHE_LIMIT = 100_000;
 
+/**
+ * Removes the staging folders (`<prefix><pid>-...`) that processes no longer running left
+ * behind (killed mid-put): they hold hard links to SST files the store has since deleted,
+ * whose disk space would otherwise never come back.
+ */
+async function removeDeadStaging(stagingDir: string, prefix: string): Promise<void> {
+  for (const name of await readdir(stagingDir)) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length).split('-')[0]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isRunning(pid)) continue;
+    await rm(path.join(stagingDir, name), { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
+  }
+}
+
 export class IncrementalCheckpointStore implements CheckpointStore {
   readonly url: string;
   readonly #locks = new Map<string, Mutex>();
@@ -97,8 +120,10 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     let staged: string | undefined;
     if (source instanceof Store) {
       const stagingDir = options.stagingDir ?? path.dirname(source.path);
-      staged = path.join(stagingDir, `.checkpoint-${path.basename(source.path)}-${sequence}-${randomBytes(4).toString('hex')}`);
+      const prefix = `.checkpoint-${path.basename(source.path)}-`;
+      staged = path.join(stagingDir, `${prefix}${process.pid}-${sequence}-${randomBytes(4).toString('hex')}`);
       await mkdir(stagingDir, { recursive: true });
+      await removeDeadStaging(stagingDir, prefix);
       await source.checkpoint(staged);
       dir = staged;
     } else {

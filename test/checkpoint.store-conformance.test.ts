@@ -55,6 +55,18 @@ async function contents(store: Store): Promise<string[]> {
   return out;
 }
 
+/** Restores `key` (its newest checkpoint, or `sequence`) into a new folder, opens it, runs `check` on it, closes it. */
+async function withRestored(checkpoints: CheckpointStore, key: string, sequence: number | undefined, check: (copy: Store) => Promise<void>): Promise<void> {
+  const dir = fresh('restored');
+  await checkpoints.restore(key, dir, sequence === undefined ? {} : { sequence });
+  const copy = await Store.open({ path: dir, columnFamilies });
+  try {
+    await check(copy);
+  } finally {
+    await copy.close();
+  }
+}
+
 const shas = (m: CheckpointManifest): Set<string> => new Set(m.files.map((f) => f.sha256));
 
 interface Implementation {
@@ -214,12 +226,10 @@ for (const impl of [directory, s3]) {
       assert.deepEqual(await checkpoints.list(key), [10, 11]);
 
       // An earlier checkpoint is still restorable by its sequence number.
-      const dir = fresh('restored');
-      await checkpoints.restore(key, dir, { sequence: 10 });
-      const copy = await Store.open({ path: dir, columnFamilies });
-      assert.equal(await copy.get('pages', 'page-002000'), undefined);
-      assert.ok(await copy.get('pages', 'page-001999'));
-      await copy.close();
+      await withRestored(checkpoints, key, 10, async (copy) => {
+        assert.equal(await copy.get('pages', 'page-002000'), undefined);
+        assert.ok(await copy.get('pages', 'page-001999'));
+      });
       await store.close();
     });
 
@@ -244,13 +254,8 @@ for (const impl of [directory, s3]) {
       assert.equal(report.removedFiles, unused.length);
       assert.deepEqual(await checkpoints.list(key), [2, 3]);
       await assert.rejects(checkpoints.restore(key, fresh('gone'), { sequence: 1 }), CheckpointNotFoundError);
-      for (const s of [2, 3]) {
-        const dir = fresh('restored');
-        await checkpoints.restore(key, dir, { sequence: s });
-        const copy = await Store.open({ path: dir, columnFamilies });
-        if (s === 3) assert.deepEqual(await contents(copy), expected);
-        await copy.close();
-      }
+      await withRestored(checkpoints, key, 2, async (copy) => assert.ok(await copy.get('pages', 'page-002299')));
+      await withRestored(checkpoints, key, 3, async (copy) => assert.deepEqual(await contents(copy), expected));
       const again = await checkpoints.collect(key, 2);
       assert.equal(again.removedFiles, 0, 'nothing more to remove');
       assert.deepEqual((await checkpoints.collect(key, 1)).removed, [2]);
@@ -322,11 +327,7 @@ for (const impl of [directory, s3]) {
       const latest = await checkpoints.latest(key);
       assert.equal(latest?.sequence, 1);
       assert.deepEqual(Buffer.from(latest!.metadata), Buffer.from('one'));
-      const dir = fresh('restored');
-      await checkpoints.restore(key, dir);
-      const copy = await Store.open({ path: dir, columnFamilies });
-      assert.equal(await copy.get('pages', 'page-000500'), undefined);
-      await copy.close();
+      await withRestored(checkpoints, key, undefined, async (copy) => assert.equal(await copy.get('pages', 'page-000500'), undefined));
 
       // The files it stored are reused by the next put or removed by collect.
       const next = await checkpoints.put(key, store, 2);
@@ -371,22 +372,16 @@ for (const impl of [directory, s3]) {
 
       assert.deepEqual(await checkpoints.list(key), [1]);
       assert.deepEqual(Buffer.from((await checkpoints.latest(key))!.metadata), Buffer.from('one'));
-      const dir = fresh('restored');
-      await checkpoints.restore(key, dir);
-      const copy = await Store.open({ path: dir, columnFamilies });
-      assert.ok(await copy.get('pages', 'page-000499'));
-      assert.equal(await copy.get('pages', 'page-000500'), undefined);
-      await copy.close();
+      await withRestored(checkpoints, key, undefined, async (copy) => {
+        assert.ok(await copy.get('pages', 'page-000499'));
+        assert.equal(await copy.get('pages', 'page-000500'), undefined);
+      });
 
       store = await Store.open({ path: dbDir, columnFamilies });
       const next = await checkpoints.put(key, store, 2);
       assert.ok(next.uploadedFiles < next.files, 'files the killed put stored are reused');
       assert.equal(existsSync(path.join(path.dirname(dbDir), leftovers[0]!)), false, 'its staging folder is removed by the next put');
-      const restored = fresh('restored');
-      await checkpoints.restore(key, restored);
-      const copy2 = await Store.open({ path: restored, columnFamilies });
-      assert.ok(await copy2.get('pages', 'page-000999'));
-      await copy2.close();
+      await withRestored(checkpoints, key, undefined, async (copy) => assert.ok(await copy.get('pages', 'page-000999')));
       await store.close();
     });
 

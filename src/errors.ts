@@ -291,3 +291,29 @@ export class RemoteAskError extends ShardflowError {
     this.code = remoteCode ?? 'SF_ERR_REMOTE_ASK';
   }
 }
+
+// ---- Checkpoints (src/checkpoint): copies of stores in a checkpoint store.
+
+/**
+ * A checkpoint cannot be used: its manifest does not parse, or one of its files is missing,
+ * of another size or another SHA-256 than the manifest records. Nothing was restored (a
+ * restore writes into a temporary folder, removed on this error). `key` is the checkpoint
+ * key (partition id), `sequence` the checkpoint's sequence number, `file` the damaged file's
+ * name when one is to blame.
+ */
+export class CheckpointDamagedError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_CHECKPOINT_DAMAGED';
+  constructor(message: string, readonly key: string, readonly sequence: number, readonly file?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CheckpointDamagedError';
+  }
+}
+
+/** A restore asked for a key with no checkpoint, or for a sequence number that is not (or no longer) there. */
+export class CheckpointNotFoundError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_CHECKPOINT_NOT_FOUND';
+  constructor(message: string, readonly key: string, readonly sequence?: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CheckpointNotFoundError';
+  }
+}

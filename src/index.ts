@@ -147,6 +147,8 @@ export {
   MergeOperatorMismatchError,
   FencedError,
   RemoteAskError,
+  CheckpointDamagedError,
+  CheckpointNotFoundError,
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */

@@ -17,7 +17,7 @@ const src = fileURLToPath(new URL('../src/', import.meta.url));
 /** Folders of the web index (the application). */
 const WEB_INDEX = ['actors', 'topology', 'jobs', 'query', 'cli', 'replay'];
 /** Folders and top-level modules of the framework. */
-const FRAMEWORK = ['runtime', 'storage', 'operators', 'testing', 'cluster', 'index.ts', 'errors.ts'];
+const FRAMEWORK = ['runtime', 'storage', 'checkpoint', 'operators', 'testing', 'cluster', 'index.ts', 'errors.ts'];
 /** The public entries (src-relative) and their package specifiers. */
 const ENTRIES: Readonly<Record<string, string>> = {
   'index.ts': 'shardflow',

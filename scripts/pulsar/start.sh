@@ -26,6 +26,8 @@
 #      when no broker answers; CI sets it).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib/java-service.sh
+source "$here/../lib/java-service.sh"
 
 version="${PULSAR_VERSION:-4.0.7}"
 log4j_version="2.24.3"
@@ -47,17 +49,9 @@ if answers; then
   log "already answering on $admin"
   exit 0
 fi
-# A fresh Debian machine: install Java 17, Maven and curl with apt when we are root (as
+# A fresh Debian machine: Java 17, Maven and curl with apt when we are root (as
 # scripts/redis/start.sh installs redis-server); otherwise say what to install.
-if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    log "installing Java 17, Maven and curl with apt"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless maven curl >/dev/null
-  fi
-fi
-for tool in java mvn curl; do
-  command -v "$tool" >/dev/null 2>&1 || { log "$tool is required (Java 17, Maven 3.8+, curl): apt-get install openjdk-17-jre-headless maven curl"; exit 1; }
-done
+ensure_java_tools
 if [ "${PULSAR_FRESH:-0}" = 1 ]; then
   # CI: start from empty data (a fresh machine has none), so no topic, ledger or bookie
   # registration of an earlier run is in play.
@@ -67,47 +61,11 @@ fi
 mkdir -p "$home/logs" "$home/data"
 
 # ---- 1. fetch --------------------------------------------------------------------------
-if [ ! -f "$lib/.complete" ]; then
-  t0=$(now_ms)
-  fetch="$home/fetch-$version"
-  mkdir -p "$fetch"
-  cat >"$fetch/settings.xml" <<XML
-<settings>
-  <localRepository>$cache/m2</localRepository>
-  <mirrors>
-    <mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo.maven.apache.org/maven2</url></mirror>
-  </mirrors>
-</settings>
-XML
-  cat >"$fetch/pom.xml" <<XML
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>shardflow.local</groupId>
-  <artifactId>pulsar-standalone-classpath</artifactId>
-  <version>$version</version>
-  <packaging>pom</packaging>
-  <dependencies>
+fetch_maven_classpath "$home" "$version" "$cache" pulsar-broker "\
     <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-broker</artifactId><version>$version</version></dependency>
     <dependency><groupId>org.apache.pulsar</groupId><artifactId>pulsar-websocket</artifactId><version>$version</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId><version>$log4j_version</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$log4j_version</version></dependency>
-  </dependencies>
-</project>
-XML
-  log "fetching pulsar-broker $version and its dependencies from Maven Central (first run only)"
-  rm -rf "$lib.tmp"
-  if ! mvn -B -q -f "$fetch/pom.xml" -s "$fetch/settings.xml" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$lib.tmp" \
-      >"$home/logs/fetch.log" 2>&1; then
-    log "fetch failed; see $home/logs/fetch.log:"
-    grep -E 'ERROR' "$home/logs/fetch.log" | head -n 5 >&2 || true
-    exit 1
-  fi
-  rm -rf "$lib"
-  mv "$lib.tmp" "$lib"
-  touch "$lib/.complete"
-  log "fetched $(ls "$lib" | wc -l) jars ($(du -sh "$lib" | cut -f1)) in $(( $(now_ms) - t0 )) ms"
-fi
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$log4j_version</version></dependency>"
 
 # ---- 2. config -------------------------------------------------------------------------
 conf="$home/standalone.conf"

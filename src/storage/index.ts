@@ -1,7 +1,9 @@
 /**
  * `shardflow/storage`: the TypeScript API over the native RocksDB addon (native/): stores with
- * column families, write batches, snapshots, iteration, a memory budget shared by stores.
- * docs/storage.md describes the layer (group commit, memory accounting, errors).
+ * column families, write batches, snapshots, iteration, a memory budget shared by stores;
+ * and checkpoint stores (`openCheckpointStore`: incremental copies of stores in a directory
+ * or S3, src/checkpoint/). docs/storage.md describes the layer (group commit, memory
+ * accounting, errors), docs/checkpoints.md the checkpoint stores.
  *
  * @module shardflow/storage
  */
@@ -16,3 +18,16 @@ export { SharedResources } from './resources.js';
 export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
+export { openCheckpointStore } from '../checkpoint/open.js';
+export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
+export type {
+  CheckpointStore,
+  CheckpointDirectory,
+  CheckpointProgress,
+  CheckpointPutOptions,
+  CheckpointPutReport,
+  CheckpointRestoreReport,
+  CheckpointCollectReport,
+  CheckpointFile,
+  CheckpointManifest,
+} from '../checkpoint/checkpointStore.js';

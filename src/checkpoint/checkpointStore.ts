@@ -1,0 +1,129 @@
+/**
+ * A checkpoint store: copies of RocksDB stores kept under a key (a partition id) outside the
+ * machine that owns the store, so that another machine can restore the partition's state.
+ * `openCheckpointStore(url)` gives one for `file:///DIR` or `s3://BUCKET/PREFIX`;
+ * docs/checkpoints.md describes the layout and the guarantees.
+ */
+import type { Store } from '../storage/store.js';
+import type { CheckpointManifest } from './manifest.js';
+
+export type { CheckpointFile, CheckpointManifest } from './manifest.js';
+
+/** A checkpoint directory already made (by `Store.checkpoint(dir)`), uploaded as it is and left in place. */
+export interface CheckpointDirectory {
+  readonly directory: string;
+}
+
+/** What `put` reports as it goes: the local checkpoint made, then each file stored. */
+export type CheckpointProgress =
+  | { readonly kind: 'checkpointed'; readonly files: number; readonly bytes: number; readonly toUpload: number }
+  | { readonly kind: 'uploaded'; readonly file: string; readonly bytes: number };
+
+export interface CheckpointPutOptions {
+  /** Opaque bytes kept in the manifest and handed back by `latest` and `restore` (empty by default). */
+  readonly metadata?: Uint8Array;
+  /**
+   * Where the local checkpoint of a `Store` source is made (a fresh folder inside it, removed
+   * afterwards). Default: the folder that holds the store, so that RocksDB hard-links its
+   * SST files instead of copying them (a link needs the same filesystem). The folder is
+   * named `.checkpoint-<store folder name>-<pid>-<sequence>-<random>`; one left by a killed
+   * process is removed by the next put of that store.
+   */
+  readonly stagingDir?: string;
+  /** Aborts the put between files: nothing becomes visible (the manifest is written last). */
+  readonly signal?: AbortSignal;
+  /** Called as the put goes (synchronously; an exception thrown here aborts the put). */
+  readonly onProgress?: (event: CheckpointProgress) => void;
+}
+
+/** What one `put` did. Seconds are wall-clock. */
+export interface CheckpointPutReport {
+  readonly manifest: CheckpointManifest;
+  /** Files and bytes of the checkpoint. */
+  readonly files: number;
+  readonly bytes: number;
+  /** Files and bytes stored by this put (the others were in the store already). */
+  readonly uploadedFiles: number;
+  readonly uploadedBytes: number;
+  /** Making the local checkpoint (RocksDB flush + hard links); 0 for a `CheckpointDirectory`. */
+  readonly checkpointSeconds: number;
+  /** Hashing the files, storing the new ones and the manifest. */
+  readonly uploadSeconds: number;
+}
+
+/** What one `restore` did. */
+export interface CheckpointRestoreReport {
+  readonly manifest: CheckpointManifest;
+  /** The directory the store was restored into (openable with `Store.open({ path })`). */
+  readonly directory: string;
+  readonly bytes: number;
+  readonly seconds: number;
+}
+
+/** What one `collect` removed. */
+export interface CheckpointCollectReport {
+  /** Sequence numbers of the checkpoints kept, newest first. */
+  readonly kept: readonly number[];
+  /** Sequence numbers of the checkpoints removed. */
+  readonly removed: readonly number[];
+  /** Stored files that no kept checkpoint uses, removed (with leftovers of interrupted puts). */
+  readonly removedFiles: number;
+  readonly removedBytes: number;
+}
+
+/**
+ * Checkpoints of stores under keys, each with a sequence number the caller chooses
+ * (increasing per key). Incremental, as Flink's incremental RocksDB checkpoints are (Apache
+ * Flink docs, "Incremental Checkpoints"; S. Ewen, S. Richter et al., "Managing Large State in
+ * Apache Flink: An Intro to Incremental Checkpointing", 2018): RocksDB's SST files are
+ * immutable, so a checkpoint stores only the files that earlier checkpoints of the key have
+ * not stored; here files are named by their SHA-256, so "already stored" is exact.
+ *
+ * Guarantees: a checkpoint is visible (to `latest`, `list`, `restore`) only once complete,
+ * its manifest being written after all its files; `restore` checks every file's size and
+ * SHA-256 and refuses a damaged checkpoint (`CheckpointDamagedError`) without leaving a
+ * partial directory. One writer per key: `put` and `collect` of one key are serialized
+ * within a process; across processes the caller ensures one owner per key (a partition
+ * lease), since `collect` removes files that no manifest uses, a concurrent put's among them.
+ */
+export interface CheckpointStore {
+  /** Where it keeps checkpoints: `file:///DIR` or `s3://BUCKET/PREFIX`. */
+  readonly url: string;
+  /**
+   * Checkpoints `source` under `key` with `sequence`: a `Store` (checkpointed now: a flush,
+   * then hard links, `Store.checkpoint`) or a checkpoint directory already made.
+   * @throws InvalidArgumentError on a bad key, a sequence not above the key's latest, a
+   *   missing source directory; the abort reason when `signal` aborts; the store's I/O errors
+   */
+  put(key: string, source: Store | CheckpointDirectory, sequence: number, options?: CheckpointPutOptions): Promise<CheckpointPutReport>;
+  /**
+   * The newest complete checkpoint of `key`, or undefined when it has none.
+   * @throws CheckpointDamagedError when its manifest does not parse
+   */
+  latest(key: string): Promise<CheckpointManifest | undefined>;
+  /** Sequence numbers of `key`'s complete checkpoints, oldest first. */
+  list(key: string): Promise<number[]>;
+  /**
+   * Restores `key`'s newest checkpoint (or the one of `options.sequence`) into `dir`, which
+   * must not exist; written to a temporary sibling folder and renamed once every file checked.
+   * @throws CheckpointNotFoundError when there is no such checkpoint;
+   *   CheckpointDamagedError when a file is missing or of another size or SHA-256;
+   *   InvalidArgumentError when `dir` exists
+   */
+  restore(key: string, dir: string, options?: { readonly sequence?: number }): Promise<CheckpointRestoreReport>;
+  /**
+   * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests,
+   * then every stored file of the key that no kept manifest lists.
+   * @throws InvalidArgumentError when keep is not an integer >= 1;
+   *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then)
+   */
+  collect(key: string, keep: number): Promise<CheckpointCollectReport>;
+  /**
+   * Removes every checkpoint of `key` (manifests first, newest first, so that what stays
+   * visible meanwhile is complete), then all its files. For a partition retired for good.
+   * @returns the number of checkpoints removed
+   */
+  remove(key: string): Promise<number>;
+  /** Releases connections. */
+  close(): Promise<void>;
+}

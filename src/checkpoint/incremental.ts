@@ -1,0 +1,295 @@
+/**
+ * The checkpoint store's logic, written once over `CheckpointObjects` (a directory or S3):
+ * content-addressed files, manifests written last, checks on restore, collection.
+ * See `CheckpointStore` (checkpointStore.ts) for the contract.
+ */
+import { Mutex } from 'async-mutex';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../errors.js';
+import { Store } from '../storage/store.js';
+import type {
+  CheckpointCollectReport,
+  CheckpointDirectory,
+  CheckpointPutOptions,
+  CheckpointPutReport,
+  CheckpointRestoreReport,
+  CheckpointStore,
+} from './checkpointStore.js';
+import { forEachLimit } from './limit.js';
+import {
+  checkKey,
+  checkSequence,
+  decodeManifest,
+  encodeManifest,
+  fileObjectName,
+  filesPrefix,
+  isCheckpointFileName,
+  manifestName,
+  manifestsPrefix,
+  sequenceOfManifest,
+  type CheckpointFile,
+  type CheckpointManifest,
+} from './manifest.js';
+import type { CheckpointObjects } from './objects.js';
+
+/** Files stored or fetched at once. */
+const TRANSFER_CONCURRENCY = 4;
+/** Entries of the hash cache before it is emptied (one per live SST file is the norm). */
+const HASH_CACHE_LIMIT = 100_000;
+
+/**
+ * Removes the staging folders (`<prefix><pid>-...`) that processes no longer running left
+ * behind (killed mid-put): they hold hard links to SST files the store has since deleted,
+ * whose disk space would otherwise never come back.
+ */
+async function removeDeadStaging(stagingDir: string, prefix: string): Promise<void> {
+  for (const name of await readdir(stagingDir)) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length).split('-')[0]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isRunning(pid)) continue;
+    await rm(path.join(stagingDir, name), { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
+  }
+}
+
+export class IncrementalCheckpointStore implements CheckpointStore {
+  readonly url: string;
+  readonly #locks = new Map<string, Mutex>();
+  /**
+   * SHA-256 of files already hashed, by device, inode, size and mtime: a checkpoint's SST
+   * files are hard links to the store's, so each immutable SST is read once per process,
+   * not once per checkpoint.
+   */
+  readonly #hashes = new Map<string, string>();
+
+  constructor(private readonly objects: CheckpointObjects) {
+    this.url = objects.url;
+  }
+
+  #lock(key: string): Mutex {
+    let m = this.#locks.get(key);
+    if (!m) this.#locks.set(key, (m = new Mutex()));
+    return m;
+  }
+
+  async list(key: string): Promise<number[]> {
+    checkKey(key);
+    const listed = await this.objects.list(manifestsPrefix(key));
+    return listed.map((o) => sequenceOfManifest(key, o.name)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
+  }
+
+  async #manifest(key: string, sequence: number): Promise<CheckpointManifest | undefined> {
+    const bytes = await this.objects.getBytes(manifestName(key, sequence));
+    return bytes === undefined ? undefined : decodeManifest(key, sequence, bytes);
+  }
+
+  async latest(key: string): Promise<CheckpointManifest | undefined> {
+    const seqs = await this.list(key);
+    return seqs.length === 0 ? undefined : this.#manifest(key, seqs[seqs.length - 1]!);
+  }
+
+  async put(key: string, source: Store | CheckpointDirectory, sequence: number, options: CheckpointPutOptions = {}): Promise<CheckpointPutReport> {
+    checkKey(key);
+    checkSequence(sequence);
+    return this.#lock(key).runExclusive(() => this.#put(key, source, sequence, options));
+  }
+
+  async #put(key: string, source: Store | CheckpointDirectory, sequence: number, options: CheckpointPutOptions): Promise<CheckpointPutReport> {
+    const { signal, onProgress } = options;
+    signal?.throwIfAborted();
+    const seqs = await this.list(key);
+    const last = seqs[seqs.length - 1];
+    if (last !== undefined && last >= sequence) {
+      throw new InvalidArgumentError(`checkpoint ${key}@${sequence}: the sequence number must be above the latest checkpoint's (${last}) in ${this.url}`);
+    }
+    const t0 = performance.now();
+    let dir: string;
+    let staged: string | undefined;
+    if (source instanceof Store) {
+      const stagingDir = options.stagingDir ?? path.dirname(source.path);
+      const prefix = `.checkpoint-${path.basename(source.path)}-`;
+      staged = path.join(stagingDir, `${prefix}${process.pid}-${sequence}-${randomBytes(4).toString('hex')}`);
+      await mkdir(stagingDir, { recursive: true });
+      await removeDeadStaging(stagingDir, prefix);
+      await source.checkpoint(staged);
+      dir = staged;
+    } else {
+      dir = source.directory;
+    }
+    try {
+      const checkpointSeconds = staged ? (performance.now() - t0) / 1000 : 0;
+      const t1 = performance.now();
+      const files = await this.#describe(dir);
+      const stored = new Map((await this.objects.list(filesPrefix(key))).map((o) => [o.name, o.bytes]));
+      const toUpload = new Map<string, CheckpointFile>();
+      for (const f of files) {
+        const name = fileObjectName(key, f.sha256);
+        if (stored.get(name) !== f.bytes) toUpload.set(name, f);
+      }
+      const bytes = files.reduce((s, f) => s + f.bytes, 0);
+      onProgress?.({ kind: 'checkpointed', files: files.length, bytes, toUpload: toUpload.size });
+      let uploadedBytes = 0;
+      await forEachLimit([...toUpload], TRANSFER_CONCURRENCY, async ([name, f]) => {
+        signal?.throwIfAborted();
+        await this.objects.putFile(name, path.join(dir, f.name), f.bytes);
+        uploadedBytes += f.bytes;
+        onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
+      });
+      signal?.throwIfAborted();
+      const manifest: CheckpointManifest = {
+        key,
+        sequence,
+        createdAt: new Date().toISOString(),
+        files,
+        bytes,
+        metadata: options.metadata ?? new Uint8Array(0),
+      };
+      // Last: the checkpoint exists from here on.
+      await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
+      return {
+        manifest,
+        files: files.length,
+        bytes,
+        uploadedFiles: toUpload.size,
+        uploadedBytes,
+        checkpointSeconds,
+        uploadSeconds: (performance.now() - t1) / 1000,
+      };
+    } finally {
+      if (staged) await rm(staged, { recursive: true, force: true });
+    }
+  }
+
+  /** Name, size and SHA-256 of every file of a checkpoint directory, by name. */
+  async #describe(dir: string): Promise<CheckpointFile[]> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new InvalidArgumentError(`checkpoint directory ${dir} does not exist`, { cause: err });
+      throw err;
+    }
+    const names = entries.filter((e) => e.isFile()).map((e) => e.name).sort();
+    if (names.length === 0) throw new InvalidArgumentError(`checkpoint directory ${dir} holds no file`);
+    const out: CheckpointFile[] = [];
+    for (const name of names) {
+      if (!isCheckpointFileName(name)) throw new InvalidArgumentError(`checkpoint directory ${dir}: file name ${JSON.stringify(name)} is not a RocksDB file name`);
+      const p = path.join(dir, name);
+      const st = await stat(p, { bigint: true });
+      const cacheKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
+      let sha256 = this.#hashes.get(cacheKey);
+      if (sha256 === undefined) {
+        const h = createHash('sha256');
+        await pipeline(createReadStream(p), h);
+        sha256 = h.digest('hex');
+        if (this.#hashes.size >= HASH_CACHE_LIMIT) this.#hashes.clear();
+        this.#hashes.set(cacheKey, sha256);
+      }
+      out.push({ name, bytes: Number(st.size), sha256 });
+    }
+    return out;
+  }
+
+  async restore(key: string, dir: string, options: { readonly sequence?: number } = {}): Promise<CheckpointRestoreReport> {
+    checkKey(key);
+    if (options.sequence !== undefined) checkSequence(options.sequence);
+    const t0 = performance.now();
+    const manifest = options.sequence === undefined ? await this.latest(key) : await this.#manifest(key, options.sequence);
+    if (!manifest) {
+      throw new CheckpointNotFoundError(
+        options.sequence === undefined
+          ? `no checkpoint of ${key} in ${this.url}`
+          : `no checkpoint ${key}@${options.sequence} in ${this.url} (it has: ${(await this.list(key)).join(', ') || 'none'})`,
+        key,
+        options.sequence,
+      );
+    }
+    const exists = await stat(dir).then(() => true, (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)));
+    if (exists) throw new InvalidArgumentError(`restore of ${key}@${manifest.sequence}: ${dir} exists; restore into a new directory`);
+    const tmp = `${dir}.restoring-${randomBytes(4).toString('hex')}`;
+    await mkdir(tmp, { recursive: true });
+    try {
+      await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name)));
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+    return { manifest, directory: dir, bytes: manifest.bytes, seconds: (performance.now() - t0) / 1000 };
+  }
+
+  /** Writes file `f` of `m` to `target`, counting and hashing what arrives; refuses a mismatch. */
+  async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string): Promise<void> {
+    const damaged = (why: string): CheckpointDamagedError =>
+      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; restore an earlier checkpoint (sequence option) or take a new one`, m.key, m.sequence, f.name);
+    const body = await this.objects.getStream(fileObjectName(m.key, f.sha256));
+    if (!body) throw damaged(`is missing (object ${fileObjectName(m.key, f.sha256)})`);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const check = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        bytes += chunk.length;
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    await pipeline(body, check, createWriteStream(target, { flags: 'wx' }));
+    if (bytes !== f.bytes) throw damaged(`has ${bytes} bytes, the manifest says ${f.bytes}`);
+    const sha256 = hash.digest('hex');
+    if (sha256 !== f.sha256) throw damaged(`has SHA-256 ${sha256}, the manifest says ${f.sha256}`);
+  }
+
+  async collect(key: string, keep: number): Promise<CheckpointCollectReport> {
+    checkKey(key);
+    if (!Number.isSafeInteger(keep) || keep < 1) throw new InvalidArgumentError(`collect keeps at least 1 checkpoint, got keep = ${String(keep)}`);
+    return this.#lock(key).runExclusive(async () => {
+      const seqs = (await this.list(key)).reverse();
+      const kept = seqs.slice(0, keep);
+      const removed = seqs.slice(keep);
+      // Every kept manifest is read before anything is removed: one that does not parse stops it.
+      const used = new Set<string>();
+      for (const s of kept) {
+        const m = await this.#manifest(key, s);
+        for (const f of m?.files ?? []) used.add(fileObjectName(key, f.sha256));
+      }
+      // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
+      await this.objects.delete(removed.slice().reverse().map((s) => manifestName(key, s)));
+      const unused = (await this.objects.list(filesPrefix(key))).filter((o) => !used.has(o.name));
+      await this.objects.delete(unused.map((o) => o.name));
+      return {
+        kept,
+        removed,
+        removedFiles: unused.length,
+        removedBytes: unused.reduce((s, o) => s + o.bytes, 0),
+      };
+    });
+  }
+
+  async remove(key: string): Promise<number> {
+    checkKey(key);
+    return this.#lock(key).runExclusive(async () => {
+      const seqs = await this.list(key);
+      // Newest first: a reader meanwhile still sees an older checkpoint whole, never a newer one.
+      for (const s of seqs.slice().reverse()) await this.objects.delete([manifestName(key, s)]);
+      await this.objects.delete((await this.objects.list(filesPrefix(key))).map((o) => o.name));
+      return seqs.length;
+    });
+  }
+
+  close(): Promise<void> {
+    return this.objects.close();
+  }
+}

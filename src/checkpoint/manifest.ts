@@ -1,0 +1,126 @@
+/**
+ * A checkpoint's manifest: what makes a checkpoint visible (it is written last) and what a
+ * restore checks the files against. Stored as JSON at `<key>/manifests/<sequence>.json`
+ * (the sequence zero-padded to 16 digits, so names sort as numbers):
+ *
+ * ```json
+ * {"format": "shardflow-checkpoint/1", "key": "p3", "sequence": 12,
+ *  "createdAt": "2026-12-01T16:00:00.000Z",
+ *  "files": [{"name": "000013.sst", "bytes": 115562, "sha256": "9f86d0..."}],
+ *  "metadata": "<base64>"}
+ * ```
+ *
+ * Each file is stored once per key at `<key>/files/<sha256>` (content-addressed: a file
+ * with the same bytes in two checkpoints is one object).
+ */
+import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
+
+export const MANIFEST_FORMAT = 'shardflow-checkpoint/1';
+
+/** One file of a checkpoint: its name in the store's directory, size in bytes, SHA-256 (hex). */
+export interface CheckpointFile {
+  readonly name: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** A complete checkpoint of one key, as its manifest records it. */
+export interface CheckpointManifest {
+  /** The checkpoint key (a partition id such as `p3`). */
+  readonly key: string;
+  /** The caller's sequence number, above every earlier checkpoint's of the key. */
+  readonly sequence: number;
+  /** When the manifest was written (ISO 8601, UTC). */
+  readonly createdAt: string;
+  /** Every file of the store's checkpoint directory. */
+  readonly files: readonly CheckpointFile[];
+  /** Sum of the files' sizes, bytes. */
+  readonly bytes: number;
+  /** The caller's opaque bytes (broker positions, applied marks), empty when none were given. */
+  readonly metadata: Uint8Array;
+}
+
+const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
+const SHA256 = /^[0-9a-f]{64}$/;
+const SEQUENCE_DIGITS = 16;
+
+/** @throws InvalidArgumentError unless `key` is 1-128 of `A-Z a-z 0-9 . _ -`, not starting with `.`, `_` or `-` */
+export function checkKey(key: string): void {
+  if (typeof key !== 'string' || !KEY.test(key)) {
+    throw new InvalidArgumentError(`a checkpoint key is 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, got ${JSON.stringify(key)}`);
+  }
+}
+
+/** @throws InvalidArgumentError unless `sequence` is a safe integer >= 0 */
+export function checkSequence(sequence: number): void {
+  if (!Number.isSafeInteger(sequence) || sequence < 0) {
+    throw new InvalidArgumentError(`a checkpoint sequence number is a safe integer >= 0, got ${String(sequence)}`);
+  }
+}
+
+export const manifestsPrefix = (key: string): string => `${key}/manifests/`;
+export const filesPrefix = (key: string): string => `${key}/files/`;
+export const manifestName = (key: string, sequence: number): string =>
+  `${manifestsPrefix(key)}${String(sequence).padStart(SEQUENCE_DIGITS, '0')}.json`;
+export const fileObjectName = (key: string, sha256: string): string => `${filesPrefix(key)}${sha256}`;
+
+/** The sequence number of a manifest object's name, or undefined for another object. */
+export function sequenceOfManifest(key: string, name: string): number | undefined {
+  const prefix = manifestsPrefix(key);
+  if (!name.startsWith(prefix)) return undefined;
+  const m = /^(\d{16})\.json$/.exec(name.slice(prefix.length));
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** True for a valid file name in a checkpoint (a plain name, no path). */
+export const isCheckpointFileName = (name: string): boolean => FILE_NAME.test(name);
+
+export function encodeManifest(m: CheckpointManifest): Buffer {
+  return Buffer.from(JSON.stringify({
+    format: MANIFEST_FORMAT,
+    key: m.key,
+    sequence: m.sequence,
+    createdAt: m.createdAt,
+    files: m.files.map((f) => ({ name: f.name, bytes: f.bytes, sha256: f.sha256 })),
+    metadata: Buffer.from(m.metadata).toString('base64'),
+  }));
+}
+
+/**
+ * Parses and checks a manifest read from `key`'s manifest of `sequence`.
+ * @throws CheckpointDamagedError when it is not JSON or not a manifest of that key and sequence
+ */
+export function decodeManifest(key: string, sequence: number, bytes: Uint8Array): CheckpointManifest {
+  const damaged = (why: string): never => {
+    throw new CheckpointDamagedError(`checkpoint ${key}@${sequence}: the manifest is damaged: ${why}`, key, sequence);
+  };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch (err) {
+    return damaged(`not JSON (${(err as Error).message})`);
+  }
+  if (raw === null || typeof raw !== 'object') return damaged('not an object');
+  const o = raw as Record<string, unknown>;
+  if (o.format !== MANIFEST_FORMAT) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT}`);
+  if (o.key !== key || o.sequence !== sequence) return damaged(`it names ${JSON.stringify(o.key)}@${String(o.sequence)}`);
+  if (typeof o.createdAt !== 'string') return damaged('no createdAt');
+  if (typeof o.metadata !== 'string') return damaged('no metadata');
+  if (!Array.isArray(o.files)) return damaged('no file list');
+  const files: CheckpointFile[] = [];
+  const names = new Set<string>();
+  let total = 0;
+  for (const f of o.files as unknown[]) {
+    const e = (f ?? {}) as Record<string, unknown>;
+    if (typeof e.name !== 'string' || !isCheckpointFileName(e.name) || names.has(e.name)) return damaged(`bad or repeated file name ${JSON.stringify(e.name)}`);
+    if (!Number.isSafeInteger(e.bytes) || (e.bytes as number) < 0) return damaged(`bad size of ${e.name}`);
+    if (typeof e.sha256 !== 'string' || !SHA256.test(e.sha256)) return damaged(`bad sha256 of ${e.name}`);
+    names.add(e.name);
+    total += e.bytes as number;
+    files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256 });
+  }
+  return { key, sequence, createdAt: o.createdAt, files, bytes: total, metadata: new Uint8Array(Buffer.from(o.metadata, 'base64')) };
+}

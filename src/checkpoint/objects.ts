@@ -1,0 +1,37 @@
+/**
+ * Where a checkpoint store keeps its bytes: a flat namespace of named, immutable objects
+ * (names are `/`-separated paths relative to the store's root), written whole or not at
+ * all. The incremental logic (src/checkpoint/incremental.ts) is written once over this; a
+ * directory (`directoryObjects.ts`) and S3 (`s3Objects.ts`) implement it.
+ *
+ * Internal to src/checkpoint: the public API is `CheckpointStore`.
+ */
+import type { Readable } from 'node:stream';
+
+/** One object of a listing: its name (relative to the store's root) and size in bytes. */
+export interface ListedObject {
+  readonly name: string;
+  readonly bytes: number;
+}
+
+export interface CheckpointObjects {
+  /** The store's location as a URL (`file:///DIR`, `s3://BUCKET/PREFIX`), for messages. */
+  readonly url: string;
+  /**
+   * Stores the local file at `localPath` (of `bytes` bytes) as object `name`, replacing any
+   * object of that name. The object is visible under `name` only once complete.
+   */
+  putFile(name: string, localPath: string, bytes: number): Promise<void>;
+  /** Stores `bytes` as object `name` (visible only once complete). */
+  putBytes(name: string, bytes: Uint8Array): Promise<void>;
+  /** The whole content of object `name`, or undefined when there is none. */
+  getBytes(name: string): Promise<Buffer | undefined>;
+  /** The content of object `name` as a stream, or undefined when there is none. */
+  getStream(name: string): Promise<Readable | undefined>;
+  /** Every object whose name starts with `prefix` (a folder path ending in `/`), in no set order. */
+  list(prefix: string): Promise<ListedObject[]>;
+  /** Deletes the named objects; a name that is already gone is not an error. */
+  delete(names: readonly string[]): Promise<void>;
+  /** Releases connections (S3); the objects stay. */
+  close(): Promise<void>;
+}

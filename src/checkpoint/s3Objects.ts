@@ -1,0 +1,143 @@
+/**
+ * Checkpoint objects in S3-compatible object storage (`s3://BUCKET/PREFIX`) through
+ * `@aws-sdk/client-s3`: object `a/b` is the S3 object `PREFIX/a/b` of BUCKET. An S3 PUT is
+ * atomic (an object is visible only once complete), which is all the checkpoint store asks.
+ *
+ * Where and as whom, from the usual AWS environment variables (or `env`):
+ * - `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`: the endpoint (an S3-compatible server such as
+ *   scripts/s3/start.sh's S3Proxy); with one given, requests use path-style addressing
+ *   (`http://host/BUCKET/KEY`), which such servers expect. Without one: AWS S3 itself.
+ * - `AWS_REGION` or `AWS_DEFAULT_REGION` (`us-east-1` when neither is set).
+ * - `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); without them, the
+ *   SDK's default provider chain (shared config files, container and instance roles).
+ *
+ * The SDK's optional request and response checksums are off (`WHEN_REQUIRED`): S3-compatible
+ * servers do not all implement the newer checksum headers, and the checkpoint store checks
+ * every file's size and SHA-256 itself on restore. Deletes are one DeleteObject per object
+ * (DeleteObjects needs a checksum header that S3Proxy answers with 501 NotImplemented).
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { InvalidArgumentError } from '../errors.js';
+import type { CheckpointObjects, ListedObject } from './objects.js';
+import { forEachLimit } from './limit.js';
+
+/** Deletes in flight at once. */
+const DELETE_CONCURRENCY = 8;
+
+/** The S3Client configuration the AWS environment variables in `env` describe (see the module doc). */
+export function s3ConfigFromEnv(env: NodeJS.ProcessEnv): S3ClientConfig {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const config: S3ClientConfig = {
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  };
+  if (endpoint) {
+    try {
+      new URL(endpoint);
+    } catch {
+      throw new InvalidArgumentError(`AWS_ENDPOINT_URL is not a URL: ${JSON.stringify(endpoint)}`);
+    }
+    config.endpoint = endpoint;
+    config.forcePathStyle = true;
+  }
+  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {
+    config.credentials = {
+      accessKeyId: env.AWS_ACCESS_KEY_ID,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+      ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+    };
+  }
+  return config;
+}
+
+export class S3Objects implements CheckpointObjects {
+  readonly url: string;
+  readonly #client: S3Client;
+  readonly #prefix: string;
+
+  /**
+   * @param bucket the bucket (it must exist)
+   * @param prefix key prefix without leading or trailing `/` ('' for the bucket's root)
+   * @param config the client's configuration (`s3ConfigFromEnv(process.env)` by default)
+   */
+  constructor(private readonly bucket: string, prefix: string, config: S3ClientConfig) {
+    this.#prefix = prefix === '' ? '' : `${prefix}/`;
+    this.url = `s3://${bucket}/${prefix}`;
+    this.#client = new S3Client(config);
+  }
+
+  async putFile(name: string, localPath: string, bytes: number): Promise<void> {
+    await this.#client.send(new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: this.#prefix + name,
+      Body: createReadStream(localPath),
+      ContentLength: bytes,
+    }));
+  }
+
+  async putBytes(name: string, bytes: Uint8Array): Promise<void> {
+    await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name, Body: bytes }));
+  }
+
+  async getBytes(name: string): Promise<Buffer | undefined> {
+    const body = await this.getStream(name);
+    if (!body) return undefined;
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  async getStream(name: string): Promise<Readable | undefined> {
+    try {
+      const r = await this.#client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name }));
+      return r.Body as Readable;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async list(prefix: string): Promise<ListedObject[]> {
+    const out: ListedObject[] = [];
+    let token: string | undefined;
+    do {
+      const r = await this.#client.send(new ListObjectsV2Command({
+        Bucket: this.bucket,
+        Prefix: this.#prefix + prefix,
+        ContinuationToken: token,
+      }));
+      for (const o of r.Contents ?? []) {
+        // Filesystem-backed servers list folders as keys ending in '/': not objects.
+        if (!o.Key || o.Key.endsWith('/')) continue;
+        out.push({ name: o.Key.slice(this.#prefix.length), bytes: o.Size ?? 0 });
+      }
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  async delete(names: readonly string[]): Promise<void> {
+    await forEachLimit(names, DELETE_CONCURRENCY, async (name) => {
+      await this.#client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name }));
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#client.destroy();
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}

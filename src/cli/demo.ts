@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
-import { readGraph, readScores } from '../replay/graphFile.js';
+import { readGraph, readScores, type WebGraph } from '../replay/graphFile.js';
 import { crawlGraph } from '../jobs/crawlGraph.js';
 import { l1Distance } from '../jobs/rankGraph.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
@@ -11,6 +11,8 @@ import { ChaosPolicy, hostOf, InvalidArgumentError } from '../index.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { chaosKinds, cliLogger, positiveInt } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
+import { clusterUrl } from './worker.js';
+import { runDemoOnCluster } from './demoCluster.js';
 import { openInspection } from './inspect.js';
 import { withJobOptions } from './jobOptions.js';
 
@@ -61,13 +63,20 @@ export function demoCommand(setExit: (code: number) => void): Command {
       .option('--links <file>', 'links.tsv of your own graph (source<TAB>target; .xz accepted), with --pages')
       .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: the one next to the pages.txt)')
       .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
-      .option('--update', 'on a --data-dir that holds another graph: crawl this one into it (pages it does not list are kept)'),
+      .option('--update', 'on a --data-dir that holds another graph: crawl this one into it (pages it does not list are kept)')
+      .option('--workers <n>', 'run on a laptop cluster instead: this many `shardflow worker --web-index` processes coordinated through Redis (started if silent), the graph ranked on them as a client (docs/cluster.md)', positiveInt)
+      .option('--cluster <url>', "with --workers: the cluster's Redis (default: the broker's Redis, or redis://127.0.0.1:6379)", clusterUrl),
     { default: 'uniform', help: 'link weights: uniform (PageRank), reasonable, or a weight table .json' },
   )
     .action(async (opts, command: Command) => {
       const log = cliLogger(opts.logLevel);
       const files = demoGraphFiles(opts);
       const graph = await readGraph(files.pages, files.links);
+      if (opts.workers !== undefined) {
+        setExit(await demoOnCluster(opts, command, graph, files.pages, log));
+        return;
+      }
+      if (command.getOptionValueSource('cluster') === 'cli') throw new InvalidArgumentError('--cluster goes with --workers');
       const run = await openJobRun(opts, await graphInput('crawl', files.pages, files.links), log);
       const dir = run.dir.path;
       console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${opts.dataDir !== undefined ? '' : ' (removed at the end; --data-dir keeps it)'}`);
@@ -122,16 +131,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
           console.log(`  (${used} of ${opts.partitions} partitions hold pages: all pages of a host live on one partition, and this graph has ${hosts} hosts;`);
           console.log(`   a graph with many more hosts than partitions spreads over all of them: the default, --graph ${DEMO_DEFAULT_GRAPH}, has 1,451)`);
         }
-        console.log('\ntop 10 pages by score:');
-        for (const [url, score] of result.scores.slice(0, 10)) console.log(`  ${score.toFixed(6)}  ${url}`);
-        const reference = opts.reference ?? join(dirname(files.pages), 'pagerank.tsv');
-        if (opts.weights === 'uniform' && existsSync(reference)) {
-          const ref = new Map<string, number>();
-          for (const [u, s] of await readScores(reference)) {
-            try { ref.set(canonicalUrl(u), (ref.get(canonicalUrl(u)) ?? 0) + s); } catch { /* not crawlable */ }
-          }
-          console.log(`\nL1 distance to ${reference}: ${l1Distance(new Map(result.scores), ref).toExponential(3)}`);
-        }
+        await printScores(result.scores, opts, files.pages, true);
         console.log(`\nsupervision tree:\n${foldIdlePartitions(result.tree, new Set(result.counts.flatMap((c, p) => (c.pages > 0 ? [p] : []))))}`);
         console.log(`\n(pushes: pages whose residual rank was passed on to their outlinks; a round is one push per partition and the messages between them)`);
         console.log(`done in ${elapsed.toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${result.converge.converged ? 'converged' : 'NOT converged'} in ${result.converge.rounds} rounds`);
@@ -178,4 +178,55 @@ function foldIdlePartitions(tree: string, withPages: ReadonlySet<number>): strin
   }
   flush();
   return out.join('\n');
+}
+
+/**
+ * `demo --workers N`: the demo graph ranked on N worker processes (`runDemoOnCluster`), with
+ * the one-process demo's summary lines (counts, top 10, L1 to the reference).
+ * @returns the exit code: 0 when the metric converged
+ * @throws InvalidArgumentError for options that apply to one process only
+ */
+async function demoOnCluster(opts: Record<string, any>, command: Command, graph: WebGraph, pagesFile: string, log: ReturnType<typeof cliLogger>): Promise<number> {
+  for (const o of ['chaos', 'inspectPort', 'update', 'crawlers']) {
+    if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} runs in one process only, not with --workers`);
+  }
+  const broker: string = command.getOptionValueSource('broker') === 'cli' ? opts.broker : (opts.cluster ?? 'redis://127.0.0.1:6379');
+  if (broker === 'memory') throw new InvalidArgumentError('--workers needs a broker that crosses processes: --broker redis://… or pulsar://…');
+  const cluster: string = opts.cluster ?? (broker.startsWith('redis://') ? broker : 'redis://127.0.0.1:6379');
+  const t0 = performance.now();
+  console.log(`shardflow demo on ${opts.workers} worker processes: ${opts.partitions} partitions`);
+  console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${pagesFile})`);
+  console.log('(on a cluster the demo loads the pages as fetch results through the broker, as `shardflow rank` does: crawling runs in one process only for now)');
+  const result = await runDemoOnCluster({
+    workers: opts.workers, partitions: opts.partitions, cluster, broker, weights: opts.weights, tolerance: opts.tolerance, graph, log,
+    ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+    say: (line) => console.log(line),
+  });
+  console.log(`\npages fetched:    ${result.pages}`);
+  console.log(`links stored:     ${result.outlinks}`);
+  console.log(`backlinks stored: ${result.backlinks}`);
+  console.log(`load: ${result.loadSeconds.toFixed(2)} s; metric: ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages, ${result.convergeSeconds.toFixed(2)} s; ${result.converge.converged ? 'converged' : 'NOT converged'}`);
+  await printScores(result.scores, { weights: opts.weights, reference: opts.reference }, pagesFile, false);
+  console.log(`done in ${((performance.now() - t0) / 1000).toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${result.converge.converged ? 'converged' : 'NOT converged'} in ${result.converge.rounds} rounds`);
+  return result.converge.converged ? 0 : 1;
+}
+
+/**
+ * The demo's score lines: the top 10 pages and, for uniform weights with a reference file
+ * (`--reference`, or pagerank.tsv beside the pages), the L1 distance to it.
+ * @param crawled the scores are keyed by the crawl's URL keys (`canonicalUrl`): the reference's
+ *   URLs are put in that form; else (a graph loaded as written) they are compared as written
+ */
+async function printScores(scores: ReadonlyArray<readonly [string, number]>, opts: { readonly reference?: string | undefined; readonly weights: string }, pagesFile: string, crawled: boolean): Promise<void> {
+  console.log('\ntop 10 pages by score:');
+  for (const [url, score] of scores.slice(0, 10)) console.log(`  ${score.toFixed(6)}  ${url}`);
+  const reference = opts.reference ?? join(dirname(pagesFile), 'pagerank.tsv');
+  if (opts.weights === 'uniform' && existsSync(reference)) {
+    const ref = new Map<string, number>();
+    for (const [u, s] of await readScores(reference)) {
+      if (!crawled) ref.set(u, s);
+      else try { ref.set(canonicalUrl(u), (ref.get(canonicalUrl(u)) ?? 0) + s); } catch { /* not crawlable */ }
+    }
+    console.log(`\nL1 distance to ${reference}: ${l1Distance(new Map(scores), ref).toExponential(3)}`);
+  }
 }

@@ -142,3 +142,54 @@ function countsOf(stderr: string): { pages: number; outlinks: number; backlinks:
   assert.ok(m, `the summary line in: ${stderr.slice(-1000)}`);
   return { pages: Number(m[1]), outlinks: Number(m[2]), backlinks: Number(m[3]) };
 }
+
+test('serve --cluster answers the query API from each key\'s owner, also after that owner is SIGKILLed', { timeout: 240_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const expected = await rankCase(graphs.polblogs, PARTITIONS);
+    const result = await c.rank(expected);
+    const serve = spawn(process.execPath, [
+      resolve(repoRoot, 'bin/shardflow.mjs'), 'serve', '--cluster', REDIS_URL, '--cluster-name', c.clusterName, '--key-prefix', c.keyPrefix, '--broker', c.brokerSpec, '--port', '0',
+    ], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    serve.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      const api = await new Promise<string>((done, fail) => {
+        let out = '';
+        serve.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /query API on (\S+)/.exec(out);
+          if (m) done(m[1]!);
+        });
+        serve.on('exit', (code) => fail(new Error(`serve exited ${code}: ${err}`)));
+      });
+      const get = async (path: string) => {
+        const res = await fetch(new URL(path, api));
+        return { status: res.status, body: (await res.json()) as Record<string, any> };
+      };
+      const [topUrl, topScore] = result.scores[0]!;
+      const check = async () => {
+        const page = await get(`/v1/page?url=${encodeURIComponent(topUrl)}`);
+        assert.equal(page.status, 200, JSON.stringify(page.body));
+        assert.ok(Math.abs(page.body.score - topScore) < 1e-9, `score ${page.body.score} vs ${topScore}`);
+        const top = await get('/v1/top/pages?limit=5');
+        assert.equal(top.status, 200);
+        assert.deepEqual(top.body.top.map((p: { url: string }) => p.url), result.scores.slice(0, 5).map(([u]) => u));
+        assert.equal(top.body.pages, result.pages);
+        const back = await get(`/v1/backlinks?url=${encodeURIComponent(topUrl)}&limit=3`);
+        assert.equal(back.status, 200);
+        assert.ok(back.body.total > 0);
+      };
+      await check();
+      // Kill the owner of the top page's partition: the same reads are answered by its next owner.
+      const partition = Number((await get(`/v1/page?url=${encodeURIComponent(topUrl)}`)).body.partition);
+      const owner = (await c.status()).partitions.find((p) => p.partition === partition)!.owner;
+      ws.find((w) => w.id === owner)!.child.kill('SIGKILL');
+      await check();
+    } finally {
+      serve.kill('SIGTERM');
+    }
+  });
+});

@@ -7,6 +7,12 @@ import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
 import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
+import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock } from '../index.js';
+import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
+import { remotePartitionView } from '../query/remoteView.js';
+import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
+import { clusterName, clusterUrl } from './worker.js';
+import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 
 /** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (other 4xx: 400, 401, 403, 405, ...), 3 server unreachable or failing. */
 export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
@@ -89,8 +95,12 @@ export function queryCommand(setExit: (code: number) => void): Command {
 /** `shardflow serve`: open the stores of a data folder and serve the query API. */
 export function serveCommand(setExit: (code: number) => void): Command {
   const command = new Command('serve')
-    .description('open the partitions of a data folder (left by `shardflow crawl --data-dir`) and serve the query API until interrupted')
-    .requiredOption('--data-dir <dir>', '(required) folder holding p0 .. p<N-1>')
+    .description('open the partitions of a data folder (left by `shardflow crawl --data-dir`), or ask those of a cluster\'s workers (--cluster), and serve the query API until interrupted')
+    .option('--data-dir <dir>', 'folder holding p0 .. p<N-1> (or --cluster)')
+    .option('--cluster <url>', "serve the web index of a cluster's workers (`shardflow worker --web-index`) coordinated by this Redis: each read is asked of its key's owner through the broker", clusterUrl)
+    .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
+    .option('--broker <spec>', "with --cluster: the cluster's broker, redis://HOST:PORT or pulsar://HOST:PORT (default: the --cluster Redis)")
+    .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
     .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', partitionCount)
     .option('--host <address>', 'address to listen on; a non-loopback address needs a token (or --insecure)', '127.0.0.1')
     .option('--port <port>', 'port (0: any free port)', (v) => {
@@ -104,6 +114,12 @@ export function serveCommand(setExit: (code: number) => void): Command {
     .action(async (opts) => {
       const token = resolveToken(opts);
       checkExposure({ host: opts.host, token, insecure: opts.insecure });
+      if ((opts.cluster === undefined) === (opts.dataDir === undefined)) throw new CommanderArgumentError('give --data-dir DIR or --cluster URL (one of them)');
+      if (opts.cluster !== undefined) {
+        await serveCluster(opts, token);
+        setExit(0);
+        return;
+      }
       if (!existsSync(opts.dataDir)) throw new CommanderArgumentError(`no such data folder: ${opts.dataDir}`);
       const found = readdirSync(opts.dataDir).filter((n) => /^p\d+$/.test(n)).length;
       const partitions: number = opts.partitions ?? found;
@@ -126,4 +142,34 @@ export function serveCommand(setExit: (code: number) => void): Command {
         await broker.close();
       }
     });
+}
+
+/**
+ * `serve --cluster`: the query API of a cluster's web index, from any process: every read is
+ * asked of its key's owner (`remotePartitionView`), so answers follow partitions as they move.
+ * Runs until SIGINT or SIGTERM. No admin routes (dropping a host needs a crawl on the cluster).
+ * @throws commander's InvalidArgumentError when the cluster runs no web index
+ */
+async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
+  const name: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
+  const broker = await connectBroker(clusterBrokerIdentity(opts.broker ?? opts.cluster, name));
+  try {
+    const client = await connectClusterClient({ cluster: opts.cluster, clusterName: name, broker, keyPrefix: opts.keyPrefix });
+    try {
+      const stage = (await client.status()).stages?.find((s) => s.name === WEB_INDEX_STAGE);
+      if (!stage) throw new CommanderArgumentError(`cluster ${name} runs no web index (start its workers with \`shardflow worker --web-index\`)`);
+      const service = new QueryService({ partitioner: hostPartitioner(stage.partitions), view: async (p) => remotePartitionView(client, p), clock: systemClock });
+      const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
+      console.log(`query API on ${server.url} (${stage.partitions} partitions of cluster ${name}, each read asked of its owner)`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await server.close();
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await broker.close();
+  }
 }

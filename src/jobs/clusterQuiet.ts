@@ -1,10 +1,8 @@
 import { waitStreamsQuiet, type Clock, type QuietReport, type SentStream, type StreamFlowReport } from '../index.js';
-import { WEB_INDEX_STAGE, webIndexStreamReceiver } from '../topology/clusterProtocol.js';
+import { WEB_INDEX_STAGE, webIndexStreamReceiver, type PartitionAsker } from '../topology/clusterProtocol.js';
 
-/** Asks a partition of a cluster wherever it runs: what a `ClusterClient` does. */
-export interface PartitionAsker {
-  ask(stage: string, partition: number, request: unknown, options?: { readonly timeoutMs?: number }): Promise<unknown>;
-}
+export type { PartitionAsker } from '../topology/clusterProtocol.js';
+
 
 /** Every web-index partition's flow report (`{ kind: 'flow' }`), in partition order. @throws the client's errors */
 export async function collectFlow(client: PartitionAsker, partitions: number): Promise<StreamFlowReport[]> {

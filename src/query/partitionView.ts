@@ -67,6 +67,15 @@ export interface HostPages {
 
 const packr = new Packr({ useRecords: false });
 
+/** The reads the query API makes of a partition: a {@link PartitionView}, or one asked through a cluster (`remotePartitionView`). */
+export type PartitionReads = Pick<PartitionView, 'closed' | 'page' | 'outlinks' | 'backlinks' | 'rawScores' | 'hostPages' | 'summary' | 'frontierStates' | 'hostIndex'>;
+
+/** Names of the {@link PartitionReads} methods a cluster client may ask a partition's owner to run. */
+export const PARTITION_READS = ['page', 'outlinks', 'backlinks', 'rawScores', 'hostPages', 'summary', 'frontierStates', 'hostIndex'] as const;
+
+/** One of {@link PARTITION_READS}. */
+export type PartitionReadMethod = (typeof PARTITION_READS)[number];
+
 /**
  * Read-only access to one partition's RocksDB store, handed out by the partition's reader
  * actor (`readerActor`) and valid for that actor's incarnation: after it stops, every call

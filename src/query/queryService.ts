@@ -3,13 +3,13 @@ import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { siteOf } from '../actors/crawler/site.js';
 import type { LinkFeatures } from '../actors/messages.js';
-import { decodeLink, type PartitionSummary, type PartitionView, type StoredPage } from './partitionView.js';
+import { decodeLink, type PartitionSummary, type PartitionReads, type StoredPage } from './partitionView.js';
 
 /** Options of `QueryService`. */
 export interface QueryServiceOptions {
   readonly partitioner: Partitioner;
   /** The current view of partition `p` (asks its reader actor). @throws when the reader is not running */
-  readonly view: (p: number) => Promise<PartitionView>;
+  readonly view: (p: number) => Promise<PartitionReads>;
   readonly clock: Clock;
   /**
    * Totals and rankings (the normaliser of scores, top pages and hosts) are recomputed by a
@@ -163,7 +163,7 @@ interface Summary {
 export class QueryService {
   readonly #o: QueryServiceOptions;
   readonly #ttl: number;
-  readonly #views = new Map<number, Promise<PartitionView>>();
+  readonly #views = new Map<number, Promise<PartitionReads>>();
   #summary: { at: number; value: Summary } | undefined;
   #computing: Promise<Summary> | undefined;
 
@@ -374,7 +374,7 @@ export class QueryService {
   }
 
   /** Runs `read` on partition `p`'s view, asking the reader again when the view closed (a restart). */
-  async #read<T>(p: number, read: (v: PartitionView) => Promise<T>): Promise<T> {
+  async #read<T>(p: number, read: (v: PartitionReads) => Promise<T>): Promise<T> {
     let last: unknown;
     for (let attempt = 0; attempt < VIEW_ATTEMPTS; attempt++) {
       let pending = this.#views.get(p);

@@ -1,5 +1,6 @@
 import type { StreamReceiver } from '../index.js';
 import type { MetricMessage } from '../actors/metrics/metricActor.js';
+import type { PartitionReadMethod } from '../query/partitionView.js';
 import { Namespaces } from '../actors/namespaces.js';
 
 /**
@@ -16,12 +17,20 @@ export const WEB_INDEX_STAGE = 'index';
  * - `metrics`: a metric message, answered as `MetricEndpoint` says (`push`/`repair`: the
  *   `PushReport`; `await-applied`: the `RoundApplied`; others: the reply as it is);
  * - `flow`: the partition's `StreamFlowReport` (quiet detection across processes);
- * - `republish-links`: the indexer's (a repair), answered with the count of link operations.
+ * - `republish-links`: the indexer's (a repair), answered with the count of link operations;
+ * - `read`: a read of the query API (`PartitionReads[method](...args)`) on the partition's
+ *   reader view, answered with its result (`serve --cluster` routes each key to its owner).
  */
 export type WebIndexRequest =
   | { readonly kind: 'metrics'; readonly message: MetricMessage }
   | { readonly kind: 'flow' }
-  | { readonly kind: 'republish-links' };
+  | { readonly kind: 'republish-links' }
+  | { readonly kind: 'read'; readonly method: PartitionReadMethod; readonly args: readonly unknown[] };
+
+/** Asks a partition of a cluster wherever it runs: what a `ClusterClient` does. */
+export interface PartitionAsker {
+  ask(stage: string, partition: number, request: unknown, options?: { readonly timeoutMs?: number }): Promise<unknown>;
+}
 
 /** The consumer (marks name) of each web-index namespace: the actor that applies its topics. */
 const CONSUMER_OF: Readonly<Record<string, string>> = Object.freeze({

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
+  isShardflowError,
   ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, partitionId, readStreamFlow, recordOwnerEpoch, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
   TopicFlowCounters, startInspectionServer,
   type ActorRef, type ApplicationHost, type ApplicationHostOptions, type Clock, type ClusterApplication, type HostedPartition, type InspectionServer, type PartitionFence,
@@ -21,6 +22,8 @@ import { Namespaces } from '../actors/namespaces.js';
 import { WEB_INDEX_STAGE, type WebIndexRequest } from './clusterProtocol.js';
 import { checkPartitionShape } from './dataDir.js';
 import { partitionActor, partitionEnv, partitionSupervision } from './partition.js';
+import type { ReaderMessage } from '../query/readerActor.js';
+import { PARTITION_READS, type PartitionReadMethod, type PartitionView } from '../query/partitionView.js';
 
 /** The application's name: the default cluster name of its workers. */
 export const WEB_INDEX_APPLICATION = 'web-index';
@@ -249,8 +252,27 @@ class WebIndexHostImpl implements WebIndexHost {
         return askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock);
       case 'flow':
         return this.#flow(entry);
+      case 'read':
+        return this.#read(p, r.method, r.args);
       default:
-        throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links)`);
+        throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links, read)`);
+    }
+  }
+
+  /**
+   * A query API read on partition p's reader view (asked again for a new view when the reader
+   * restarted meanwhile).
+   * @throws InvalidArgumentError for a method that is not a read
+   */
+  async #read(p: number, method: PartitionReadMethod, args: readonly unknown[]): Promise<unknown> {
+    if (!(PARTITION_READS as readonly string[]).includes(method)) throw new InvalidArgumentError(`not a partition read: ${JSON.stringify(method)} (reads: ${PARTITION_READS.join(', ')})`);
+    for (let attempt = 0; ; attempt++) {
+      const view = (await askWithRetry(this.#child<ReaderMessage, PartitionView>(p, 'reader'), { type: 'view' }, this.#clock)) as PartitionView;
+      try {
+        return await (view[method] as (...a: unknown[]) => Promise<unknown>).apply(view, [...args]);
+      } catch (err) {
+        if (attempt >= 10 || !isShardflowError(err) || err.code !== 'SF_ERR_STORE_CLOSED') throw err;
+      }
     }
   }
 

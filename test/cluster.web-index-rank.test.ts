@@ -193,3 +193,20 @@ test('serve --cluster answers the query API from each key\'s owner, also after t
     }
   });
 });
+
+test('a web-index worker with other weights or another partition count is refused by the cluster (exit 2, the reason)', { timeout: 120_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    await c.startWorker('w1');
+    for (const [flag, value, shown] of [['--weights', 'reasonable', /weights=reasonable/], ['--partitions', '5', /"partitions":5/]] as const) {
+      const args = c.workerArgs('w2');
+      const i = args.indexOf(flag);
+      if (i >= 0) args[i + 1] = value;
+      else args.push(flag, value);
+      const r = spawnSync(process.execPath, args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, shown);
+      assert.match(r.stderr, /start it with the cluster's topology/);
+    }
+  });
+});

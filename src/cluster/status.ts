@@ -24,7 +24,7 @@ export interface PartitionStatus {
   /** From the owner's report: `running`, `opening` (waiting for the store); `failed` when its assignee refused it (with `reason`); `unowned` without a lease holder. */
   readonly state: 'running' | 'opening' | 'failed' | 'unowned';
   readonly reason?: string;
-  /** Messages of the stage's subscription on the partition's input not acked yet (with a broker that counts them). */
+  /** Messages of the stage's subscription (`ClusterStage.subscription`) on the partition's input not acked yet (with a broker that counts them). */
   readonly backlog?: number | undefined;
 }
 
@@ -103,8 +103,8 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
   const withBacklog = broker?.subscriptionBacklog
     ? await Promise.all(
         partitions.map(async (p) => {
-          const ns = stages!.find((s) => s.name === p.stage)!.namespace;
-          return { ...p, backlog: await broker.subscriptionBacklog!(topic(ns, partitionId(p.partition)), p.stage) };
+          const stage = stages!.find((s) => s.name === p.stage)!;
+          return { ...p, backlog: await broker.subscriptionBacklog!(topic(stage.namespace, partitionId(p.partition)), stage.subscription ?? p.stage) };
         }),
       )
     : partitions;

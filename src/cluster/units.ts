@@ -12,6 +12,8 @@ export interface ClusterStage {
   readonly name: string;
   readonly namespace: string;
   readonly partitions: number;
+  /** The subscription on the input namespace whose backlog is the partition's lag (default: the stage's name, as stages subscribe). */
+  readonly subscription?: string;
   /**
    * What else every worker must run alike, as text (e.g. the web index's link weights and
    * damping factor): recorded with the stages by the first worker, so a worker configured

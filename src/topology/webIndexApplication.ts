@@ -107,7 +107,7 @@ export function webIndexApplication(options: WebIndexApplicationOptions): WebInd
   const partitioner = hostPartitioner(options.partitions);
   return {
     name: WEB_INDEX_APPLICATION,
-    stages: [{ name: WEB_INDEX_STAGE, namespace: Namespaces.fetches, partitions: options.partitions, config: webIndexConfig(options) }],
+    stages: [{ name: WEB_INDEX_STAGE, namespace: Namespaces.fetches, subscription: 'indexer', partitions: options.partitions, config: webIndexConfig(options) }],
     startHost: (hostOptions) => WebIndexHostImpl.start(options, partitioner, hostOptions),
   };
 }

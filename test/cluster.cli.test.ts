@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { get } from 'node:http';
 import type { ClusterStatus } from '../src/index.js';
+import { startClusterConsole } from '../src/cli/clusterConsole.js';
 import { withClusterRun } from './kit/clusterRun.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
 import { runCli } from './kit/cliRun.js';
@@ -46,6 +48,21 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
         assert.match(section, new RegExp(`  ${p.unit} epoch ${p.epoch} running lag 0`), `${w.name} lists ${p.unit}`);
         assert.match(section, new RegExp(`p${p.partition} \\[`), `${w.name}: the actors of ${p.unit}`);
       }
+    }
+
+    // One console for the whole cluster (`shardflow cluster console`): status and every worker's tree.
+    const console_ = await startClusterConsole({ cluster: REDIS_URL, name: run.clusterName, keyPrefix: run.keyPrefix });
+    try {
+      const whole = (await (await fetch(`${console_.url}/cluster`)).json()) as { status: ClusterStatus; trees: Record<string, { tree?: { children?: unknown[] } }> };
+      assert.deepEqual(whole.status.workers.map((w) => w.id).sort(), s.workers.map((w) => w.id).sort());
+      assert.ok(s.workers.every((w) => whole.trees[w.id]?.tree !== undefined), 'every worker\'s tree, read from its own console');
+      const page = await (await fetch(`${console_.url}/cluster.txt`)).text();
+      for (const p of s.partitions) assert.match(page, new RegExp(`${p.unit} epoch ${p.epoch} running lag 0`));
+      // fetch() cannot set Host: node:http can.
+      const rebound = await new Promise<number>((resolve, reject) => get(`${console_.url}/cluster`, { headers: { host: 'attacker.example' } }, (r) => { r.resume(); resolve(r.statusCode!); }).on('error', reject));
+      assert.equal(rebound, 403, 'a foreign Host header is refused (DNS rebinding)');
+    } finally {
+      await console_.close();
     }
 
     const [leaving, ...staying] = workers as [typeof workers[number], ...typeof workers];

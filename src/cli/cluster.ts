@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { clusterBrokerIdentity, clusterStatus, connectBroker, listClusters, type Broker, type ClusterStatus } from '../index.js';
 import { clusterName, clusterUrl } from './worker.js';
+import { clusterConsoleCommand } from './clusterConsole.js';
 
 /** Options shared by the commands that read a cluster: `--cluster`, `--name`, `--key-prefix`, `--broker`. */
 export interface ClusterReadOptions {
@@ -95,5 +96,5 @@ export function clusterCommand(setExit: (code: number) => void): Command {
       process.stdout.write(opts.json ? `${JSON.stringify(s)}\n` : `${renderClusterStatus(s)}\n`);
       setExit(0);
     });
-  return new Command('cluster').description('read a cluster of workers (see `shardflow worker`)').addCommand(status);
+  return new Command('cluster').description('read a cluster of workers (see `shardflow worker`)').addCommand(status).addCommand(clusterConsoleCommand());
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ClusterRun, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
+import { pulsarUnavailable } from './kit/brokers.js';
 
 /**
  * Partitions that move through checkpoints (docs/checkpoints.md, "Partitions that move"):
@@ -10,7 +11,8 @@ import { skipWithoutRedis } from './kit/cluster.js';
  * directory checkpoint store (checkpoints every 400 ms, and at each hand-back). A unit that
  * moves is restored from its latest checkpoint by its next owner. `verify()` restores every
  * partition's latest checkpoint after the workers exited: the counts of both stages equal the
- * ground truth exactly.
+ * ground truth exactly. The last test runs `shardflow worker --checkpoints … --broker pulsar://…`
+ * processes (skipped without Pulsar, failed under SHARDFLOW_REQUIRE_BROKERS=1).
  */
 const LEASE_MS = 3000;
 const CHECKPOINT_MS = 400;
@@ -85,6 +87,37 @@ test('SIGKILL of a worker mid-stream: the next owners restore its partitions\' l
     assert.ok(restored.length > 0, `the next owners restored the killed worker's checkpoints (lost ${lost.join(', ')}; restored ${JSON.stringify(restored)})`);
     for (const r of restored) t.diagnostic(`crash move of ${r.unit}: restored checkpoint ${r.sequence} in ${r.seconds.toFixed(3)} s (${r.reason})`);
     await run.send(500);
+    await run.quiet(live);
+    await run.stopAll();
+    await run.verify();
+  });
+});
+
+test('over Pulsar, shardflow worker --checkpoints: SIGKILL of a worker mid-stream, its partitions restored elsewhere, counts exact', { timeout: 180_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
+  const reason = await pulsarUnavailable(webUrl);
+  if (reason) {
+    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') assert.fail(`pulsar is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
+    t.skip(`pulsar unavailable: ${reason}`);
+    return;
+  }
+  await withClusterRun(t, LEASE_MS, { cli: true, broker: webUrl.replace(/^http:/, 'pulsar:'), checkpoints: { intervalMs: CHECKPOINT_MS } }, async (run) => {
+    const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
+    const s = await run.balancedOn(workers);
+    const victim = workers.find((w) => w.id !== s.leader?.worker)!;
+    const lost = s.partitions.filter((p) => p.owner === victim.id).map((p) => p.unit);
+    await run.send(600);
+    await new Promise((r) => setTimeout(r, 3 * CHECKPOINT_MS));
+    const killedAt = Date.now();
+    victim.child.kill('SIGKILL');
+    await run.send(600);
+    const live = workers.filter((w) => w !== victim);
+    await run.allRunningOn(live, 60_000);
+    t.diagnostic(`crash over Pulsar: ${lost.length} partitions running again ${Date.now() - killedAt} ms after SIGKILL`);
+    const restored = restoredOn(live, killedAt).filter((r) => lost.includes(r.unit));
+    assert.ok(restored.length > 0, `the next owners restored the killed worker's checkpoints (lost ${lost.join(', ')})`);
+    await run.send(300);
     await run.quiet(live);
     await run.stopAll();
     await run.verify();

@@ -128,8 +128,15 @@ export interface Worker<S extends Record<string, StageTypes> = Record<string, St
  * take the leases of units assigned here that nobody holds, and open their stores (retried
  * while the previous owner still holds a store).
  *
+ * With `checkpoints`, each unit's partition is restored from its latest checkpoint before it
+ * opens when the local store is missing or older, checkpoints periodically and at its
+ * hand-back (before the release), and publishes and acks only what a checkpoint covers
+ * (`StageCheckpointing`; a `restored` event per restore; a damaged checkpoint refuses the unit).
+ *
  * @throws InvalidArgumentError for bad options (neither or both of `topology` and
- *   `application`), or stages other than the cluster's; BrokerDisconnectedError when the
+ *   `application`, `checkpointIntervalMs` below 10, `checkpoints` for an application that does
+ *   not `supportsCheckpoints`, a checkpoint URL that is not `file:///` or `s3://`), or stages
+ *   other than the cluster's; BrokerDisconnectedError when the
  *   cluster's Redis does not answer; the application's `startHost` errors
  */
 export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {

@@ -4,7 +4,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
-import { MemoryBroker, openExternalProducer, startWorker, type Worker, type WorkerEvent } from '../src/index.js';
+import { MemoryBroker, openExternalProducer, stageCheckpointKey, startWorker, type Worker, type WorkerEvent } from '../src/index.js';
+import { openCheckpointStore, type CheckpointStore } from '../src/storage/index.js';
+import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
 import { tempDir } from './kit/datasets.js';
 import { until } from './kit/clusterRun.js';
@@ -12,12 +14,12 @@ import { until } from './kit/clusterRun.js';
 /**
  * One worker at a time in this process (Redis coordinates, the in-memory broker carries the
  * clicks), each start with a data dir of its own or an old one, over one directory checkpoint
- * store: which store a partition opens (restored, or its own), and a damaged checkpoint
- * refused for its unit alone.
+ * store (and the S3 server's): which store a partition opens (restored, or its own), and a
+ * damaged checkpoint refused for its unit alone.
  */
 const LEASE_MS = 1000;
 
-async function withRun(t: import('node:test').TestContext, body: (run: {
+async function withRun(t: import('node:test').TestContext, where: 'directory' | 's3', body: (run: {
   start(dataDir: string, events: WorkerEvent[]): Promise<Worker>;
   send(n: number): Promise<void>;
   counts(w: Worker, stage: 'count' | 'totals'): Promise<Map<string, number>>;
@@ -27,10 +29,14 @@ async function withRun(t: import('node:test').TestContext, body: (run: {
   clusterName: string;
 }) => Promise<void>): Promise<void> {
   if (await skipWithoutRedis(t)) return;
+  if (where === 's3' && (await skipWithoutS3(t))) return;
   const dir = tempDir('sf-ckpt-restore-');
   const clusterName = `ckpt-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
   const keyPrefix = `sfc-test-${process.pid}:`;
   const checkpoints = join(dir.dir, 'checkpoints');
+  const store: CheckpointStore = where === 's3'
+    ? openCheckpointStore(`s3://${S3_BUCKET}/test-restore`, { env: s3Env() })
+    : openCheckpointStore(pathToFileURL(checkpoints).href);
   const broker = new MemoryBroker();
   const { topology, clicks } = clusterClickTopology();
   const producer = await openExternalProducer({ broker, dataDir: dir.dir, namespace: clicks, name: 'clicks-src' });
@@ -43,7 +49,7 @@ async function withRun(t: import('node:test').TestContext, body: (run: {
       async start(dataDir, events) {
         const w = await startWorker({
           cluster: REDIS_URL, clusterName, keyPrefix, topology, broker, dataDir, leaseMs: LEASE_MS,
-          checkpoints: pathToFileURL(checkpoints).href, checkpointIntervalMs: 100, onEvent: (e) => events.push(e),
+          checkpoints: store, checkpointIntervalMs: 100, onEvent: (e) => events.push(e),
           logger: { debug() {}, warn() {}, error() {} },
         });
         workers.push(w);
@@ -69,6 +75,8 @@ async function withRun(t: import('node:test').TestContext, body: (run: {
     await producer.close();
     await broker.close();
     await deleteKeys(`${keyPrefix}${clusterName}:`);
+    for (const [stage, n] of [['count', 6], ['totals', 2]] as const) for (let p = 0; p < n; p++) await store.remove(stageCheckpointKey(clusterName, stage, p));
+    await store.close();
     dir.cleanup();
   }
 }
@@ -76,8 +84,14 @@ async function withRun(t: import('node:test').TestContext, body: (run: {
 const sorted = (m: Map<string, number>) => new Map([...m].sort());
 const types = (events: WorkerEvent[], type: WorkerEvent['type']) => events.filter((e) => e.type === type) as Array<WorkerEvent & { unit: string; reason?: string }>;
 
-test('a partition opens its own store when it is as new as the latest checkpoint, and restores the checkpoint when its store is missing or older', async (t) => {
-  await withRun(t, async (run) => {
+for (const where of ['directory', 's3'] as const) {
+  test(`${where} store: a partition opens its own store when it is as new as the latest checkpoint, and restores the checkpoint when its store is missing or older`, async (t) => {
+    await withRun(t, where, restoreDecisions);
+  });
+}
+
+async function restoreDecisions(run: Parameters<Parameters<typeof withRun>[2]>[0]): Promise<void> {
+  {
     const [dirA, dirB] = [join(run.dir, 'a'), join(run.dir, 'b')];
     const allRunning = (events: WorkerEvent[]) => until('all 8 units running', async () => types(events, 'started').length >= 8);
 
@@ -113,11 +127,11 @@ test('a partition opens its own store when it is as new as the latest checkpoint
     await allRunning(eventsA3);
     assert.equal(types(eventsA3, 'restored').length, 0, 'A\'s stores are now as new as the latest checkpoints: opened as they are');
     assert.deepEqual(await run.counts(a, 'totals'), sorted(run.truth));
-  });
-});
+  }
+}
 
 test('a damaged checkpoint refuses its unit with the reason; no store is opened for it', async (t) => {
-  await withRun(t, async (run) => {
+  await withRun(t, 'directory', async (run) => {
     const eventsA: WorkerEvent[] = [];
     const a = await run.start(join(run.dir, 'a'), eventsA);
     await until('all 8 units running', async () => types(eventsA, 'started').length >= 8);
@@ -135,7 +149,7 @@ test('a damaged checkpoint refuses its unit with the reason; no store is opened 
     await until('the other 7 units running', async () => types(eventsB, 'started').length >= 7);
     assert.ok(!types(eventsB, 'started').some((e) => e.unit === 'count/0'));
     assert.equal(existsSync(join(dirB, 'stages', 'count', 'p0')), false, 'no store opened (nor created) for the refused unit');
-    const status = await b.clusterStatus();
-    assert.equal(status.partitions.find((p) => p.unit === 'count/0')?.state, 'failed');
+    const refused = await until('the status to show count/0 failed (the next heartbeat publishes the report)', async () => (await b.clusterStatus()).partitions.find((p) => p.unit === 'count/0' && p.state === 'failed'));
+    assert.match(refused.reason ?? '', /checkpoint/i);
   });
 });

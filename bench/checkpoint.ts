@@ -6,9 +6,13 @@ import { pathToFileURL } from 'node:url';
 import { openCheckpointStore, Store, type CheckpointPutReport, type CheckpointStore } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from '../test/kit/s3.js';
 import { benchOptions } from './lib/options.js';
+import { int64Add, MemoryBroker, startWorker, type Worker, type WorkerEvent } from '../src/index.js';
+import { stageColumnFamilies } from '../src/runtime/stream/reserved.js';
+import { REDIS_URL, deleteKeys, redisUnavailable } from '../test/kit/cluster.js';
+import { twoStageClicks } from '../test/kit/twoStageClicks.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'params', 'store', 'directory', 's3'] as const;
+export const resultFields = ['smoke', 'params', 'store', 'directory', 's3', 'plannedMove'] as const;
 
 const VALUE_BYTES = 1024;
 const BATCH = 1000;
@@ -26,6 +30,11 @@ const BATCH = 1000;
  *   should be about that share, the rest being the first put's SST files, shared;
  * - `restore`: seconds to fetch and check the latest checkpoint into a new folder (then
  *   opened, and one key read back, to know it is a store).
+ * - `plannedMove`: one stage partition holding `--mb` MiB moved between two cluster workers
+ *   with their own data dirs through the directory store (`startWorker({ checkpoints })`,
+ *   Redis coordination, lease 2 s): seconds from the old owner's `released` to the new
+ *   owner's `started` (the hand-back's last checkpoint was taken before the release; the new
+ *   owner's restore is inside), and the restore alone. Skipped without Redis.
  * S3 is measured when reachable; otherwise its part says `skipped` with the reason, and with
  * `SHARDFLOW_REQUIRE_BROKERS=1` (CI) the run fails instead.
  *
@@ -72,6 +81,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       store: { writeSeconds: round(writeSeconds), liveSstBytes: db.stats().columnFamilies.data?.liveSstBytes },
       directory: results.directory,
       s3: results.s3,
+      plannedMove: await plannedMove(work, entries),
     };
   } finally {
     await db.close();
@@ -81,6 +91,73 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       await s.store.close();
     }
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A planned move of `count/0` (the test kit's click counter with one `count` partition) holding
+ * `entries` values of 1 KiB: worker A runs it, the values are written into A's store, A
+ * checkpoints it; worker B (its own data dir) joins and A stops (hand-back).
+ */
+async function plannedMove(work: string, entries: number): Promise<Record<string, unknown>> {
+  const down = await redisUnavailable();
+  if (down) return { skipped: down };
+  const clusterName = `bench-move-${process.pid}`;
+  const keyPrefix = `sfc-bench-${process.pid}:`;
+  const checkpoints = openCheckpointStore(pathToFileURL(path.join(work, 'move-checkpoints')).href);
+  const { topology } = twoStageClicks('bench-move', 1, { maxCount: 32, maxDelayMs: 5 });
+  const broker = new MemoryBroker();
+  const workers: Worker[] = [];
+  const start = async (name: string, events: Array<{ e: WorkerEvent; at: number }>): Promise<Worker> => {
+    const w = await startWorker({
+      cluster: REDIS_URL, clusterName, keyPrefix, topology, broker, dataDir: path.join(work, `move-${name}`), name, leaseMs: 2000,
+      checkpoints, checkpointIntervalMs: 500, onEvent: (e) => events.push({ e, at: performance.now() }), logger: { debug() {}, warn() {}, error() {} },
+    });
+    workers.push(w);
+    return w;
+  };
+  const waitFor = async (what: string, probe: () => boolean | Promise<boolean>): Promise<void> => {
+    for (const deadline = Date.now() + 120_000; !(await probe());) {
+      if (Date.now() > deadline) throw new Error(`plannedMove: timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const key = `${clusterName}/count/p0`;
+  try {
+    const a: Array<{ e: WorkerEvent; at: number }> = [];
+    let wa = await start('a', a);
+    await waitFor('A running count/0', () => a.some(({ e }) => e.type === 'started' && e.unit === 'count/0'));
+    await wa.stop();
+    const store = await Store.open({ path: path.join(work, 'move-a', 'stages', 'count', 'p0'), columnFamilies: stageColumnFamilies({ hosts: { mergeOperator: int64Add() } }) });
+    for (let i = 0; i < entries; i += BATCH) {
+      const batch = store.batch();
+      const values = randomBytes(VALUE_BYTES * Math.min(BATCH, entries - i));
+      for (let j = 0; j < BATCH && i + j < entries; j++) batch.put('hosts', `filler-${keyOf(i + j)}`, values.subarray(j * VALUE_BYTES, (j + 1) * VALUE_BYTES));
+      await store.write(batch);
+    }
+    await store.close();
+    a.length = 0;
+    wa = await start('a', a);
+    const bytes = entries * VALUE_BYTES;
+    await waitFor('A checkpointing the filled store', async () => ((await checkpoints.latest(key))?.bytes ?? 0) >= bytes);
+    const b: Array<{ e: WorkerEvent; at: number }> = [];
+    await start('b', b);
+    await wa.stop();
+    await waitFor('B running count/0', () => b.some(({ e }) => e.type === 'started' && e.unit === 'count/0'));
+    const released = a.find(({ e }) => e.type === 'released' && e.unit === 'count/0');
+    const started = b.find(({ e }) => e.type === 'started' && e.unit === 'count/0')!;
+    const restored = b.find(({ e }) => e.type === 'restored' && e.unit === 'count/0')?.e as Extract<WorkerEvent, { type: 'restored' }> | undefined;
+    return {
+      partitionBytes: (await checkpoints.latest(key))!.bytes,
+      releaseToRunningSeconds: released ? round((started.at - released.at) / 1000) : null,
+      restoreSeconds: restored ? round(restored.seconds) : null,
+      leaseMs: 2000,
+    };
+  } finally {
+    for (const w of workers) await w.stop();
+    await broker.close();
+    await checkpoints.close();
+    await deleteKeys(`${keyPrefix}${clusterName}:`);
   }
 }
 

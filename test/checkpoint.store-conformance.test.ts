@@ -398,6 +398,25 @@ for (const impl of [directory, s3]) {
       await assert.rejects(checkpoints.restore(key, made), InvalidArgumentError);
       await assert.rejects(checkpoints.put(key, { directory: fresh('missing') }, 6), InvalidArgumentError);
     });
+
+    it('nested keys (<cluster>/<stage>/p<i>) keep their checkpoints apart; keys that would mix with the layout are refused', async () => {
+      const cluster = newKey();
+      const store = await Store.open({ path: fresh('db'), columnFamilies });
+      await writePages(store, 0, 50, 'v1');
+      await checkpoints.put(`${cluster}/count/p0`, store, 1);
+      await writePages(store, 50, 50, 'v1');
+      await checkpoints.put(`${cluster}/count/p1`, store, 7);
+      assert.deepEqual(await checkpoints.list(`${cluster}/count/p0`), [1]);
+      assert.deepEqual(await checkpoints.list(`${cluster}/count/p1`), [7]);
+      assert.deepEqual(await checkpoints.list(`${cluster}/count`), [], 'a key\'s parent is another key');
+      await withRestored(checkpoints, `${cluster}/count/p0`, 1, async (copy) => assert.equal(await copy.get('pages', 'page-000050'), undefined));
+      assert.equal(await checkpoints.remove(`${cluster}/count/p0`), 1);
+      assert.deepEqual(await checkpoints.list(`${cluster}/count/p1`), [7], 'removing one key leaves its sibling');
+      for (const bad of [`${cluster}/files/p0`, `${cluster}/x/manifests`, `${cluster}//p0`, `${cluster}/../p0`, 'a/b/c/d/e', `${cluster}/`]) {
+        await assert.rejects(checkpoints.put(bad, store, 9), InvalidArgumentError, bad);
+      }
+      await store.close();
+    });
   });
 }
 

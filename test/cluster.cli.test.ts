@@ -76,7 +76,7 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
   });
 });
 
-test('shardflow worker refuses a module export that is not a topology, and cluster status an unknown cluster', { timeout: 60_000 }, async (t) => {
+test('shardflow worker refuses a module export that is not a topology and bad checkpoint options, and cluster status an unknown cluster', { timeout: 60_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   const bad = await runCli(['worker', '--topology', 'test/kit/clusterTopology.ts', '--export', 'notATopology', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent']);
   assert.equal(bad.code, 2, bad.stderr);
@@ -84,6 +84,16 @@ test('shardflow worker refuses a module export that is not a topology, and clust
   const missing = await runCli(['worker', '--topology', 'test/kit/clusterTopology.ts', '--export', 'nope', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent']);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /has no export "nope"/);
+  const base = ['worker', '--topology', 'test/kit/clusterTopology.ts', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent'];
+  const http = await runCli([...base, '--checkpoints', 'http://127.0.0.1:9000/x']);
+  assert.equal(http.code, 1, 'commander refuses the option argument (as --cluster\'s)');
+  assert.match(http.stderr, /expected file:\/\/\/DIR or s3:\/\/BUCKET\/PREFIX, got "http:/);
+  const interval = await runCli([...base, '--checkpoint-interval-ms', '1000']);
+  assert.equal(interval.code, 2);
+  assert.match(interval.stderr, /--checkpoint-interval-ms needs --checkpoints/);
+  const web = await runCli(['worker', '--web-index', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent', '--checkpoints', 'file:///tmp/x']);
+  assert.equal(web.code, 2);
+  assert.match(web.stderr, /the web index does not take checkpoints yet/);
   const unknown = await runCli(['cluster', 'status', '--cluster', REDIS_URL, '--name', `none-${process.pid}`]);
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /no cluster none-\d+ in redis:\/\/.* \(no worker ever joined it\)/);

@@ -40,15 +40,25 @@ export interface CheckpointManifest {
   readonly metadata: Uint8Array;
 }
 
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const KEY_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** Segments a nested key may not have after its first: the layout's own folder names (a key `a/files` would mix with key `a`'s files). */
+const RESERVED_SEGMENTS = new Set(['files', 'manifests']);
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 const SEQUENCE_DIGITS = 16;
 
-/** @throws InvalidArgumentError unless `key` is 1-128 of `A-Z a-z 0-9 . _ -`, not starting with `.`, `_` or `-` */
+/**
+ * @throws InvalidArgumentError unless `key` is 1 to 4 segments joined by `/` (a cluster's
+ *   partition key is `<cluster>/<stage>/p<i>`), 255 characters at most, each segment 1-128
+ *   of `A-Z a-z 0-9 . _ -` starting with a letter or digit, and no segment but the first
+ *   named `files` or `manifests` (the layout's folders)
+ */
 export function checkKey(key: string): void {
-  if (typeof key !== 'string' || !KEY.test(key)) {
-    throw new InvalidArgumentError(`a checkpoint key is 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, got ${JSON.stringify(key)}`);
+  const segments = typeof key === 'string' ? key.split('/') : [];
+  const ok = segments.length >= 1 && segments.length <= 4 && key.length <= 255
+    && segments.every((s, i) => KEY_SEGMENT.test(s) && (i === 0 || !RESERVED_SEGMENTS.has(s)));
+  if (!ok) {
+    throw new InvalidArgumentError(`a checkpoint key is 1 to 4 segments joined by '/' (255 characters at most), each 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit, none but the first named files or manifests; got ${JSON.stringify(key)}`);
   }
 }
 

@@ -14,6 +14,12 @@ export function clusterUrl(value: string): string {
   return value;
 }
 
+/** Parses `--checkpoints`: `file:///DIR` or `s3://BUCKET/PREFIX`. @throws commander's InvalidArgumentError */
+export function checkpointUrl(value: string): string {
+  if (!/^(file:\/\/\/|s3:\/\/[^/]+)/.test(value)) throw new InvalidArgumentError(`expected file:///DIR or s3://BUCKET/PREFIX, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 /** Parses a cluster name (`--cluster-name`, `cluster status --name`). @throws commander's InvalidArgumentError */
 export function clusterName(value: string): string {
   if (!CLUSTER_NAME.test(value)) throw new InvalidArgumentError(`expected 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(value)}`);
@@ -30,6 +36,8 @@ function eventLine(e: WorkerEvent): string {
       return `leader ${e.worker} epoch ${e.epoch}`;
     case 'assigned':
       return `assigned round ${e.round}: ${e.placed.length} placed, ${e.moves.length} moves${e.unplaced.length ? `, unplaced ${e.unplaced.join(' ')}` : ''}`;
+    case 'restored':
+      return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes, ${e.seconds.toFixed(3)} s; ${e.reason})`;
     case 'waiting':
     case 'fenced':
     case 'failed':
@@ -54,6 +62,8 @@ interface WorkerCliOptions {
   leaseMs: number;
   inspectPort?: number;
   keyPrefix?: string;
+  checkpoints?: string;
+  checkpointIntervalMs?: number;
   json: boolean;
   logLevel: string;
 }
@@ -85,10 +95,14 @@ export function workerCommand(setExit: (code: number) => void): Command {
       return n;
     })
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
+    .option('--checkpoints <url>', 'checkpoint the partitions to file:///DIR or s3://BUCKET/PREFIX (AWS_* environment) so they move between workers with their own data dirs; publishes and acks wait for the checkpoint that covers them', checkpointUrl)
+    .option('--checkpoint-interval-ms <ms>', 'with --checkpoints: period of each partition\'s checkpoints', positiveInt)
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts: WorkerCliOptions) => {
       if ((opts.topology === undefined) === !opts.webIndex) throw new InvalidArgumentError('give --topology MODULE or --web-index (one of them)');
+      if (opts.checkpointIntervalMs !== undefined && opts.checkpoints === undefined) throw new InvalidArgumentError('--checkpoint-interval-ms needs --checkpoints');
+      if (opts.checkpoints !== undefined && opts.webIndex) throw new InvalidArgumentError('--checkpoints: the web index does not take checkpoints yet (run its workers on one data dir)');
       const application = opts.webIndex ? webIndexWorkerApplication(opts) : await loadClusterApplication(opts.topology!, opts.export);
       if (opts.clusterName === undefined && !CLUSTER_NAME.test(application.name)) {
         throw new InvalidArgumentError(`the topology's name ${JSON.stringify(application.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
@@ -127,6 +141,8 @@ export function workerCommand(setExit: (code: number) => void): Command {
           onEvent: print,
           ...(opts.name !== undefined ? { name: opts.name } : {}),
           ...(opts.maxPartitions !== undefined ? { maxPartitions: opts.maxPartitions } : {}),
+          ...(opts.checkpoints !== undefined ? { checkpoints: opts.checkpoints } : {}),
+          ...(opts.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: opts.checkpointIntervalMs } : {}),
           ...(opts.inspectPort !== undefined ? { inspect: { port: opts.inspectPort, host: '127.0.0.1' } } : {}),
         });
       } catch (err) {

@@ -4,7 +4,8 @@ import type { Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import type { InspectionServer } from '../runtime/inspection/server.js';
 import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
-import type { HostedPartition } from '../runtime/topology/partitionHost.js';
+import type { StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
+import type { HostedPartition, PartitionStopOptions } from '../runtime/topology/partitionHost.js';
 import type { ClusterStage } from './units.js';
 
 /**
@@ -19,6 +20,11 @@ export interface ClusterApplication {
   readonly name: string;
   /** Its units of ownership: stage names (no `/`), input namespaces and partition counts. */
   readonly stages: readonly ClusterStage[];
+  /**
+   * Whether its host takes and restores checkpoints (`ApplicationHostOptions.checkpoints`):
+   * a worker given `checkpoints` refuses an application without it. A Topology's does.
+   */
+  readonly supportsCheckpoints?: boolean;
   /**
    * Starts a host with no partition running (an actor system, shared store resources, the
    * console when `inspect` is given); the worker then starts and stops single partitions.
@@ -42,6 +48,13 @@ export interface ApplicationHostOptions {
    * or a FencedError), with that failure as `reason`.
    */
   readonly onPartitionStopped?: (stage: string, partition: number, reason: unknown) => void;
+  /**
+   * The partitions' checkpoints, when the worker was given a checkpoint store (only for an
+   * application that `supportsCheckpoints`): restore before open when the local store is
+   * missing or older, periodic checkpoints, one at a planned hand-back, publishes and acks
+   * after the checkpoint that covers them (docs/checkpoints.md, "Partitions that move").
+   */
+  readonly checkpoints?: StageCheckpointing;
 }
 
 /** The partitions of one worker process (see {@link ClusterApplication}). */
@@ -59,8 +72,11 @@ export interface ApplicationHost {
    *   another shape
    */
   startPartition(stage: string, partition: number, fence: PartitionFence): Promise<void>;
-  /** Stops it (its batch in flight settles, its store closes). Resolves at once when it does not run here. */
-  stopPartition(stage: string, partition: number): Promise<void>;
+  /**
+   * Stops it (its batch in flight settles, its store closes). Resolves at once when it does
+   * not run here. `options.checkpoint`: a planned hand-back, checkpointed last (with `checkpoints`).
+   */
+  stopPartition(stage: string, partition: number, options?: PartitionStopOptions): Promise<void>;
   /** The partitions running here. */
   partitions(): HostedPartition[];
   /**

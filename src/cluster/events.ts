@@ -13,6 +13,12 @@ export type WorkerEvent =
   | { readonly type: 'acquired'; readonly unit: string; readonly epoch: number }
   /** The store is still held by the unit's previous owner (a process that has not closed it yet); retried every heartbeat. */
   | { readonly type: 'waiting'; readonly unit: string; readonly epoch: number; readonly reason: string }
+  /**
+   * With checkpoints: the unit's latest checkpoint (`sequence`, `bytes`) was restored into this
+   * worker's data dir before its store opened, in `seconds`; `reason`: why the local store was
+   * not used (missing, or older).
+   */
+  | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string }
   | { readonly type: 'started'; readonly unit: string; readonly epoch: number }
   /** A planned hand-back: the partition stopped (store flushed and closed), then the lease was released. */
   | { readonly type: 'released'; readonly unit: string; readonly epoch: number }

@@ -8,7 +8,8 @@ import { clusterStages } from './units.js';
  * (`clusterStages`: a stage's partitions are its input namespace's), its host is
  * `startPartitionHost(topology, options)`, and `ask(stage, p, request)` is the partition
  * host's `ask`: the stage's `query` hook on that partition's store, between batches (retried
- * across a restart of the partition; the hook's own error is thrown as it was).
+ * across a restart of the partition; the hook's own error is thrown as it was). It supports
+ * checkpoints (`startWorker({ checkpoints })`: `PartitionHostOptions.checkpoints`).
  *
  * `startWorker({ topology })` is `startWorker({ application: topologyApplication(topology) })`.
  * @throws InvalidArgumentError (from `startHost`) when a namespace is defined twice
@@ -17,13 +18,14 @@ export function topologyApplication<S extends Record<string, StageTypes>>(topolo
   return {
     name: topology.name,
     stages: clusterStages(topology as unknown as Topology<Record<string, StageTypes>>),
+    supportsCheckpoints: true,
     async startHost(options): Promise<ApplicationHost> {
       const host = await startPartitionHost(topology, options);
       return {
         system: host.system,
         inspection: host.inspection,
         startPartition: (stage, partition, fence) => host.startPartition(stage, partition, fence),
-        stopPartition: (stage, partition) => host.stopPartition(stage, partition),
+        stopPartition: (stage, partition, options) => host.stopPartition(stage, partition, options),
         partitions: () => host.partitions(),
         ask: (stage, partition, request) => host.ask(stage, partition, request as S[string]['request']),
         stop: () => host.stop(),

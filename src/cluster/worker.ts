@@ -5,6 +5,9 @@ import { InvalidArgumentError, isShardflowError, type FencedError } from '../err
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
+import type { CheckpointStore } from '../checkpoint/checkpointStore.js';
+import { openCheckpointStore } from '../checkpoint/open.js';
+import { DEFAULT_CHECKPOINT_INTERVAL_MS, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
 import type { HostedPartition } from '../runtime/topology/partitionHost.js';
 import type { StageTypes, Topology } from '../runtime/topology/topology.js';
 import type { ApplicationHost, ClusterApplication } from './application.js';
@@ -42,8 +45,25 @@ export interface WorkerCommonOptions {
   readonly clusterName: string;
   /** The broker the partitions consume and publish through (Redis Streams or Pulsar across processes); the caller closes it after `stop()`. */
   readonly broker: Broker;
-  /** The data dir of the stage stores (`stages/<stage>/p<i>`), shared by the workers of one machine so a partition's store moves with it. */
+  /**
+   * The data dir of the stage stores (`stages/<stage>/p<i>`). Without `checkpoints`, shared by
+   * the workers of one machine so a partition's store moves with it; with `checkpoints`, each
+   * worker may have its own (on its own machine): partitions move through the checkpoints.
+   */
   readonly dataDir: string;
+  /**
+   * Where the partitions' checkpoints go: `file:///DIR` (a directory every worker mounts) or
+   * `s3://BUCKET/PREFIX` (`openCheckpointStore`; AWS environment), or a store opened already
+   * (the caller closes it then). Each running partition checkpoints every
+   * `checkpointIntervalMs` and at a planned hand-back, under the key
+   * `<clusterName>/<stage>/p<i>` (2 kept); its next owner restores the latest when its own
+   * store is missing or older; the partition's publishes and acks wait for the checkpoint that
+   * covers them (docs/checkpoints.md, "Partitions that move"). Only for an application that
+   * `supportsCheckpoints` (a Topology). Default: none.
+   */
+  readonly checkpoints?: string | CheckpointStore;
+  /** Period of each partition's checkpoints, ms (default 30000; with `checkpoints`). */
+  readonly checkpointIntervalMs?: number;
   /** Shown in status and events (default `<host name>-<pid>`); the member id adds 8 random hex digits. */
   readonly name?: string;
   /** Most partition units the leader assigns this worker (default: no limit). */
@@ -108,8 +128,15 @@ export interface Worker<S extends Record<string, StageTypes> = Record<string, St
  * take the leases of units assigned here that nobody holds, and open their stores (retried
  * while the previous owner still holds a store).
  *
+ * With `checkpoints`, each unit's partition is restored from its latest checkpoint before it
+ * opens when the local store is missing or older, checkpoints periodically and at its
+ * hand-back (before the release), and publishes and acks only what a checkpoint covers
+ * (`StageCheckpointing`; a `restored` event per restore; a damaged checkpoint refuses the unit).
+ *
  * @throws InvalidArgumentError for bad options (neither or both of `topology` and
- *   `application`), or stages other than the cluster's; BrokerDisconnectedError when the
+ *   `application`, `checkpointIntervalMs` below 10, `checkpoints` for an application that does
+ *   not `supportsCheckpoints`, a checkpoint URL that is not `file:///` or `s3://`), or stages
+ *   other than the cluster's; BrokerDisconnectedError when the
  *   cluster's Redis does not answer; the application's `startHost` errors
  */
 export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {
@@ -127,6 +154,11 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
     throw new InvalidArgumentError('startWorker needs exactly one of topology (a Topology) and application (a ClusterApplication)');
   }
   const application = options.application ?? topologyApplication(options.topology!);
+  const checkpointIntervalMs = options.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS;
+  if (!Number.isInteger(checkpointIntervalMs) || checkpointIntervalMs < 10) throw new InvalidArgumentError(`checkpointIntervalMs must be an integer >= 10, got ${checkpointIntervalMs}`);
+  if (options.checkpoints !== undefined && !application.supportsCheckpoints) {
+    throw new InvalidArgumentError(`application ${application.name} does not take checkpoints (supportsCheckpoints): run it without checkpoints, on one data dir`);
+  }
   const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
   const { stages } = application;
   const collision = askNamespaceCollision(stages);
@@ -134,6 +166,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
   if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
 
+  const checkpoints = typeof options.checkpoints === 'string' ? openCheckpointStore(options.checkpoints) : options.checkpoints;
   const redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
   try {
     await checkClusterTopology(redis, keys, stages);
@@ -141,7 +174,8 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
     redis.disconnect();
     throw err;
   }
-  const worker = new ClusterWorker(options, application, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves);
+  const worker = new ClusterWorker(options, application, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves,
+    checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
   await worker.start();
   return worker;
 }
@@ -175,6 +209,8 @@ class ClusterWorker implements Worker {
     readonly name: string,
     readonly maxPartitions: number,
     maxMoves: number,
+    /** The checkpoint store, its key prefix and interval; `ownStore`: opened by `startWorker`, closed by `stop()`. */
+    readonly checkpoints: { readonly store: CheckpointStore; readonly keyPrefix: string; readonly intervalMs: number; readonly ownStore: boolean } | undefined,
   ) {
     const units = allUnits(application.stages);
     this.#units = new Set(units.map(unitKey));
@@ -201,6 +237,7 @@ class ClusterWorker implements Worker {
       ...(options.memoryBudgetBytes ? { memoryBudgetBytes: options.memoryBudgetBytes } : {}),
       ...(options.inspect ? { inspect: options.inspect } : {}),
       onPartitionStopped: (stage, partition, reason) => this.#stoppedBySupervisor(unitKey({ stage, partition }), reason),
+      ...(this.checkpoints ? { checkpoints: this.#checkpointing(this.checkpoints) } : {}),
     });
     this.#asks = new AskResponders(options.broker, this.#host, this.id, this.#logger);
     void this.#host.system.whenTerminated.then((t) => {
@@ -221,6 +258,18 @@ class ClusterWorker implements Worker {
     return this.#host.partitions();
   }
 
+  #checkpointing(c: NonNullable<ClusterWorker['checkpoints']>): StageCheckpointing {
+    return {
+      store: c.store,
+      keyPrefix: c.keyPrefix,
+      intervalMs: c.intervalMs,
+      onRestored: (r) => {
+        const unit = unitKey({ stage: r.stage, partition: r.partition });
+        this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason });
+      },
+    };
+  }
+
   clusterStatus(): Promise<ClusterStatus> {
     return readClusterStatus(this.redis, this.keys, this.options.broker);
   }
@@ -234,6 +283,7 @@ class ClusterWorker implements Worker {
       await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
       await this.#asks.closeAll();
       await this.#host.stop();
+      if (this.checkpoints?.ownStore) await this.#guard('close the checkpoint store', () => this.checkpoints!.store.close());
       this.#emit({ type: 'left', worker: this.id });
       this.redis.disconnect();
       if (this.#failure !== undefined) this.#rejectClosed(this.#failure);
@@ -312,8 +362,8 @@ class ClusterWorker implements Worker {
   }
 
   /**
-   * A planned hand-back: stop the partition (store flushed and closed), then release its
-   * lease. Reported `released` when the lease was still held throughout, else `fenced` (a
+   * A planned hand-back: stop the partition (with checkpoints: its last checkpoint taken after
+   * its last batch settled; store flushed and closed), then release its lease. Reported `released` when the lease was still held throughout, else `fenced` (a
    * process that woke up after its lease ran out finds its units assigned elsewhere).
    */
   #handBack(o: Ownership): Promise<void> {
@@ -321,7 +371,7 @@ class ClusterWorker implements Worker {
     o.state = 'stopping';
     return o.run(async () => {
       await this.#guard('close ask requests', () => this.#asks.close(o.unit));
-      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
+      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition, { checkpoint: true }));
       const reason = leaseProblem(o);
       const released = await this.#guard('release', () => releaseLease(this.redis, o.lease));
       if (reason === undefined && released) this.#forget(o, { type: 'released', unit: o.unit, epoch: o.lease.epoch });

@@ -2,13 +2,14 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import {
-  RedisStreamsBroker, clusterBrokerIdentity, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, openExternalProducer,
+  RedisStreamsBroker, clusterBrokerIdentity, stageCheckpointKey, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, openExternalProducer,
   type Broker, type ClusterClient, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
 } from '../../src/index.js';
 import { partitionId } from '../../src/runtime/ids.js';
 import { StreamColumnFamilies, stageColumnFamilies } from '../../src/runtime/stream/reserved.js';
 import { topic } from '../../src/runtime/topics.js';
-import { Store } from '../../src/storage/index.js';
+import { openCheckpointStore, Store } from '../../src/storage/index.js';
+import { pathToFileURL } from 'node:url';
 import { REDIS_URL, clusterClickTopology, deleteKeys, type Click } from './cluster.js';
 import { repoRoot, tempDir } from './datasets.js';
 
@@ -70,6 +71,12 @@ export interface ClusterRunOptions {
   readonly cli?: boolean;
   /** With `cli`: `redis://…` (default REDIS_URL) or `pulsar://host:port`. */
   readonly broker?: string;
+  /**
+   * Give each worker its own data dir (`<run dir>/workers/<name>`) and checkpoints in
+   * `file://<run dir>/checkpoints` every `intervalMs`: partitions move through checkpoints
+   * only. `verify()` then reads each partition's latest checkpoint. Default: one shared data dir.
+   */
+  readonly checkpoints?: { readonly intervalMs: number };
 }
 
 /**
@@ -87,6 +94,7 @@ export class ClusterRun {
   readonly #dir = tempDir('sf-cluster-');
   readonly #topology = clusterClickTopology();
   readonly #cli: boolean;
+  readonly #checkpoints: ClusterRunOptions['checkpoints'];
   #broker!: Broker;
   #producer!: TopologyProducer<Click>;
   #sent = 0;
@@ -94,6 +102,7 @@ export class ClusterRun {
 
   constructor(readonly leaseMs: number, options: ClusterRunOptions = {}) {
     this.#cli = options.cli ?? false;
+    this.#checkpoints = options.checkpoints;
     this.brokerIdentity = this.#cli
       ? clusterBrokerIdentity(options.broker ?? REDIS_URL, this.clusterName)
       : { kind: 'redis', url: REDIS_URL, scope: `sftest-${process.pid}-${this.clusterName}:` };
@@ -109,6 +118,22 @@ export class ClusterRun {
     return this.#dir.dir;
   }
 
+  /** The data dir of worker `name`: its own with checkpoints, else the run's. */
+  workerDataDir(name: string): string {
+    return this.#checkpoints ? join(this.dataDir, 'workers', name) : this.dataDir;
+  }
+
+  /** The run's checkpoint store URL (with `checkpoints`). */
+  get checkpointsUrl(): string {
+    return pathToFileURL(join(this.dataDir, 'checkpoints')).href;
+  }
+
+  /** `--checkpoints URL --checkpoint-interval-ms N` or the worker script's two last arguments, with `checkpoints`. */
+  #checkpointArgs(cli: boolean): string[] {
+    if (!this.#checkpoints) return [];
+    return cli ? ['--checkpoints', this.checkpointsUrl, '--checkpoint-interval-ms', String(this.#checkpoints.intervalMs)] : [this.checkpointsUrl, String(this.#checkpoints.intervalMs)];
+  }
+
   async open(): Promise<void> {
     this.#broker = this.#cli
       ? await connectBroker(this.brokerIdentity)
@@ -120,7 +145,8 @@ export class ClusterRun {
   workerArgs(name: string): string[] {
     return [
       'worker', '--topology', 'test/kit/clusterTopology.ts', '--cluster', REDIS_URL, '--cluster-name', this.clusterName, '--key-prefix', this.keyPrefix,
-      '--broker', this.brokerIdentity.url!, '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--inspect-port', '0', '--json',
+      '--broker', this.brokerIdentity.url!, '--data-dir', this.workerDataDir(name), '--name', name, '--lease-ms', String(this.leaseMs), '--inspect-port', '0', '--json',
+      ...this.#checkpointArgs(true),
     ];
   }
 
@@ -128,7 +154,7 @@ export class ClusterRun {
   async startWorker(name: string): Promise<WorkerProcess> {
     const args = this.#cli
       ? [resolve(repoRoot, 'bin/shardflow.mjs'), ...this.workerArgs(name)]
-      : ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.dataDir, name, String(this.leaseMs)];
+      : ['--import', 'tsx', resolve(repoRoot, 'test/kit/clusterWorker.ts'), REDIS_URL, this.clusterName, this.keyPrefix, this.brokerPrefix, this.workerDataDir(name), name, String(this.leaseMs), ...this.#checkpointArgs(false)];
     const w = spawnWorkerProcess(name, args);
     this.workers.push(w);
     await until(`worker ${name} to join (stderr: ${w.stderr.slice(-500)})`, async () => w.id !== undefined, 60_000);
@@ -209,10 +235,17 @@ export class ClusterRun {
    */
   async verify(): Promise<DeadLetter[]> {
     const { topology } = this.#topology;
+    const checkpoints = this.#checkpoints ? openCheckpointStore(this.checkpointsUrl) : undefined;
     for (const s of topology.stages) {
       const sums = new Map<string, number>();
       for (let p = 0; p < s.def.input.partitioner.partitions; p++) {
-        const store = await Store.open({ path: join(this.dataDir, 'stages', s.name, `p${p}`), columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), createIfMissing: false });
+        let path = join(this.dataDir, 'stages', s.name, `p${p}`);
+        if (checkpoints) {
+          // No shared data dir: the partition's state is its latest checkpoint (the hand-backs took them).
+          path = join(this.dataDir, 'verify', s.name, `p${p}`);
+          await checkpoints.restore(stageCheckpointKey(this.clusterName, s.name, p), path);
+        }
+        const store = await Store.open({ path, columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), createIfMissing: false });
         try {
           for await (const [k, v] of store.iterate('hosts')) sums.set(k.toString(), (sums.get(k.toString()) ?? 0) + Number(v.readBigInt64LE()));
           let left = 0;
@@ -224,6 +257,7 @@ export class ClusterRun {
       }
       assert.deepEqual(new Map([...sums].sort()), new Map([...this.truth].sort()), `stage ${s.name} counted every click exactly once`);
     }
+    await checkpoints?.close();
     const dead = async (ns: string, n: number, sub: string) => (await Promise.all(Array.from({ length: n }, (_, p) => this.#broker.deadLetters(topic(ns, partitionId(p)), sub)))).flat();
     assert.deepEqual(await dead('clicks', 6, 'count'), [], 'count dead-lettered nothing');
     const late = await dead('host-deltas', 2, 'totals');

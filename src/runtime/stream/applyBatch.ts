@@ -9,6 +9,7 @@ import { DeadLetterRows } from './deadLetterRows.js';
 import type { FlowCounters } from './flowCounters.js';
 import type { StreamOutbox } from './outbox.js';
 import type { PartitionFence } from './ownerEpoch.js';
+import type { HeldBatch } from './stageCheckpoints.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
 
 /** What `applyStageBatch` works with: one incarnation of one stage partition. */
@@ -31,6 +32,14 @@ export interface StageBatchContext {
   readonly readsSeen?: { value: boolean };
   /** A reason to dead-letter a new message without applying it (a message that failed too often: `PoisonMessages.giveUp`). */
   readonly giveUp?: (m: BrokerMessage) => string | undefined;
+  /**
+   * With checkpoints (stageCheckpoints.ts): the batch's effects outside the store wait for the
+   * checkpoint that covers it. After the commit, nothing is published (the outbox keeps its
+   * rows) and nothing acked: `settle` acks or dead-letters the batch's messages, to be called
+   * once a checkpoint holding the commit is durable; `committed` says whether it wrote.
+   * Absent: publish and settle at once.
+   */
+  readonly holdEffects?: (held: HeldBatch, committed: boolean) => void;
 }
 
 /** What one batch did, for tests and metrics. */
@@ -51,6 +60,9 @@ export interface StageBatchReport {
  * effects, the marks, the dead letters' reasons (`DeadLetterRows`) and the emitted messages'
  * outbox rows in that batch, commits, publishes the outbox, then acks (or dead-letters) every
  * message and counts it settled.
+ *
+ * With `holdEffects` (checkpoints), the publish and the settles wait for the checkpoint that
+ * covers the commit (see `StageBatchContext.holdEffects`).
  *
  * With a `fence` (cluster ownership), the lease is checked right before the commit and again
  * before the publish: a fenced-off owner commits nothing, or leaves what it committed in the
@@ -126,11 +138,19 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
   for (const [producer, seq] of newMarks) marks.record(batch, producer, seq);
   for (const [t, payload] of emitted) await outbox.enqueue(batch, t, payload);
   ctx.fence?.check();
-  if (batch.length > 0) await store.write(batch);
-  ctx.fence?.check();
-  await outbox.publish();
-  await settleAll(ctx, consumer, messages, dead);
-  if (dead.size > 0) await deadRows.settled(dead.keys());
+  const committed = batch.length > 0; // a write empties the batch
+  if (committed) await store.write(batch);
+  const settle = async (): Promise<void> => {
+    await settleAll(ctx, consumer, messages, dead);
+    if (dead.size > 0) await deadRows.settled(dead.keys());
+  };
+  if (ctx.holdEffects) {
+    ctx.holdEffects({ messages: messages.length, settle }, committed);
+  } else {
+    ctx.fence?.check();
+    await outbox.publish();
+    await settle();
+  }
   return { applied: values.length, skipped, deadLettered: dead.size, emitted: emitted.length };
 }
 

@@ -35,6 +35,12 @@ export interface StreamOutboxOptions {
    * `StreamColumnFamilies`: `sf.outbox`, `sf.meta`); both must exist in `store`.
    */
   readonly columnFamilies?: StreamColumnFamilyNames;
+  /**
+   * Whether `open` publishes the rows a previous incarnation left (default true). False when
+   * publishing waits for a checkpoint (stageCheckpoints.ts): the rows stay pending for the
+   * next `publish()`.
+   */
+  readonly publishOnOpen?: boolean;
 }
 
 interface Pending {
@@ -70,7 +76,7 @@ export class StreamOutbox {
 
   /**
    * Opens the outbox, records its producer name in the meta family when it is not recorded
-   * yet, and publishes rows a previous incarnation left.
+   * yet, and publishes rows a previous incarnation left (unless `publishOnOpen` is false).
    * @throws the store's and broker's errors; the fence's FencedError
    */
   static async open(options: StreamOutboxOptions): Promise<StreamOutbox> {
@@ -83,7 +89,7 @@ export class StreamOutbox {
       const { topic, seq } = parseOutboxKey(key);
       outbox.#pending.push({ topic: parseTopic(topic.slice(prefix.length)), seq, payload: value });
     }
-    await outbox.publish();
+    if (options.publishOnOpen ?? true) await outbox.publish();
     return outbox;
   }
 

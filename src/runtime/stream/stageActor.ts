@@ -1,5 +1,6 @@
 import type { Subscription } from 'rxjs';
 import { InvalidArgumentError } from '../../errors.js';
+import type { Cancel } from '../clock.js';
 import { Store, type SharedResources } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorContext } from '../actor/context.js';
@@ -18,6 +19,7 @@ import { stageColumnFamilies } from './reserved.js';
 import { compactStageFamily, type StageCompaction } from './stageCompaction.js';
 import type { StageDef, StageOutputs, StageReads } from './stage.js';
 import { checkStageShape, type StageShape } from './stageShape.js';
+import { isFenced, StageCheckpointer, type StageCheckpointing } from './stageCheckpoints.js';
 
 /** What one stage partition actor is made with. */
 export interface StagePartitionOptions {
@@ -39,6 +41,29 @@ export interface StagePartitionOptions {
    * cluster.
    */
   readonly fence?: PartitionFence;
+  /** Checkpoints of this partition (a cluster worker's `checkpoints`): see {@link StagePartitionCheckpoints}. Absent: effects are published and acked at once. */
+  readonly checkpoints?: StagePartitionCheckpoints;
+}
+
+/**
+ * How one stage partition takes checkpoints (stageCheckpoints.ts): every
+ * `checkpointing.intervalMs`, when half its receiver queue waits for one, and when it stops
+ * for a hand-back; its outbox publishes and its acks wait for them.
+ */
+export interface StagePartitionCheckpoints {
+  readonly checkpointing: StageCheckpointing;
+  /**
+   * Set by the host before the first start when the store was just restored from checkpoint
+   * `sequence` (the first incarnation then has nothing to put until it writes); read once.
+   */
+  restoredSequence: number | undefined;
+  /** Set before the actor is stopped for a planned hand-back: `stop()` takes a last checkpoint after the last batch settled. */
+  handBack: boolean;
+}
+
+/** Asks the partition to checkpoint now (the periodic timer sends it). */
+export interface StageCheckpointRequest {
+  readonly type: 'checkpoint';
 }
 
 /** A question for the stage's `query` hook. */
@@ -48,7 +73,7 @@ export interface StageQuery {
 }
 
 /** Messages of a stage partition actor. */
-export type StageMessage = Deliveries | StageQuery | StageCompaction;
+export type StageMessage = Deliveries | StageQuery | StageCompaction | StageCheckpointRequest;
 
 interface StageState {
   readonly store: Store;
@@ -61,6 +86,9 @@ interface StageState {
   expected: number;
   /** A batch failed after its marks or outbox sequences were taken: reopen before the next. */
   poisoned: boolean;
+  /** With checkpoints: the held settles and the puts; and the periodic timer. */
+  readonly checkpointer: StageCheckpointer | undefined;
+  readonly cancelTimer: Cancel;
 }
 
 /**
@@ -95,20 +123,35 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
     const consumer = await broker.subscribe(topic(namespace, partition), {
       subscription: stage,
       type: 'failover',
-      receiverQueueSize: def.receiverQueueSize ?? DEFAULT_RECEIVER_QUEUE,
+      receiverQueueSize: receiverQueue,
     });
     const feed = feedDeliveries(consumer, (d) => ctx.self.tell(d), ctx.fail, def.batching ?? {});
     return [consumer, feed];
   };
   const openOutbox = (store: Store) => {
     fence?.check();
-    return StreamOutbox.open({ store, broker, owner: stage, producer: producerId(`${stage}@${partition}`), counters, epoch: fence?.epoch });
+    // With checkpoints, rows left in the store are published by the next checkpoint (the store may be ahead of every durable one).
+    return StreamOutbox.open({ store, broker, owner: stage, producer: producerId(`${stage}@${partition}`), counters, epoch: fence?.epoch, publishOnOpen: !options.checkpoints });
+  };
+  const receiverQueue = def.receiverQueueSize ?? DEFAULT_RECEIVER_QUEUE;
+  /** Held messages that trigger a checkpoint at once: the broker stops delivering at `receiverQueue` unacked. */
+  const holdLimit = Math.max(1, Math.floor(receiverQueue / 2));
+  /** Checkpoints now; a failure of the put is logged and the held acks wait for the next try; a fence or a failure after the put throws. */
+  const checkpoint = async (state: StageState, ctx: ActorContext<StageMessage>): Promise<void> => {
+    if (!state.checkpointer) return;
+    try {
+      await state.checkpointer.checkpoint(state.outbox, ctx.system.logger);
+    } catch (err) {
+      if (isFenced(err) || state.checkpointer.failedAfterPut) throw err;
+      ctx.system.logger.warn({ path: ctx.path, err }, `checkpoint of ${stage}/${partition} failed; its acks and publishes wait for the next one`);
+    }
   };
 
   /** Leaves the subscription and joins it again with fresh marks and outbox (see above). */
   const reopen = async (state: StageState, ctx: ActorContext<StageMessage>): Promise<void> => {
     state.feed.unsubscribe();
     await state.consumer.close();
+    state.checkpointer?.dropHeld(); // that consumer's unacked messages come again
     await state.outbox.close();
     state.marks = new StreamMarks(state.store, stage);
     state.outbox = await openOutbox(state.store);
@@ -137,7 +180,22 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
           iterate: (cf, o) => store.iterate(cf, o),
           snapshot: () => store.snapshot(),
         };
-        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false };
+        const cp = options.checkpoints;
+        let checkpointer: StageCheckpointer | undefined;
+        let cancelTimer: Cancel = () => {};
+        if (cp) {
+          checkpointer = new StageCheckpointer(cp.checkpointing, stage, partition, store, fence, cp.restoredSequence);
+          cp.restoredSequence = undefined;
+          const tick = (): void => {
+            cancelTimer = ctx.clock.setTimeout(() => {
+              if (ctx.signal.aborted) return;
+              ctx.self.tell({ type: 'checkpoint' }).catch(() => {}); // stopping: the hand-back takes the last one
+              tick();
+            }, cp.checkpointing.intervalMs);
+          };
+          tick();
+        }
+        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false, checkpointer, cancelTimer: () => cancelTimer() };
       } catch (err) {
         await outbox?.close();
         await store.close();
@@ -155,13 +213,17 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         }
       }
       if (message.type === 'compact') return compactStageFamily(state.store, stage, def, partition, message.columnFamily);
+      if (message.type === 'checkpoint') {
+        if (!state.poisoned) await checkpoint(state, ctx);
+        return undefined;
+      }
       if (message.consumer !== state.consumer) return undefined; // redelivered to the current consumer
       if (state.poisoned || message.batchNo !== state.expected) {
         await reopen(state, ctx);
         return undefined;
       }
       state.expected++;
-      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, readsSeen, giveUp: (m: BrokerMessage) => poison.giveUp(m) };
+      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, readsSeen, giveUp: (m: BrokerMessage) => poison.giveUp(m), ...(state.checkpointer ? { holdEffects: state.checkpointer.hold.bind(state.checkpointer) } : {}) };
       // After a failed batch, its messages are applied one at a time until each one succeeds
       // or fails `maxAttempts` times alone (then it is dead-lettered with its last error).
       const parts = poison.isolate(message.messages) ? message.messages.map((m) => [m]) : [message.messages];
@@ -177,11 +239,21 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         }
         if (parts.length > 1) poison.applied(part[0]!);
       }
+      if (state.checkpointer && state.checkpointer.heldMessages >= holdLimit) await checkpoint(state, ctx);
       options.onBatch?.(report);
       return report;
     },
-    async stop(state) {
+    async stop(state, ctx) {
       state.feed.unsubscribe();
+      state.cancelTimer();
+      if (options.checkpoints?.handBack && state.checkpointer && !state.poisoned) {
+        // The last checkpoint of a planned hand-back, after the last batch settled and before the lease is released.
+        try {
+          await state.checkpointer.checkpoint(state.outbox, ctx.system.logger);
+        } catch (err) {
+          ctx.system.logger.warn({ path: ctx.path, err }, `the hand-back checkpoint of ${stage}/${partition} failed: its next owner restores the one before and the broker redelivers what followed`);
+        }
+      }
       await state.consumer.close();
       await state.outbox.close();
       await state.store.close();

@@ -11,7 +11,8 @@ import { TopicFlowCounters } from '../inspection/topicFlow.js';
 import type { FlowCounters } from '../stream/flowCounters.js';
 import { recordOwnerEpoch, type PartitionFence } from '../stream/ownerEpoch.js';
 import { stageColumnFamilies } from '../stream/reserved.js';
-import { stagePartition, stageShape, type StageMessage } from '../stream/stageActor.js';
+import { stagePartition, stageShape, type StageMessage, type StagePartitionCheckpoints } from '../stream/stageActor.js';
+import { restoreStageStoreIfBehind, type StageCheckpointing } from '../stream/stageCheckpoints.js';
 import { checkStageShape } from '../stream/stageShape.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
 import { askStageQuery } from '../stream/queryFailure.js';
@@ -33,6 +34,23 @@ export interface PartitionHostOptions extends Pick<TopologyStartOptions, 'broker
    * directive (a FencedError, or a rule of the stage's strategy), with that failure as `reason`.
    */
   readonly onPartitionStopped?: (stage: string, partition: number, reason: unknown) => void;
+  /**
+   * Checkpoints of the partitions (a cluster worker's, when its data dir is its own): each
+   * start restores the latest checkpoint when the local store is missing or older, each
+   * partition checkpoints periodically and at a planned stop, and its publishes and acks wait
+   * for the checkpoint that covers them (stageCheckpoints.ts). Absent: none.
+   */
+  readonly checkpoints?: StageCheckpointing;
+}
+
+/** Options of {@link PartitionHost.stopPartition}. */
+export interface PartitionStopOptions {
+  /**
+   * A planned hand-back: with `checkpoints`, the partition takes a last checkpoint after its
+   * last batch settled (then publishes and acks what it covers) before its store closes.
+   * Default false (a fenced or failed partition takes none).
+   */
+  readonly checkpoint?: boolean;
 }
 
 /** A partition running in a {@link PartitionHost}. */
@@ -61,14 +79,18 @@ export interface PartitionHost<S extends Record<string, StageTypes>> {
    * and, with a `fence`, to record the owner epoch (refused when the store records a newer
    * one), closes it, then starts the partition's actor, which opens the store again and runs
    * under the same fence (checked before each commit and publish; a FencedError stops it).
-   * Resolves once the actor is spawned (its `start()` runs on).
+   * Resolves once the actor is spawned (its `start()` runs on). With `checkpoints`, the
+   * latest checkpoint is restored first when the local store is missing or older than it
+   * (`restoreStageStoreIfBehind`).
    * @throws RangeError for an unknown stage or partition; InvalidArgumentError when it runs
    *   here already; StoreBusyError while another process holds the store (try again later);
-   *   DataDirError for a store of another shape; FencedError from `fence`
+   *   DataDirError for a store of another shape; FencedError from `fence`;
+   *   CheckpointDamagedError when the checkpoint to restore is damaged (the local store is
+   *   left as it was, nothing opens)
    */
   startPartition(stage: keyof S & string, partition: number, fence?: PartitionFence): Promise<void>;
   /** Stops partition `partition` of `stage` (its batch in flight settles, the store closes, the subscription is left). Resolves at once when it is not running here. */
-  stopPartition(stage: keyof S & string, partition: number): Promise<void>;
+  stopPartition(stage: keyof S & string, partition: number, options?: PartitionStopOptions): Promise<void>;
   /** The partitions running here. */
   partitions(): HostedPartition[];
   /**
@@ -86,6 +108,7 @@ interface Running {
   readonly epoch: number | undefined;
   /** Set by `stopPartition`: the stop was asked for. */
   requested: boolean;
+  readonly checkpoints: StagePartitionCheckpoints | undefined;
 }
 
 /**
@@ -174,24 +197,32 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
     const stage = s.name;
     const storePath = join(this.options.dataDir, 'stages', stage, `p${p}`);
     fence?.check();
-    const store = await Store.open({ path: storePath, columnFamilies: stageColumnFamilies(s.def.columnFamilies ?? {}), resources: this.#resources });
+    const columnFamilies = stageColumnFamilies(s.def.columnFamilies ?? {});
+    const checkpointing = this.options.checkpoints;
+    const restored = checkpointing
+      ? await restoreStageStoreIfBehind(checkpointing, stage, p, storePath, (path) => Store.open({ path, columnFamilies, resources: this.#resources, createIfMissing: false }))
+      : undefined;
+    fence?.check();
+    const store = await Store.open({ path: storePath, columnFamilies, resources: this.#resources });
     try {
       await checkStageShape(store, stageShape(stage, s.def, p));
       if (fence) await recordOwnerEpoch(store, fence.epoch);
     } finally {
       await store.close();
     }
-    const behavior = stagePartition({ stage, partition: p, def: s.def, broker: this.#broker, counters: this.counters, storePath, resources: this.#resources, fence });
+    const checkpoints = checkpointing ? { checkpointing, restoredSequence: restored?.sequence, handBack: false } : undefined;
+    const behavior = stagePartition({ stage, partition: p, def: s.def, broker: this.#broker, counters: this.counters, storePath, resources: this.#resources, fence, ...(checkpoints ? { checkpoints } : {}) });
     const supervision = stopWhenFenced(s.def.supervision ?? DEFAULT_STAGE_SUPERVISION);
     const ref = (await this.#hosts.get(stage)!.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision } })) as ActorRef<StageMessage, unknown>;
-    this.#running.set(key, { ref, epoch: fence?.epoch, requested: false });
+    this.#running.set(key, { ref, epoch: fence?.epoch, requested: false, checkpoints });
   }
 
-  async stopPartition(stage: keyof S & string, partition: number): Promise<void> {
+  async stopPartition(stage: keyof S & string, partition: number, options: PartitionStopOptions = {}): Promise<void> {
     const key = `${stage}/${partition}`;
     const entry = this.#running.get(key);
     if (!entry) return;
     entry.requested = true;
+    if (entry.checkpoints && options.checkpoint) entry.checkpoints.handBack = true;
     try {
       await entry.ref.stop();
     } finally {

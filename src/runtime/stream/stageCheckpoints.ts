@@ -1,0 +1,242 @@
+import { existsSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CheckpointDamagedError, InvalidArgumentError, isShardflowError } from '../../errors.js';
+import type { CheckpointManifest, CheckpointStore } from '../../checkpoint/checkpointStore.js';
+import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
+import type { Store } from '../../storage/index.js';
+import type { Logger } from '../actor/logger.js';
+import { readOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
+import { epochSequence } from './producerEpoch.js';
+import type { StreamOutbox } from './outbox.js';
+import { StreamColumnFamilies } from './reserved.js';
+
+/** `sf.meta` key of the sequence of the last checkpoint taken of (or restored into) the store (int64 LE). */
+export const CHECKPOINT_SEQUENCE_KEY = 'checkpoint-sequence';
+
+/** Default period of a running partition's checkpoints, ms. */
+export const DEFAULT_CHECKPOINT_INTERVAL_MS = 30_000;
+
+/** Checkpoints kept per partition by `collect` after each put: the newest and one to fall back on. */
+export const CHECKPOINTS_KEPT = 2;
+
+/**
+ * How the stage partitions of a host take and restore checkpoints (a cluster worker's
+ * `checkpoints`, docs/checkpoints.md, "Partitions that move"). With it, a partition's effects
+ * outside its store wait for the checkpoint that covers them: its outbox rows are published
+ * and its input messages acked (or dead-lettered) only once a checkpoint of the store holding
+ * their effects and marks is durable (the Kafka Streams commit-at-checkpoint model). So a
+ * restore of the latest checkpoint on another machine, with the broker redelivering every
+ * unacked message and the applied marks skipping what the checkpoint already holds, gives
+ * exactly-once effects.
+ */
+export interface StageCheckpointing {
+  readonly store: CheckpointStore;
+  /** First segment of every key (the cluster name): a partition's key is `<keyPrefix>/<stage>/p<i>`. */
+  readonly keyPrefix: string;
+  /** Period of checkpoints while the partition runs, ms (a checkpoint is taken earlier when half its receiver queue waits for one). */
+  readonly intervalMs: number;
+  /** Checkpoints kept per partition (default {@link CHECKPOINTS_KEPT}). */
+  readonly keep?: number;
+  /** Hears each restore a partition start made, before the store opens. */
+  readonly onRestored?: (restore: StageRestore) => void;
+}
+
+/** One restore of a partition's store from its latest checkpoint. */
+export interface StageRestore {
+  readonly stage: string;
+  readonly partition: number;
+  readonly sequence: number;
+  /** The owner epoch that took the checkpoint. */
+  readonly ownerEpoch: number;
+  readonly bytes: number;
+  /** Download, check and rename, wall-clock seconds. */
+  readonly seconds: number;
+  /** Why the local store was not used: `missing`, or its owner epoch was older. */
+  readonly reason: string;
+}
+
+/** What a stage partition's checkpoint records beside its files (JSON in the manifest's metadata). */
+export interface StageCheckpointMetadata {
+  readonly stage: string;
+  readonly partition: number;
+  /** The owner epoch of the partition when the checkpoint was taken. */
+  readonly ownerEpoch: number;
+}
+
+/**
+ * The checkpoint key of partition `partition` of `stage`: `<keyPrefix>/<stage>/p<i>`.
+ * @throws InvalidArgumentError when a part is not a key segment (see `CheckpointStore` keys)
+ */
+export function stageCheckpointKey(keyPrefix: string, stage: string, partition: number): string {
+  const ok = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+  if (!ok.test(keyPrefix) || !ok.test(stage) || stage === 'files' || stage === 'manifests') {
+    throw new InvalidArgumentError(`checkpoint keys are <cluster>/<stage>/p<i> of letters, digits, '.', '_', '-' (a stage named files or manifests cannot be checkpointed); got ${JSON.stringify(`${keyPrefix}/${stage}/p${partition}`)}`);
+  }
+  return `${keyPrefix}/${stage}/p${partition}`;
+}
+
+/** @throws CheckpointDamagedError when the manifest's metadata is not a stage checkpoint's of this partition */
+export function readStageCheckpointMetadata(manifest: CheckpointManifest, stage: string, partition: number): StageCheckpointMetadata {
+  let m: Partial<StageCheckpointMetadata>;
+  try {
+    m = JSON.parse(Buffer.from(manifest.metadata).toString('utf8')) as Partial<StageCheckpointMetadata>;
+  } catch {
+    m = {};
+  }
+  if (m.stage !== stage || m.partition !== partition || !Number.isInteger(m.ownerEpoch) || m.ownerEpoch! < 0) {
+    throw new CheckpointDamagedError(`checkpoint ${manifest.key}@${manifest.sequence} does not record the owner epoch of partition ${partition} of stage ${stage} (metadata ${JSON.stringify(Buffer.from(manifest.metadata).toString('utf8').slice(0, 200))})`, manifest.key, manifest.sequence);
+  }
+  return m as StageCheckpointMetadata;
+}
+
+/**
+ * Before a partition's store opens: restores the latest checkpoint of `key` into `storePath`
+ * when the local store is missing or older. The local store is kept when its owner epoch
+ * (`sf.meta`) is newer than the checkpoint's, or equal with a checkpoint sequence at least the
+ * checkpoint's: then it was opened after the checkpoint was taken, by its taker or a later owner,
+ * and holds everything whose effects are visible (effects wait for checkpoints). Otherwise it
+ * is replaced: the checkpoint is restored into a sibling folder (checked file by file) and
+ * renamed into place only then, so a damaged checkpoint leaves the local store as it was.
+ * @param openLocal opens the local store read-write without creating it (the caller's column families)
+ * @returns the restore, or undefined when the local store is kept or no checkpoint exists
+ * @throws CheckpointDamagedError (a file missing or different, metadata not this partition's);
+ *   the checkpoint store's and the filesystem's errors
+ */
+export async function restoreStageStoreIfBehind(
+  checkpointing: StageCheckpointing, stage: string, partition: number, storePath: string, openLocal: (path: string) => Promise<Store>,
+): Promise<StageRestore | undefined> {
+  const key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
+  const latest = await checkpointing.store.latest(key);
+  if (!latest) return undefined;
+  const taken = readStageCheckpointMetadata(latest, stage, partition);
+  let reason = 'missing';
+  if (existsSync(join(storePath, 'CURRENT'))) {
+    const local = await openLocal(storePath);
+    let epoch: number;
+    let sequence: number;
+    try {
+      epoch = await readOwnerEpoch(local);
+      const s = await local.get(StreamColumnFamilies.meta, CHECKPOINT_SEQUENCE_KEY);
+      sequence = s ? Number(decodeInt64(s)) : -1;
+    } finally {
+      await local.close();
+    }
+    if (epoch > taken.ownerEpoch || (epoch === taken.ownerEpoch && sequence >= latest.sequence)) return undefined;
+    reason = `the local store's owner epoch ${epoch} (checkpoint ${sequence}) is older than checkpoint ${latest.sequence}'s ${taken.ownerEpoch}`;
+  }
+  const staging = `${storePath}.restoring-${process.pid}`;
+  await rm(staging, { recursive: true, force: true });
+  const report = await checkpointing.store.restore(key, staging, { sequence: latest.sequence });
+  await rm(storePath, { recursive: true, force: true });
+  await rename(staging, storePath);
+  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason };
+  checkpointing.onRestored?.(restore);
+  return restore;
+}
+
+/** A committed batch whose acks (and dead letters) wait for the checkpoint that covers it. */
+export interface HeldBatch {
+  /** Its messages. */
+  readonly messages: number;
+  /** Acks or dead-letters them (on the consumer that delivered them). */
+  readonly settle: () => Promise<void>;
+}
+
+/**
+ * One incarnation of a stage partition's checkpoints: holds the settles of committed batches,
+ * and on `checkpoint()` puts the store (when it changed since the last put), publishes the
+ * outbox, then settles what it held. Owned by the partition's actor (one call at a time).
+ */
+export class StageCheckpointer {
+  readonly key: string;
+  #held: HeldBatch[] = [];
+  #heldMessages = 0;
+  /** The store was written since the last durable checkpoint (or not known equal to one). */
+  #changed: boolean;
+  #lastSequence: number | undefined;
+  /** The last `checkpoint()` failed after its put was durable (publishing or settling): the caller must restart the partition. */
+  failedAfterPut = false;
+
+  constructor(
+    readonly checkpointing: StageCheckpointing,
+    readonly stage: string,
+    readonly partition: number,
+    readonly store: Store,
+    readonly fence: PartitionFence | undefined,
+    /** The checkpoint the store was just restored from (then it equals it: nothing to put until it changes). */
+    restoredSequence: number | undefined,
+  ) {
+    this.key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
+    this.#changed = restoredSequence === undefined;
+    this.#lastSequence = restoredSequence;
+  }
+
+  /** Messages applied (or skipped) whose acks wait for a checkpoint. */
+  get heldMessages(): number {
+    return this.#heldMessages;
+  }
+
+  /** Holds a committed batch's settle; `committed`: it wrote to the store. */
+  hold(batch: HeldBatch, committed: boolean): void {
+    this.#held.push(batch);
+    this.#heldMessages += batch.messages;
+    if (committed) this.#changed = true;
+  }
+
+  /** Forgets the held settles (their consumer closed: the broker delivers those messages again). */
+  dropHeld(): void {
+    this.#held = [];
+    this.#heldMessages = 0;
+  }
+
+  /**
+   * Takes a checkpoint if the store changed (records its sequence in `sf.meta`, then
+   * `CheckpointStore.put` under the fence, then `collect`), publishes `outbox`, then settles
+   * every held batch. A sequence is above the key's latest and at least `epoch * 2^32`, so a
+   * newer owner's checkpoints rank above an older one's.
+   * @returns the sequence put, or undefined when the store had not changed
+   * @throws FencedError from the fence; the checkpoint store's errors (nothing settled then:
+   *   the held batches wait for the next try); the outbox's and the broker's errors after the
+   *   put (the caller restarts the partition: the broker redelivers, the marks skip)
+   */
+  async checkpoint(outbox: StreamOutbox, logger: Logger): Promise<number | undefined> {
+    this.failedAfterPut = false;
+    this.fence?.check();
+    let put: number | undefined;
+    if (this.#changed) {
+      if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
+      put = Math.max(this.#lastSequence + 1, epochSequence(this.fence?.epoch ?? 0, 0));
+      await this.store.put(StreamColumnFamilies.meta, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
+      const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
+      this.fence?.check();
+      await this.checkpointing.store.put(this.key, this.store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+      this.#lastSequence = put;
+      this.#changed = false;
+      try {
+        await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT);
+      } catch (err) {
+        logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} failed (the next put collects again)`);
+      }
+    }
+    try {
+      if (outbox.size > 0) {
+        this.fence?.check();
+        await outbox.publish();
+        this.#changed = true; // the published rows were deleted: the next checkpoint leaves them out
+      }
+      const held = this.#held;
+      this.dropHeld();
+      for (const h of held) await h.settle();
+    } catch (err) {
+      this.failedAfterPut = true;
+      throw err;
+    }
+    return put;
+  }
+}
+
+/** Whether `err` must stop the partition (a fence) rather than leave the checkpoint for the next try. */
+export function isFenced(err: unknown): boolean {
+  return isShardflowError(err) && err.code === 'SF_ERR_FENCED';
+}

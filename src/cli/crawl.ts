@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 import type { Logger } from 'pino';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
@@ -15,6 +16,10 @@ import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
 import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
+import { clusterName, clusterUrl } from './worker.js';
+import { WEB_INDEX_CLUSTER } from './rankCluster.js';
+import { crawlOnClusterCli } from './crawlCluster.js';
+import { writeScoresFile } from './scoresFile.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
@@ -193,8 +198,32 @@ export function hostMapEntry(value: string, previous: Map<string, string> = new 
   return next;
 }
 
+/**
+ * Reads a host map file (`--map-file`): one `host=address:port` per line, blank lines and
+ * lines starting with `#` skipped (what `hostMapLines` writes).
+ * @throws commander's InvalidArgumentError naming the line that is not an entry; the file system's errors
+ */
+export function readHostMapFile(file: string, previous: Map<string, string> = new Map()): Map<string, string> {
+  let map = previous;
+  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+    const entry = line.trim();
+    if (entry === '' || entry.startsWith('#')) return;
+    try {
+      map = hostMapEntry(entry, map);
+    } catch (err) {
+      throw new CommanderArgumentError(`${file}:${i + 1}: ${(err as Error).message}`);
+    }
+  });
+  return map;
+}
+
+/** A host map as the lines of a `--map-file` (`host=address:port`, one per line). */
+export function hostMapLines(map: ReadonlyMap<string, string>): string {
+  return [...map].map(([host, address]) => `${host}=${address}\n`).join('');
+}
+
 /** Checks `--robots-token` (`checkRobotsToken`). @throws commander's InvalidArgumentError */
-function robotsTokenOption(value: string): string {
+export function robotsTokenOption(value: string): string {
   try {
     return checkRobotsToken(value);
   } catch (err) {
@@ -203,13 +232,14 @@ function robotsTokenOption(value: string): string {
 }
 
 /** Parses a count >= 0. @throws commander's InvalidArgumentError */
-function count(value: string): number {
+export function count(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${value}`);
   return n;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
+/** Collects a repeatable option's values. */
+export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
@@ -239,9 +269,21 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
   return addTokenOptions(command, 'server')
     .option('--json', 'print the summary as one JSON object', false)
-    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--broker <spec>', 'broker: memory, or with --cluster redis://host:port or pulsar://host:port', 'memory')
+    .option('--cluster <url>', 'crawl on the workers of a cluster (`shardflow worker --web-index --crawl`) coordinated by this Redis, as a client: the same command started again resumes (docs/cluster.md)', clusterUrl)
+    .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
+    .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
+    .option('--out <file>', 'with --cluster: also write every score as url<TAB>score lines, highest first')
+    .option('--tolerance <x>', 'with --cluster: L1 tolerance of the metric', positiveNumber)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .action(async (opts) => {
+    .action(async (opts, cmd: Command) => {
+      if (opts.cluster !== undefined) {
+        await crawlClusterAction(opts, cmd, setExit);
+        return;
+      }
+      for (const [o, flag] of [['clusterName', '--cluster-name'], ['keyPrefix', '--key-prefix'], ['out', '--out'], ['tolerance', '--tolerance']] as const) {
+        if (cmd.getOptionValueSource(o) === 'cli') throw new CommanderArgumentError(`${flag} goes with --cluster`);
+      }
       if (opts.serve === undefined && (opts.token !== undefined || opts.tokenFile !== undefined)) throw new CommanderArgumentError('--token and --token-file apply to --serve only');
       const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
@@ -297,6 +339,49 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     });
 }
 
+/** The options of `crawl` that the workers of a cluster hold (their attribute names): refused with --cluster. */
+const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights', 'serve', 'token', 'tokenFile'] as const;
+
+/**
+ * `crawl --cluster`: the crawl as a client of a cluster's workers (`crawlOnClusterCli`);
+ * prints the summary as `crawl` does (or `--json`), writes `--out`. A signal stops the
+ * client only: the workers keep crawling, and the same command resumes.
+ */
+async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setExit: (code: number) => void): Promise<void> {
+  const given = WORKER_SIDE.filter((o) => cmd.getOptionValueSource(o) === 'cli');
+  if (given.length > 0) {
+    throw new CommanderArgumentError(`${given.map((o) => `--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} do${given.length === 1 ? 'es' : ''} not apply with --cluster: the workers hold the partitions and crawl (give them to \`shardflow worker --web-index --crawl\`)`);
+  }
+  if (opts.broker === 'memory') throw new CommanderArgumentError('--cluster needs the workers\' broker: --broker redis://host:port or pulsar://host:port');
+  const clusterNameValue: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => stop.abort(Object.assign(new Error(`${signal}: the client stopped (the workers keep crawling: run the same command again to resume)`), { code: 'SF_ERR_INTERRUPTED', signal }));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const t0 = performance.now();
+    const result = await crawlOnClusterCli({
+      cluster: opts.cluster, clusterName: clusterNameValue, keyPrefix: opts.keyPrefix, broker: opts.broker, seeds: opts.seed, rank: opts.rank,
+      log: cliLogger(opts.logLevel), signal: stop.signal,
+      say: (line) => process.stderr.write(`shardflow crawl: ${line}\n`),
+      ...(opts.tolerance !== undefined ? { tolerance: opts.tolerance } : {}),
+      ...(cmd.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
+      ...(opts.json ? {} : { onProgress: (p: { pages: number; seconds: number }) => console.error(`  ${p.seconds.toFixed(0)} s: ${p.pages} pages stored`) }),
+    });
+    if (opts.out !== undefined) await writeScoresFile(opts.out, result.scores);
+    const converged = result.converge === null ? null : result.converge.converged;
+    const { scores: _scores, converge: _converge, convergeSeconds, ...rest } = result;
+    const summary = { ...rest, rankSeconds: convergeSeconds, converged };
+    const where = `cluster ${clusterNameValue}`;
+    if (opts.json) console.log(JSON.stringify({ cluster: clusterNameValue, ...summary, seconds: (performance.now() - t0) / 1000 }));
+    else printSummary(where, summary);
+    setExit(converged === false ? 1 : 0);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
   console.log(`seeds: ${r.seeds.join(' ')}`);
   for (const { url, reason } of r.refused) console.log(`refused seed ${url}: ${reason}`);
@@ -308,5 +393,5 @@ function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
   for (const h of r.hosts.slice(0, 20)) console.log(`  ${h.host}: ${h.pages}, ${h.authority.toFixed(4)}`);
   console.log('top pages:');
   for (const t of r.top) console.log(`  ${t.score.toFixed(6)}  ${t.url}`);
-  console.log(`data: ${dir}`);
+  console.log(dir.startsWith('cluster ') ? `data: in the workers of ${dir}` : `data: ${dir}`);
 }

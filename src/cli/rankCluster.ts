@@ -57,8 +57,16 @@ export async function rankOnClusterCli(o: ClusterRankCliOptions): Promise<Cluste
   }
 }
 
-/** Waits until every partition of the web-index stage runs; @returns their count */
-async function waitForPartitions(client: ClusterClient, o: ClusterRankCliOptions): Promise<number> {
+/** What {@link waitForPartitions} needs of a client command's options. */
+export type WaitForPartitionsOptions = Pick<ClusterRankCliOptions, 'cluster' | 'clusterName' | 'partitions' | 'waitMs' | 'say'>;
+
+/**
+ * Waits until every partition of the web-index stage runs.
+ * @returns their count and the stage's recorded config
+ * @throws InvalidArgumentError when the cluster has no web index or other partitions than
+ *   `o.partitions`; Error when the partitions do not all run within `o.waitMs` (default 5 minutes)
+ */
+export async function waitForPartitions(client: ClusterClient, o: WaitForPartitionsOptions): Promise<number> {
   const deadline = Date.now() + (o.waitMs ?? 300_000);
   let said = 0;
   for (;;) {

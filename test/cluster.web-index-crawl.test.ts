@@ -7,7 +7,7 @@
 // the crawl and the same command run again (it resumes: no page fetched twice).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { crawlGraph } from '../src/jobs/crawlGraph.js';
@@ -126,5 +126,42 @@ test('a worker SIGKILLed during the crawl: the counts and scores of the one-proc
     assert.ok(result.converge?.converged, 'converged');
     assertCrawl({ ...result, scores: new Map(result.scores) }, expected);
     t.diagnostic(`killed after ${servedAtKill} pages served; the job ended ${Date.now() - killedAt} ms after the kill; ${server.served.get(200)} fetches in all`);
+  });
+});
+
+test('the crawl client SIGKILLed during the crawl and started again with the same command resumes: exact, no page fetched twice', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const expected = await polblogsCase();
+  await withCrawlCluster(t, expected.graph, async (c, server) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    const out = join(c.dataDir, 'scores.tsv');
+    const args = [
+      resolve(repoRoot, 'bin/shardflow.mjs'), 'crawl', '--cluster', REDIS_URL, '--cluster-name', c.clusterName, '--key-prefix', c.keyPrefix, '--broker', c.brokerSpec,
+      '--tolerance', '1e-9', '--json', '--out', out, '--seed', ...expected.graph.pages,
+    ];
+    // Not spawnSync: the replay server runs in this process.
+    const run = () => {
+      const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((r) => child.on('exit', (code, signal) => r({ code, signal, stdout, stderr })));
+      return { child, exited };
+    };
+    const first = run();
+    await until('the first client\'s crawl to be under way', async () => (server.served.get(200) ?? 0) >= 100 || (first.child.exitCode !== null && Promise.reject(new Error(`the first client exited: ${(await first.exited).stderr.slice(-2000)}`))), 60_000);
+    const servedAtKill = server.served.get(200) ?? 0;
+    first.child.kill('SIGKILL');
+    assert.equal((await first.exited).signal, 'SIGKILL');
+    assert.ok(servedAtKill < expected.counts.pages, `killed during the crawl (${servedAtKill} of ${expected.counts.pages} pages served)`);
+    const again = await run().exited;
+    assert.equal(again.code, 0, again.stderr.slice(-3000));
+    const summary = JSON.parse(again.stdout) as { pages: number; outlinks: number; backlinks: number; converged: boolean; frontier: Record<string, number> };
+    assert.equal(summary.converged, true);
+    assertCrawl({ ...summary, scores: new Map(await readScores(out)) }, expected);
+    assert.equal(server.served.get(200), expected.counts.pages, 'no page fetched twice: seeding again left the known URLs as they were');
+    t.diagnostic(`first client killed after ${servedAtKill} pages served; frontier ${JSON.stringify(summary.frontier)}`);
   });
 });

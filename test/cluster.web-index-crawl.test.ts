@@ -20,7 +20,7 @@ import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { hostMapLines } from '../src/cli/crawl.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
-import { until } from './kit/clusterRun.js';
+import { until, type WorkerProcess } from './kit/clusterRun.js';
 import { graphs, memoryLogger, repoRoot, tempDir } from './kit/datasets.js';
 import { withWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
 
@@ -56,10 +56,11 @@ function polblogsCase(): Promise<CrawlCase> {
 }
 
 /**
- * Runs `body` with a replay server of `graph` in this process and a web-index cluster whose
- * workers crawl it (unthrottled, any host, the server's host map in a file).
+ * Runs `body` with a replay server of `graph` in this process and a web-index cluster of
+ * three workers that crawl it (unthrottled, any host, the server's host map in a file), once
+ * every partition runs.
  */
-async function withCrawlCluster(t: import('node:test').TestContext, graph: WebGraph, body: (c: WebIndexCluster, server: ReplayServer) => Promise<void>): Promise<void> {
+async function withCrawlCluster(t: import('node:test').TestContext, graph: WebGraph, body: (c: WebIndexCluster, server: ReplayServer, workers: WorkerProcess[]) => Promise<void>): Promise<void> {
   const server = new ReplayServer(graph);
   const port = await server.listen();
   const dir = tempDir('sf-wicc-map-');
@@ -69,7 +70,11 @@ async function withCrawlCluster(t: import('node:test').TestContext, graph: WebGr
     await withWebIndexCluster(t, {
       partitions: PARTITIONS, leaseMs: LEASE_MS,
       workerArgs: ['--crawl', '--any-host', '--per-host', '256', '--delay-ms', '0', '--crawlers', '4', '--map-file', mapFile],
-    }, (c) => body(c, server));
+    }, async (c) => {
+      const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+      await c.allRunningOn(ws);
+      await body(c, server, ws);
+    });
   } finally {
     await server.close();
     dir.cleanup();
@@ -93,8 +98,6 @@ test('three workers crawl polblogs: the counts and scores of the one-process cra
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server) => {
-    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
-    await c.allRunningOn(ws);
     const result = await crawl(c, expected.graph);
     assert.ok(result.converge?.converged, 'converged');
     assertCrawl({ ...result, scores: new Map(result.scores) }, expected);
@@ -112,9 +115,7 @@ test('three workers crawl polblogs: the counts and scores of the one-process cra
 test('a worker SIGKILLed during the crawl: the counts and scores of the one-process crawl', { timeout: 300_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
-  await withCrawlCluster(t, expected.graph, async (c, server) => {
-    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
-    await c.allRunningOn(ws);
+  await withCrawlCluster(t, expected.graph, async (c, server, ws) => {
     const job = crawl(c, expected.graph);
     job.catch(() => undefined); // awaited below
     await until('the crawl to be under way', async () => (server.served.get(200) ?? 0) >= 100, 60_000);
@@ -133,8 +134,6 @@ test('the crawl client SIGKILLed during the crawl and started again with the sam
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server) => {
-    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
-    await c.allRunningOn(ws);
     const out = join(c.dataDir, 'scores.tsv');
     const args = [
       resolve(repoRoot, 'bin/shardflow.mjs'), 'crawl', '--cluster', REDIS_URL, '--cluster-name', c.clusterName, '--key-prefix', c.keyPrefix, '--broker', c.brokerSpec,

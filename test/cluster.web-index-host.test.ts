@@ -45,7 +45,7 @@ async function withHost(body: (host: WebIndexHost, ctx: { dataDir: string; broke
   const stopped: Array<{ partition: number; reason: unknown }> = [];
   const app = webIndexApplication({ partitions: PARTITIONS, weigh: uniformWeights, log: memoryLogger().log });
   assert.equal(app.name, 'web-index');
-  assert.deepEqual(app.stages, [{ name: WEB_INDEX_STAGE, namespace: 'fetches', partitions: PARTITIONS }]);
+  assert.deepEqual(app.stages, [{ name: WEB_INDEX_STAGE, namespace: 'fetches', partitions: PARTITIONS, config: 'weights=unnamed;damping=0.85;maxOutlinksPerPage=10000' }]);
   const host = await app.startHost({ broker, dataDir: dir, onPartitionStopped: (stage, partition, reason) => { assert.equal(stage, WEB_INDEX_STAGE); stopped.push({ partition, reason }); } });
   try {
     await body(host, { dataDir: dir, broker, stopped });

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 import type { Logger } from 'pino';
-import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { CrawlBudget } from '../actors/crawlPolicy/crawlBudget.js';
 import { checkRobotsToken, DEFAULT_MAX_REDIRECTS, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
@@ -19,6 +18,7 @@ import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, posit
 import { clusterName, clusterUrl } from './worker.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 import { crawlOnClusterCli } from './crawlCluster.js';
+import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
 import { writeScoresFile } from './scoresFile.js';
 
 /** Options of `crawlSites`. */
@@ -66,22 +66,8 @@ export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
 }
 
 /** What `crawlSites` did. */
-export interface CrawlSitesResult {
-  /** The canonical seeds crawled. */
-  readonly seeds: string[];
-  /** Seeds refused, with why. */
-  readonly refused: Array<{ url: string; reason: string }>;
+export interface CrawlSitesResult extends CrawlSummary {
   readonly scope: string;
-  readonly pages: number;
-  readonly outlinks: number;
-  readonly backlinks: number;
-  /** Frontier entries by state, over all partitions. */
-  readonly frontier: Record<string, number>;
-  /** Live pages per host, most first. */
-  readonly hosts: Array<{ host: string; pages: number; authority: number }>;
-  /** The ten best pages. */
-  readonly top: Array<{ url: string; score: number }>;
-  readonly crawlSeconds: number;
   readonly rankSeconds: number;
   readonly converged: boolean | null;
   /** The running index when `keepOpen`. */
@@ -97,15 +83,7 @@ export interface CrawlSitesResult {
  * @throws InvalidArgumentError when no seed is valid
  */
 export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSitesResult> {
-  const seeds: string[] = [];
-  const refused: Array<{ url: string; reason: string }> = [];
-  for (const url of options.seeds) {
-    try {
-      seeds.push(canonicalUrl(url));
-    } catch (err) {
-      refused.push({ url, reason: (err as Error).message });
-    }
-  }
+  const { seeds, refused } = canonicalSeeds(options.seeds);
   if (seeds.length === 0) throw new CommanderArgumentError(`no valid seed: ${refused.map((r) => r.reason).join('; ') || 'none given'}`);
   const scope = options.anyHost ? anyHost : hostAllowList([...seeds.map((s) => hostOf(s)), ...(options.allowHosts ?? [])]);
   const index = await startWebIndex({
@@ -238,6 +216,24 @@ export function count(value: string): number {
   return n;
 }
 
+/**
+ * Adds the options of how a crawl fetches and how polite it is, shared by `crawl` and
+ * `worker --web-index --crawl`: --per-host, --delay-ms, --recrawl-hours, --user-agent,
+ * --robots-token, --max-redirects, --timeout-ms, --max-body-bytes (defaults: polite).
+ * @param helpPrefix put before each help text (e.g. `with --crawl: `)
+ */
+export function addFetchPolicyOptions(command: Command, helpPrefix = ''): Command {
+  return command
+    .option('--per-host <n>', `${helpPrefix}requests in flight per host`, positiveInt, 1)
+    .option('--delay-ms <ms>', `${helpPrefix}least time between two requests to a host (robots.txt Crawl-delay raises it)`, count, 1000)
+    .option('--recrawl-hours <h>', `${helpPrefix}crawl a fetched page again after this many hours`, positiveNumber, 168)
+    .option('--user-agent <text>', `${helpPrefix}User-Agent header of every request`, DEFAULT_USER_AGENT)
+    .option('--robots-token <token>', `${helpPrefix}product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)`, robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
+    .option('--max-redirects <n>', `${helpPrefix}most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks`, count, DEFAULT_MAX_REDIRECTS)
+    .option('--timeout-ms <ms>', `${helpPrefix}time to headers and between body chunks`, positiveInt, 10_000)
+    .option('--max-body-bytes <n>', `${helpPrefix}largest body read; larger pages are stored as oversized`, positiveInt, 8 * 1024 * 1024);
+}
+
 /** Collects a repeatable option's values. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -245,7 +241,7 @@ export function collect(value: string, previous: string[] = []): string[] {
 
 /** `shardflow crawl`: crawl real sites from seeds, politely, then rank them. */
 export function crawlCommand(setExit: (code: number) => void): Command {
-  const command = new Command('crawl')
+  const command = addFetchPolicyOptions(new Command('crawl')
     .description('crawl real sites from seed URLs (politeness per host, robots.txt, recrawl), store pages, links and backlinks in the partitions, then compute the link metric')
     .requiredOption('--seed <url...>', '(required) start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
     .option('--map <host=address:port>', 'reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
@@ -254,15 +250,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--any-host', 'crawl every host reached (no allow-list)', false)
     .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
     .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
-    .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
-    .option('--per-host <n>', 'requests in flight per host', positiveInt, 1)
-    .option('--delay-ms <ms>', 'least time between two requests to a host (robots.txt Crawl-delay raises it)', count, 1000)
-    .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
-    .option('--user-agent <text>', 'User-Agent header of every request', DEFAULT_USER_AGENT)
-    .option('--robots-token <token>', 'product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)', robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
-    .option('--max-redirects <n>', 'most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks', count, DEFAULT_MAX_REDIRECTS)
-    .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
-    .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
+    .option('--crawlers <n>', 'crawler actors', positiveInt, 4))
     .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
     .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')

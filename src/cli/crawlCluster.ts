@@ -1,32 +1,10 @@
-import type { Logger } from 'pino';
-import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, type ClusterClient } from '../index.js';
-import { crawlOnCluster, type ClusterCrawlResult } from '../jobs/clusterCrawl.js';
+import { InvalidArgumentError } from '../index.js';
+import { crawlOnCluster, type ClusterCrawlOptions, type ClusterCrawlResult } from '../jobs/clusterCrawl.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
-import type { RoundSummary } from '../actors/metrics/coordinator.js';
-import { waitForPartitions } from './rankCluster.js';
+import { withWebIndexClient, type WebIndexClientCliOptions } from './rankCluster.js';
 
 /** What `crawl --cluster` needs. */
-export interface ClusterCrawlCliOptions {
-  readonly cluster: string;
-  readonly clusterName: string;
-  /** Prefix of the cluster's Redis keys (default `sfc:`). */
-  readonly keyPrefix?: string;
-  /** Broker spec; topics under the cluster's scope (`clusterBrokerIdentity`). */
-  readonly broker: string;
-  readonly seeds: readonly string[];
-  readonly rank?: boolean;
-  readonly tolerance?: number;
-  /** `--partitions` when the user gave it: refused when the cluster has another count. */
-  readonly partitions?: number;
-  /** Most ms to wait for every partition to run (default 300,000). */
-  readonly waitMs?: number;
-  readonly log: Logger;
-  readonly signal?: AbortSignal;
-  readonly onRound?: (r: RoundSummary) => void;
-  readonly onProgress?: (p: { pages: number; seconds: number }) => void;
-  /** Progress lines (waiting for workers). */
-  readonly say?: (line: string) => void;
-}
+export interface ClusterCrawlCliOptions extends WebIndexClientCliOptions, Pick<ClusterCrawlOptions, 'seeds' | 'rank' | 'onProgress'> {}
 
 /** What `crawl --cluster` did: the crawl's result and the workers' scope (from the stage's recorded config). */
 export interface ClusterCrawlCliResult extends ClusterCrawlResult {
@@ -41,12 +19,8 @@ export interface ClusterCrawlCliResult extends ClusterCrawlResult {
  *   `partitions`, or workers that do not crawl; Error when the partitions do not all run
  *   within `waitMs`; the job's errors
  */
-export async function crawlOnClusterCli(o: ClusterCrawlCliOptions): Promise<ClusterCrawlCliResult> {
-  const broker = await connectBroker(clusterBrokerIdentity(o.broker, o.clusterName));
-  let client: ClusterClient | undefined;
-  try {
-    client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker, ...(o.keyPrefix !== undefined ? { keyPrefix: o.keyPrefix } : {}) });
-    const partitions = await waitForPartitions(client, o);
+export function crawlOnClusterCli(o: ClusterCrawlCliOptions): Promise<ClusterCrawlCliResult> {
+  return withWebIndexClient(o, async ({ client, partitions }) => {
     const config = (await client.status()).stages?.find((s) => s.name === WEB_INDEX_STAGE)?.config ?? '';
     const crawl = /;crawl=(\{.*\})$/.exec(config);
     if (!crawl) throw new InvalidArgumentError(`the workers of cluster ${o.clusterName} do not crawl: start them with \`shardflow worker --web-index --crawl\``);
@@ -60,8 +34,5 @@ export async function crawlOnClusterCli(o: ClusterCrawlCliOptions): Promise<Clus
       ...(o.onProgress ? { onProgress: o.onProgress } : {}),
     });
     return { ...result, scope };
-  } finally {
-    await client?.close();
-    await broker.close();
-  }
+  });
 }

@@ -4,11 +4,10 @@ import { Command, InvalidArgumentError } from 'commander';
 import {
   CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
-import { cliLogger, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
+import { cliLogger, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt } from './options.js';
 import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webIndexApplication.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
-import { DEFAULT_MAX_REDIRECTS, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
-import { collect, count, hostMapEntry, readHostMapFile, robotsTokenOption } from './crawl.js';
+import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 
 /** Parses `--cluster`: a `redis://` URL. @throws commander's InvalidArgumentError */
@@ -85,7 +84,7 @@ const CRAWL_ONLY = ['crawlers', 'map', 'mapFile', 'allowHost', 'anyHost', 'perHo
  * Exit codes: 0 after a hand-back, 1 when a failure stopped the worker, 2 for bad input.
  */
 export function workerCommand(setExit: (code: number) => void): Command {
-  return new Command('worker')
+  return addFetchPolicyOptions(new Command('worker')
     .description('run the partitions the cluster assigns to this process, for a topology module or the web index, until SIGTERM/SIGINT (hands them back, exits 0)')
     .option('--topology <module>', 'an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--web-index', 'run web-index partitions instead of a topology module (clients: `shardflow rank --cluster`); cluster name default web-index', false)
@@ -96,15 +95,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--map <host=address:port>', 'with --crawl: reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
     .option('--map-file <file>', 'with --crawl: a file of host=address:port lines, as --map (repeatable)', collect, [])
     .option('--allow-host <host>', 'with --crawl: crawl this host (repeatable); other hosts\' URLs are recorded in the frontier, not fetched', collect, [])
-    .option('--any-host', 'with --crawl: crawl every host reached', false)
-    .option('--per-host <n>', 'with --crawl: requests in flight per host', positiveInt, 1)
-    .option('--delay-ms <ms>', 'with --crawl: least time between two requests to a host (robots.txt Crawl-delay raises it)', count, 1000)
-    .option('--recrawl-hours <h>', 'with --crawl: crawl a fetched page again after this many hours', positiveNumber, 168)
-    .option('--user-agent <text>', 'with --crawl: User-Agent header of every request', DEFAULT_USER_AGENT)
-    .option('--robots-token <token>', 'with --crawl: product token matched against robots.txt User-agent lines (RFC 9309)', robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
-    .option('--max-redirects <n>', 'with --crawl: most hops of a redirect chain', count, DEFAULT_MAX_REDIRECTS)
-    .option('--timeout-ms <ms>', 'with --crawl: time to headers and between body chunks', positiveInt, 10_000)
-    .option('--max-body-bytes <n>', 'with --crawl: largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
+    .option('--any-host', 'with --crawl: crawl every host reached', false), 'with --crawl: ')
     .option('--export <name>', 'use this named export of the module instead of the default export')
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
     .option('--cluster-name <name>', "the cluster to join (default: the topology's or application's name)", clusterName)

@@ -39,9 +39,9 @@ export interface ClusterCrawlOptions {
   readonly signal?: AbortSignal;
 }
 
-/** What {@link crawlOnCluster} did: what `crawl` reports, with every score. */
-export interface ClusterCrawlResult {
-  /** The canonical seeds sent. */
+/** What a crawl reports (`crawl`, in one process or on a cluster). */
+export interface CrawlSummary {
+  /** The canonical seeds crawled. */
   readonly seeds: string[];
   /** Seeds refused, with why. */
   readonly refused: Array<{ url: string; reason: string }>;
@@ -54,12 +54,33 @@ export interface ClusterCrawlResult {
   readonly hosts: Array<{ host: string; pages: number; authority: number }>;
   /** The ten best pages. */
   readonly top: Array<{ url: string; score: number }>;
+  readonly crawlSeconds: number;
+}
+
+/** What {@link crawlOnCluster} did: what `crawl` reports, with every score. */
+export interface ClusterCrawlResult extends CrawlSummary {
   /** Every page with its normalised score, highest first (empty without `rank`). */
   readonly scores: Array<[string, number]>;
   /** The metric's outcome; null without `rank`. */
   readonly converge: ConvergeResult | null;
-  readonly crawlSeconds: number;
   readonly convergeSeconds: number;
+}
+
+/**
+ * Seeds as the crawl policies take them: each in its `canonicalUrl` form, or refused with
+ * the reason `canonicalUrl` gave (a URL without host, another scheme...), in the given order.
+ */
+export function canonicalSeeds(urls: readonly string[]): Pick<CrawlSummary, 'seeds' | 'refused'> {
+  const seeds: string[] = [];
+  const refused: Array<{ url: string; reason: string }> = [];
+  for (const url of urls) {
+    try {
+      seeds.push(canonicalUrl(url));
+    } catch (err) {
+      refused.push({ url, reason: (err as Error).message });
+    }
+  }
+  return { seeds, refused };
 }
 
 /**
@@ -87,16 +108,8 @@ export async function crawlOnCluster(options: ClusterCrawlOptions): Promise<Clus
   const partitioner = hostPartitioner(options.partitions);
   const quietOptions = { clock, ...(options.crawlTimeoutMs !== undefined ? { timeoutMs: options.crawlTimeoutMs } : {}), ...(options.signal ? { signal: options.signal } : {}) };
   const run = async (): Promise<ClusterCrawlResult> => {
-    const seeds: string[] = [];
-    const refused: Array<{ url: string; reason: string }> = [];
-    for (const url of options.seeds) {
-      try {
-        seeds.push(canonicalUrl(url));
-      } catch (err) {
-        refused.push({ url, reason: (err as Error).message });
-        options.log.warn({ url, reason: (err as Error).message }, 'seed refused');
-      }
-    }
+    const { seeds, refused } = canonicalSeeds(options.seeds);
+    for (const r of refused) options.log.warn(r, 'seed refused');
     const byPartition = new Map<number, string[]>();
     for (const url of new Set(seeds)) {
       const p = partitioner.forUrl(url);

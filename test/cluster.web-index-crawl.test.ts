@@ -20,7 +20,7 @@ import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { hostMapLines } from '../src/cli/crawl.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
-import { until, type WorkerProcess } from './kit/clusterRun.js';
+import { spawnWorkerProcess, until, type WorkerProcess } from './kit/clusterRun.js';
 import { graphs, memoryLogger, repoRoot, tempDir } from './kit/datasets.js';
 import { withWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
 
@@ -90,6 +90,13 @@ function assertCrawl(result: Pick<ClusterCrawlResult, 'pages' | 'outlinks' | 'ba
   assert.ok(ref <= 1e-6, `L1 ${ref} to the reference`);
 }
 
+/** `args` with the value after `flag` replaced by `value`. */
+function withArg(args: readonly string[], flag: string, value: string): string[] {
+  const i = args.indexOf(flag);
+  assert.ok(i >= 0, `${flag} in the worker arguments`);
+  return [...args.slice(0, i + 1), value, ...args.slice(i + 2)];
+}
+
 async function crawl(c: WebIndexCluster, graph: WebGraph, onProgress?: (p: { pages: number }) => void): Promise<ClusterCrawlResult> {
   return crawlOnCluster({ client: await c.client(), partitions: PARTITIONS, seeds: graph.pages, log: memoryLogger().log, tolerance: 1e-9, crawlTimeoutMs: 240_000, ...(onProgress ? { onProgress } : {}) });
 }
@@ -98,6 +105,13 @@ test('three workers crawl polblogs: the counts and scores of the one-process cra
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server) => {
+    // A worker that would crawl differently (another politeness delay), or not at all, is refused at start.
+    for (const [name, args] of [['w-delay', withArg(c.workerArgs('w-delay'), '--delay-ms', '5')], ['w-nocrawl', c.workerArgs('w-nocrawl').slice(0, -c.extraWorkerArgs.length)]] as const) {
+      const w = spawnWorkerProcess(name, args);
+      const { code } = await w.exited;
+      assert.notEqual(code, 0, `${name} is refused`);
+      assert.match(w.stderr, /runs stages/, `${name}'s reason`);
+    }
     const result = await crawl(c, expected.graph);
     assert.ok(result.converge?.converged, 'converged');
     assertCrawl({ ...result, scores: new Map(result.scores) }, expected);

@@ -66,7 +66,7 @@ export { spawningSupervisor } from './runtime/topology/spawningSupervisor.js';
 export type { SpawningSupervisorMessage } from './runtime/topology/spawningSupervisor.js';
 /* Quiet detection across processes, from the stores' stream bookkeeping (Mattern's four counters) */
 export { readStreamFlow, unappliedStreams, sameStreamFlow, waitStreamsQuiet } from './runtime/stream/flowReport.js';
-export type { StreamFlowReport, OutboxFlow, ConsumerFlow, SentStream, StreamReceiver, UnappliedOptions, UnappliedStream, WaitQuietOptions, QuietReport } from './runtime/stream/flowReport.js';
+export type { StreamFlowReport, FlowCollection, OutboxFlow, ConsumerFlow, SentStream, StreamReceiver, UnappliedOptions, UnappliedStream, WaitQuietOptions, QuietReport } from './runtime/stream/flowReport.js';
 
 /* Codecs and partitioning */
 export { msgpackCodec } from './runtime/codec.js';

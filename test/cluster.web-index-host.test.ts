@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
-  FencedError, MemoryBroker, StoreBusyError, readOwnerEpoch, readStreamFlow, systemClock, waitStreamsQuiet,
+  FencedError, InvalidArgumentError, MemoryBroker, StoreBusyError, readOwnerEpoch, readStreamFlow, systemClock, waitStreamsQuiet,
   type PartitionFence, type SentStream, type StreamFlowReport,
 } from '../src/index.js';
 import { Store } from '../src/storage/index.js';
@@ -15,6 +15,7 @@ import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { readGraph, readScores, type WebGraph } from '../src/replay/graphFile.js';
 import { WEB_INDEX_STAGE, webIndexStreamReceiver } from '../src/topology/clusterProtocol.js';
 import { WEB_INDEX_STORES, webIndexApplication, type WebIndexHost } from '../src/topology/webIndexApplication.js';
+import { hostAllowList } from '../src/actors/crawlPolicy/crawlScope.js';
 import { assertMatchesReference, graphs, memoryLogger, tempDir } from './kit/datasets.js';
 
 /**
@@ -179,5 +180,38 @@ test('a store that recorded a newer owner epoch refuses an older owner; a store 
     await host.startPartition(WEB_INDEX_STAGE, 0, new TestFence(4));
     assert.deepEqual(host.partitions().map((h) => [h.partition, h.epoch]).sort(), [[0, 4], [1, 1]]);
     assert.deepEqual(stopped, []);
+  });
+});
+
+test('a crawling host: its stage config carries the crawl\'s, seeds go to the partition\'s crawl policy (idempotent, checked), drained answers; a host that does not crawl refuses both', { timeout: 60_000 }, async () => {
+  const { dir, cleanup } = tempDir();
+  const broker = new MemoryBroker();
+  const app = webIndexApplication({
+    partitions: PARTITIONS, weigh: uniformWeights, log: memoryLogger().log,
+    crawl: { crawlers: 1, policy: { minDelayMs: 0, scope: hostAllowList(['allowed.test']) } },
+  });
+  assert.match(app.stages[0]!.config ?? '', /;crawl=\{.*"delayMs":0.*"scope":"hosts allowed.test"/);
+  const host = await app.startHost({ broker, dataDir: dir });
+  try {
+    const url = 'http://elsewhere.test/';
+    const p = host.partitioner.forUrl(url);
+    await host.startPartition(WEB_INDEX_STAGE, p, new TestFence(1));
+    await host.ask(WEB_INDEX_STAGE, p, { kind: 'seed', urls: [url] });
+    await host.ask(WEB_INDEX_STAGE, p, { kind: 'seed', urls: [url] }); // again: known, left as it is
+    assert.deepEqual(await host.ask(WEB_INDEX_STAGE, p, { kind: 'drained' }), { drained: true, requested: 0, robots: 0, readyHosts: 0 }, 'an out-of-scope seed is recorded, never requested');
+    const view = (await host.ask(WEB_INDEX_STAGE, p, { kind: 'read', method: 'frontierStates', args: [] })) as Record<string, number>;
+    assert.deepEqual(view, { 'out-of-scope': 1 });
+    const other = (p + 1) % PARTITIONS;
+    const foreign = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((h) => `http://${h}.test/`).find((u) => host.partitioner.forUrl(u) === other)!;
+    await assert.rejects(host.ask(WEB_INDEX_STAGE, p, { kind: 'seed', urls: [foreign] }), (err: unknown) => err instanceof InvalidArgumentError && /belongs to partition/.test(err.message));
+    await assert.rejects(host.ask(WEB_INDEX_STAGE, p, { kind: 'seed', urls: [42] }), /expected URL strings/);
+  } finally {
+    await host.stop();
+    await broker.close();
+    cleanup();
+  }
+  await withHost(async (rankHost) => {
+    await rankHost.startPartition(WEB_INDEX_STAGE, 0, new TestFence(1));
+    await assert.rejects(rankHost.ask(WEB_INDEX_STAGE, 0, { kind: 'drained' }), /does not crawl/);
   });
 });

@@ -74,6 +74,17 @@ test('flow reports of real stores: sent against applied, external streams, two i
     assert.equal(quiet.collections, 3, 'a commit after collection 1: collection 2 differs from it, 3 agrees with 2');
     assert.ok(sameStreamFlow(quiet.reports, await collect()));
     await assert.rejects(waitStreamsQuiet(collect, { receiver: receiverOf, external: [loader], pollMs: 1, timeoutMs: 20 }), /loader\/x -> sums\/1: sent 4, applied -1/);
+
+    // Work the stores do not show (a FlowCollection's `busy`): quiet only once it is empty in
+    // two consecutive collections, and named when the wait gives up.
+    let held = 2;
+    const holding = async () => ({ reports: await collect(), busy: held-- > 0 ? ['crawl-policy of partition 0: 1 request out'] : [] });
+    const afterBusy = await waitStreamsQuiet(holding, { receiver: receiverOf, pollMs: 1 });
+    assert.equal(afterBusy.collections, 4, 'busy in collections 1 and 2; 3 and 4 settled and identical');
+    await assert.rejects(
+      waitStreamsQuiet(async () => ({ reports: await collect(), busy: ['crawl-policy of partition 0: 1 request out'] }), { receiver: receiverOf, pollMs: 1, timeoutMs: 20 }),
+      /0 unapplied; busy: crawl-policy of partition 0: 1 request out/,
+    );
     await outbox.close();
   } finally {
     for (const s of stores) await s.close();

@@ -1,6 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
 import type { Logger } from 'pino';
-import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { CrawlBudget } from '../actors/crawlPolicy/crawlBudget.js';
 import { checkRobotsToken, DEFAULT_MAX_REDIRECTS, DEFAULT_ROBOTS_TOKEN, DEFAULT_USER_AGENT } from '../actors/crawler/httpFetch.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
@@ -15,6 +15,11 @@ import { QueryService } from '../query/queryService.js';
 import { startQueryServer, type QueryServer } from '../query/server.js';
 import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
+import { clusterName, clusterUrl } from './worker.js';
+import { WEB_INDEX_CLUSTER } from './rankCluster.js';
+import { crawlOnClusterCli } from './crawlCluster.js';
+import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
+import { writeScoresFile } from './scoresFile.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
@@ -61,22 +66,8 @@ export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
 }
 
 /** What `crawlSites` did. */
-export interface CrawlSitesResult {
-  /** The canonical seeds crawled. */
-  readonly seeds: string[];
-  /** Seeds refused, with why. */
-  readonly refused: Array<{ url: string; reason: string }>;
+export interface CrawlSitesResult extends CrawlSummary {
   readonly scope: string;
-  readonly pages: number;
-  readonly outlinks: number;
-  readonly backlinks: number;
-  /** Frontier entries by state, over all partitions. */
-  readonly frontier: Record<string, number>;
-  /** Live pages per host, most first. */
-  readonly hosts: Array<{ host: string; pages: number; authority: number }>;
-  /** The ten best pages. */
-  readonly top: Array<{ url: string; score: number }>;
-  readonly crawlSeconds: number;
   readonly rankSeconds: number;
   readonly converged: boolean | null;
   /** The running index when `keepOpen`. */
@@ -92,15 +83,7 @@ export interface CrawlSitesResult {
  * @throws InvalidArgumentError when no seed is valid
  */
 export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSitesResult> {
-  const seeds: string[] = [];
-  const refused: Array<{ url: string; reason: string }> = [];
-  for (const url of options.seeds) {
-    try {
-      seeds.push(canonicalUrl(url));
-    } catch (err) {
-      refused.push({ url, reason: (err as Error).message });
-    }
-  }
+  const { seeds, refused } = canonicalSeeds(options.seeds);
   if (seeds.length === 0) throw new CommanderArgumentError(`no valid seed: ${refused.map((r) => r.reason).join('; ') || 'none given'}`);
   const scope = options.anyHost ? anyHost : hostAllowList([...seeds.map((s) => hostOf(s)), ...(options.allowHosts ?? [])]);
   const index = await startWebIndex({
@@ -193,8 +176,32 @@ export function hostMapEntry(value: string, previous: Map<string, string> = new 
   return next;
 }
 
+/**
+ * Reads a host map file (`--map-file`): one `host=address:port` per line, blank lines and
+ * lines starting with `#` skipped (what `hostMapLines` writes).
+ * @throws commander's InvalidArgumentError naming the line that is not an entry; the file system's errors
+ */
+export function readHostMapFile(file: string, previous: Map<string, string> = new Map()): Map<string, string> {
+  let map = previous;
+  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+    const entry = line.trim();
+    if (entry === '' || entry.startsWith('#')) return;
+    try {
+      map = hostMapEntry(entry, map);
+    } catch (err) {
+      throw new CommanderArgumentError(`${file}:${i + 1}: ${(err as Error).message}`);
+    }
+  });
+  return map;
+}
+
+/** A host map as the lines of a `--map-file` (`host=address:port`, one per line). */
+export function hostMapLines(map: ReadonlyMap<string, string>): string {
+  return [...map].map(([host, address]) => `${host}=${address}\n`).join('');
+}
+
 /** Checks `--robots-token` (`checkRobotsToken`). @throws commander's InvalidArgumentError */
-function robotsTokenOption(value: string): string {
+export function robotsTokenOption(value: string): string {
   try {
     return checkRobotsToken(value);
   } catch (err) {
@@ -203,19 +210,38 @@ function robotsTokenOption(value: string): string {
 }
 
 /** Parses a count >= 0. @throws commander's InvalidArgumentError */
-function count(value: string): number {
+export function count(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${value}`);
   return n;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
+/**
+ * Adds the options of how a crawl fetches and how polite it is, shared by `crawl` and
+ * `worker --web-index --crawl`: --per-host, --delay-ms, --recrawl-hours, --user-agent,
+ * --robots-token, --max-redirects, --timeout-ms, --max-body-bytes (defaults: polite).
+ * @param helpPrefix put before each help text (e.g. `with --crawl: `)
+ */
+export function addFetchPolicyOptions(command: Command, helpPrefix = ''): Command {
+  return command
+    .option('--per-host <n>', `${helpPrefix}requests in flight per host`, positiveInt, 1)
+    .option('--delay-ms <ms>', `${helpPrefix}least time between two requests to a host (robots.txt Crawl-delay raises it)`, count, 1000)
+    .option('--recrawl-hours <h>', `${helpPrefix}crawl a fetched page again after this many hours`, positiveNumber, 168)
+    .option('--user-agent <text>', `${helpPrefix}User-Agent header of every request`, DEFAULT_USER_AGENT)
+    .option('--robots-token <token>', `${helpPrefix}product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)`, robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
+    .option('--max-redirects <n>', `${helpPrefix}most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks`, count, DEFAULT_MAX_REDIRECTS)
+    .option('--timeout-ms <ms>', `${helpPrefix}time to headers and between body chunks`, positiveInt, 10_000)
+    .option('--max-body-bytes <n>', `${helpPrefix}largest body read; larger pages are stored as oversized`, positiveInt, 8 * 1024 * 1024);
+}
+
+/** Collects a repeatable option's values. */
+export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
 /** `shardflow crawl`: crawl real sites from seeds, politely, then rank them. */
 export function crawlCommand(setExit: (code: number) => void): Command {
-  const command = new Command('crawl')
+  const command = addFetchPolicyOptions(new Command('crawl')
     .description('crawl real sites from seed URLs (politeness per host, robots.txt, recrawl), store pages, links and backlinks in the partitions, then compute the link metric')
     .requiredOption('--seed <url...>', '(required) start URLs; their hosts are the crawl scope unless --allow-host or --any-host')
     .option('--map <host=address:port>', 'reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
@@ -224,24 +250,28 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--any-host', 'crawl every host reached (no allow-list)', false)
     .option('--partitions <n>', `number of partitions (1..${MAX_PARTITIONS})`, partitionCount, 16)
     .option('--data-dir <dir>', 'folder for the partitions\' RocksDB stores (default: a fresh temp folder)')
-    .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
-    .option('--per-host <n>', 'requests in flight per host', positiveInt, 1)
-    .option('--delay-ms <ms>', 'least time between two requests to a host (robots.txt Crawl-delay raises it)', count, 1000)
-    .option('--recrawl-hours <h>', 'crawl a fetched page again after this many hours', positiveNumber, 168)
-    .option('--user-agent <text>', 'User-Agent header of every request', DEFAULT_USER_AGENT)
-    .option('--robots-token <token>', 'product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)', robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
-    .option('--max-redirects <n>', 'most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks', count, DEFAULT_MAX_REDIRECTS)
-    .option('--timeout-ms <ms>', 'time to headers and between body chunks', positiveInt, 10_000)
-    .option('--max-body-bytes <n>', 'largest body read; larger pages are stored as oversized', positiveInt, 8 * 1024 * 1024)
+    .option('--crawlers <n>', 'crawler actors', positiveInt, 4))
     .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
     .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')
     .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
   return addTokenOptions(command, 'server')
     .option('--json', 'print the summary as one JSON object', false)
-    .option('--broker <spec>', 'broker: memory', 'memory')
+    .option('--broker <spec>', 'broker: memory, or with --cluster redis://host:port or pulsar://host:port', 'memory')
+    .option('--cluster <url>', 'crawl on the workers of a cluster (`shardflow worker --web-index --crawl`) coordinated by this Redis, as a client: the same command started again resumes (docs/cluster.md)', clusterUrl)
+    .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
+    .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
+    .option('--out <file>', 'with --cluster: also write every score as url<TAB>score lines, highest first')
+    .option('--tolerance <x>', 'with --cluster: L1 tolerance of the metric', positiveNumber)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .action(async (opts) => {
+    .action(async (opts, cmd: Command) => {
+      if (opts.cluster !== undefined) {
+        await crawlClusterAction(opts, cmd, setExit);
+        return;
+      }
+      for (const [o, flag] of [['clusterName', '--cluster-name'], ['keyPrefix', '--key-prefix'], ['out', '--out'], ['tolerance', '--tolerance']] as const) {
+        if (cmd.getOptionValueSource(o) === 'cli') throw new CommanderArgumentError(`${flag} goes with --cluster`);
+      }
       if (opts.serve === undefined && (opts.token !== undefined || opts.tokenFile !== undefined)) throw new CommanderArgumentError('--token and --token-file apply to --serve only');
       const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
@@ -297,6 +327,49 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     });
 }
 
+/** The options of `crawl` that the workers of a cluster hold (their attribute names): refused with --cluster. */
+const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights', 'serve', 'token', 'tokenFile'] as const;
+
+/**
+ * `crawl --cluster`: the crawl as a client of a cluster's workers (`crawlOnClusterCli`);
+ * prints the summary as `crawl` does (or `--json`), writes `--out`. A signal stops the
+ * client only: the workers keep crawling, and the same command resumes.
+ */
+async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setExit: (code: number) => void): Promise<void> {
+  const given = WORKER_SIDE.filter((o) => cmd.getOptionValueSource(o) === 'cli');
+  if (given.length > 0) {
+    throw new CommanderArgumentError(`${given.map((o) => `--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} do${given.length === 1 ? 'es' : ''} not apply with --cluster: the workers hold the partitions and crawl (give them to \`shardflow worker --web-index --crawl\`)`);
+  }
+  if (opts.broker === 'memory') throw new CommanderArgumentError('--cluster needs the workers\' broker: --broker redis://host:port or pulsar://host:port');
+  const clusterNameValue: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => stop.abort(Object.assign(new Error(`${signal}: the client stopped (the workers keep crawling: run the same command again to resume)`), { code: 'SF_ERR_INTERRUPTED', signal }));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const t0 = performance.now();
+    const result = await crawlOnClusterCli({
+      cluster: opts.cluster, clusterName: clusterNameValue, keyPrefix: opts.keyPrefix, broker: opts.broker, seeds: opts.seed, rank: opts.rank,
+      log: cliLogger(opts.logLevel), signal: stop.signal,
+      say: (line) => process.stderr.write(`shardflow crawl: ${line}\n`),
+      ...(opts.tolerance !== undefined ? { tolerance: opts.tolerance } : {}),
+      ...(cmd.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
+      ...(opts.json ? {} : { onProgress: (p: { pages: number; seconds: number }) => console.error(`  ${p.seconds.toFixed(0)} s: ${p.pages} pages stored`) }),
+    });
+    if (opts.out !== undefined) await writeScoresFile(opts.out, result.scores);
+    const converged = result.converge === null ? null : result.converge.converged;
+    const { scores: _scores, converge: _converge, convergeSeconds, ...rest } = result;
+    const summary = { ...rest, rankSeconds: convergeSeconds, converged };
+    const where = `cluster ${clusterNameValue}`;
+    if (opts.json) console.log(JSON.stringify({ cluster: clusterNameValue, ...summary, seconds: (performance.now() - t0) / 1000 }));
+    else printSummary(where, summary);
+    setExit(converged === false ? 1 : 0);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
   console.log(`seeds: ${r.seeds.join(' ')}`);
   for (const { url, reason } of r.refused) console.log(`refused seed ${url}: ${reason}`);
@@ -308,5 +381,5 @@ function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
   for (const h of r.hosts.slice(0, 20)) console.log(`  ${h.host}: ${h.pages}, ${h.authority.toFixed(4)}`);
   console.log('top pages:');
   for (const t of r.top) console.log(`  ${t.score.toFixed(6)}  ${t.url}`);
-  console.log(`data: ${dir}`);
+  console.log(dir.startsWith('cluster ') ? `data: in the workers of ${dir}` : `data: ${dir}`);
 }

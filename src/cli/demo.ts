@@ -64,7 +64,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
       .option('--reference <file>', 'pagerank.tsv to compare uniform scores with (default: the one next to the pages.txt)')
       .option('--crawlers <n>', 'crawler actors', positiveInt, 4)
       .option('--update', 'on a --data-dir that holds another graph: crawl this one into it (pages it does not list are kept)')
-      .option('--workers <n>', 'run on a laptop cluster instead: this many `shardflow worker --web-index` processes coordinated through Redis (started if silent), the graph ranked on them as a client (docs/cluster.md)', positiveInt)
+      .option('--workers <n>', 'run on a laptop cluster instead: this many `shardflow worker --web-index --crawl` processes coordinated through Redis (started if silent), the graph crawled from a replay server in this process and ranked on them as a client (docs/cluster.md)', positiveInt)
       .option('--cluster <url>', "with --workers: the cluster's Redis (default: the broker's Redis, or redis://127.0.0.1:6379)", clusterUrl),
     { default: 'uniform', help: 'link weights: uniform (PageRank), reasonable, or a weight table .json' },
   )
@@ -181,13 +181,14 @@ function foldIdlePartitions(tree: string, withPages: ReadonlySet<number>): strin
 }
 
 /**
- * `demo --workers N`: the demo graph ranked on N worker processes (`runDemoOnCluster`), with
+ * `demo --workers N`: the demo graph crawled and ranked on N worker processes
+ * (`runDemoOnCluster`: a replay server here, crawl policies and crawlers in the workers), with
  * the one-process demo's summary lines (counts, top 10, L1 to the reference).
  * @returns the exit code: 0 when the metric converged
  * @throws InvalidArgumentError for options that apply to one process only
  */
 async function demoOnCluster(opts: Record<string, any>, command: Command, graph: WebGraph, pagesFile: string, log: ReturnType<typeof cliLogger>): Promise<number> {
-  for (const o of ['chaos', 'inspectPort', 'update', 'crawlers']) {
+  for (const o of ['chaos', 'inspectPort', 'update']) {
     if (command.getOptionValueSource(o) === 'cli') throw new InvalidArgumentError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} runs in one process only, not with --workers`);
   }
   const broker: string = command.getOptionValueSource('broker') === 'cli' ? opts.broker : (opts.cluster ?? 'redis://127.0.0.1:6379');
@@ -196,19 +197,20 @@ async function demoOnCluster(opts: Record<string, any>, command: Command, graph:
   const t0 = performance.now();
   console.log(`shardflow demo on ${opts.workers} worker processes: ${opts.partitions} partitions`);
   console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${pagesFile})`);
-  console.log('(on a cluster the demo loads the pages as fetch results through the broker, as `shardflow rank` does: crawling runs in one process only for now)');
   const result = await runDemoOnCluster({
-    workers: opts.workers, partitions: opts.partitions, cluster, broker, weights: opts.weights, tolerance: opts.tolerance, graph, log,
+    workers: opts.workers, partitions: opts.partitions, cluster, broker, weights: opts.weights, tolerance: opts.tolerance, graph, log, crawlers: opts.crawlers,
     ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
     say: (line) => console.log(line),
   });
   console.log(`\npages fetched:    ${result.pages}`);
   console.log(`links stored:     ${result.outlinks}`);
   console.log(`backlinks stored: ${result.backlinks}`);
-  console.log(`load: ${result.loadSeconds.toFixed(2)} s; metric: ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages, ${result.convergeSeconds.toFixed(2)} s; ${result.converge.converged ? 'converged' : 'NOT converged'}`);
-  await printScores(result.scores, { weights: opts.weights, reference: opts.reference }, pagesFile, false);
-  console.log(`done in ${((performance.now() - t0) / 1000).toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${result.converge.converged ? 'converged' : 'NOT converged'} in ${result.converge.rounds} rounds`);
-  return result.converge.converged ? 0 : 1;
+  const metric = result.converge!; // the demo always ranks
+  console.log(`crawl: ${result.crawlSeconds.toFixed(2)} s; metric: ${metric.rounds} rounds, ${metric.pushes} pushes, ${metric.messages} messages, ${result.convergeSeconds.toFixed(2)} s; ${metric.converged ? 'converged' : 'NOT converged'}`);
+  for (const { url, reason } of result.refused) console.log(`refused seed ${url}: ${reason}`);
+  await printScores(result.scores, { weights: opts.weights, reference: opts.reference }, pagesFile, true);
+  console.log(`done in ${((performance.now() - t0) / 1000).toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${metric.converged ? 'converged' : 'NOT converged'} in ${metric.rounds} rounds`);
+  return metric.converged ? 0 : 1;
 }
 
 /**

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, deleteBrokerScope, retireCluster, type ClusterStatus } from '../index.js';
-import { rankOnCluster, type ClusterRankResult } from '../jobs/clusterRank.js';
+import { crawlOnCluster, type ClusterCrawlResult } from '../jobs/clusterCrawl.js';
 import type { WebGraph } from '../replay/graphFile.js';
+import { ReplayServer } from '../replay/replayServer.js';
+import { hostMapLines } from './crawl.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import { ensureLocalRedis, startLocalWorkers } from './localCluster.js';
 
@@ -22,28 +24,38 @@ export interface ClusterDemoOptions {
   readonly weights: string;
   readonly tolerance: number;
   readonly graph: WebGraph;
+  /** Crawler actors per worker (default 4). */
+  readonly crawlers?: number;
   readonly log: Logger;
   /** Progress lines. */
   readonly say: (line: string) => void;
 }
 
 /**
- * The demo on a laptop cluster (`shardflow demo --workers N`): makes sure Redis runs, starts N
- * `shardflow worker --web-index` processes sharing one data dir, waits until they run every
- * partition, ranks the graph on them as a client (`rankOnCluster`: its pages go through the
- * broker as fetch results, as `shardflow rank` loads a graph; crawling on a cluster is not
- * built), stops the workers with SIGTERM (each hands its partitions back and exits 0), and
- * removes the cluster's Redis keys and broker scope.
+ * The demo on a laptop cluster (`shardflow demo --workers N`): makes sure Redis runs, serves
+ * the graph from a replay server in this process (as the one-process demo does), starts N
+ * `shardflow worker --web-index --crawl` processes sharing one data dir (unthrottled, any
+ * host, the replay server's host map in a file of the data dir), waits until they run every
+ * partition, crawls the graph on them as a client (`crawlOnCluster`, every page a seed), stops
+ * the workers with SIGTERM (each hands its partitions back and exits 0), and removes the
+ * cluster's Redis keys and broker scope.
  * @returns the job's result
  * @throws Error when a worker exits before the end or not with 0 after SIGTERM; the job's errors
  */
-export async function runDemoOnCluster(o: ClusterDemoOptions): Promise<ClusterRankResult> {
+export async function runDemoOnCluster(o: ClusterDemoOptions): Promise<ClusterCrawlResult> {
   await ensureLocalRedis(o.cluster);
+  const server = new ReplayServer(o.graph);
+  const port = await server.listen();
   const clusterName = `demo-${randomUUID().slice(0, 8)}`;
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'shardflow-demo-cluster-'));
   const identity = clusterBrokerIdentity(o.broker, clusterName);
-  o.say(`cluster ${clusterName}: ${o.workers} worker processes, ${o.partitions} partitions, Redis ${o.cluster}, broker ${o.broker}, data in ${dataDir}${o.dataDir ? '' : ' (removed at the end)'}`);
-  const workers = startLocalWorkers({ workers: o.workers, cluster: o.cluster, clusterName, broker: o.broker, dataDir, partitions: o.partitions, weights: o.weights });
+  o.say(`cluster ${clusterName}: ${o.workers} worker processes, ${o.partitions} partitions, Redis ${o.cluster}, broker ${o.broker}, data in ${dataDir}${o.dataDir ? '' : ' (removed at the end)'}; the graph served on 127.0.0.1:${port}`);
+  const mapFile = join(dataDir, `replay-hosts-${clusterName}.map`);
+  writeFileSync(mapFile, hostMapLines(server.hostMap(port)));
+  const workers = startLocalWorkers({
+    workers: o.workers, cluster: o.cluster, clusterName, broker: o.broker, dataDir, partitions: o.partitions, weights: o.weights,
+    extraArgs: ['--crawl', '--any-host', '--per-host', '256', '--delay-ms', '0', '--crawlers', String(o.crawlers ?? 4), '--map-file', mapFile],
+  });
   const broker = await connectBroker(identity);
   const client = await connectClusterClient({ cluster: o.cluster, clusterName, broker });
   try {
@@ -60,7 +72,11 @@ export async function runDemoOnCluster(o: ClusterDemoOptions): Promise<ClusterRa
     const up = await Promise.race([running(), early]);
     o.say(`workers: ${up.workers.map((w) => `${w.name} (pid ${w.pid}) runs ${w.leases}`).join(', ')} partitions`);
     const result = await Promise.race([
-      rankOnCluster({ client, broker, partitions: o.partitions, graph: o.graph, log: o.log, tolerance: o.tolerance, onRound: (r) => { if (r.round % 20 === 0) o.say(`metric round ${r.round}: pushed ${r.pushed}, messages ${r.messages}, error bound ${r.bound.toExponential(2)}`); } }),
+      crawlOnCluster({
+        client, partitions: o.partitions, seeds: o.graph.pages, log: o.log, tolerance: o.tolerance,
+        onCrawled: (seconds) => o.say(`crawled in ${seconds.toFixed(1)} s (the crawl policies drained, every stream applied)`),
+        onRound: (r) => { if (r.round % 20 === 0) o.say(`metric round ${r.round}: pushed ${r.pushed}, messages ${r.messages}, error bound ${r.bound.toExponential(2)}`); },
+      }),
       early,
     ]);
     const codes = await workers.stop();
@@ -69,10 +85,12 @@ export async function runDemoOnCluster(o: ClusterDemoOptions): Promise<ClusterRa
     return result;
   } finally {
     await workers.kill();
+    await server.close();
     await client.close();
     await broker.close();
     await deleteBrokerScope(identity).catch((err: unknown) => o.say(`could not remove the cluster's broker scope: ${String(err)}`));
     await retireCluster({ cluster: o.cluster, clusterName }).catch((err: unknown) => o.say(`could not remove the cluster's Redis keys: ${String(err)}`));
-    if (!o.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (o.dataDir) rmSync(mapFile, { force: true });
+    else rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -26,6 +26,8 @@ export interface LocalWorkersOptions {
   readonly namePrefix?: string;
   /** Where the workers' stderr goes (default: inherited). */
   readonly stderr?: 'inherit' | 'ignore';
+  /** More arguments of every worker (e.g. `--crawl --any-host --map-file F`). */
+  readonly extraArgs?: readonly string[];
 }
 
 /** Worker processes of a web-index cluster on this machine. */
@@ -55,7 +57,7 @@ export function startLocalWorkers(o: LocalWorkersOptions): LocalWorkers {
     const child = spawn(process.execPath, [
       '--conditions=shardflow-source', join(root, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(o.partitions), '--weights', o.weights ?? 'uniform',
       '--cluster', o.cluster, '--cluster-name', o.clusterName, '--broker', o.broker, '--data-dir', o.dataDir,
-      '--name', `${o.namePrefix ?? 'w'}${i}`, '--lease-ms', String(o.leaseMs ?? 3000), '--json',
+      '--name', `${o.namePrefix ?? 'w'}${i}`, '--lease-ms', String(o.leaseMs ?? 3000), '--json', ...(o.extraArgs ?? []),
     ], { stdio: ['ignore', 'ignore', o.stderr ?? 'inherit'] });
     processes.push(child);
     exits.push(new Promise((r) => child.on('exit', (code) => r(code))));

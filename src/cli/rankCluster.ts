@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Broker } from '../runtime/brokers/index.js';
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, type ClusterClient, type ClusterStatus } from '../index.js';
 import { rankOnCluster, type ClusterRankResult } from '../jobs/clusterRank.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
@@ -8,16 +9,14 @@ import type { RoundSummary } from '../actors/metrics/coordinator.js';
 /** Default name of a web-index cluster (`shardflow worker --web-index`, `rank --cluster`). */
 export const WEB_INDEX_CLUSTER = 'web-index';
 
-/** What `rank --cluster` needs. */
-export interface ClusterRankCliOptions {
+/** What a client command of a web-index cluster needs (`rank --cluster`, `crawl --cluster`). */
+export interface WebIndexClientCliOptions {
   readonly cluster: string;
   readonly clusterName: string;
   /** Prefix of the cluster's Redis keys (default `sfc:`). */
   readonly keyPrefix?: string;
   /** Broker spec; topics under the cluster's scope (`clusterBrokerIdentity`). */
   readonly broker: string;
-  readonly graph: () => WebGraph | Promise<WebGraph>;
-  readonly job?: string;
   readonly tolerance?: number;
   /** `--partitions` when the user gave it: refused when the cluster has another count. */
   readonly partitions?: number;
@@ -30,6 +29,12 @@ export interface ClusterRankCliOptions {
   readonly say?: (line: string) => void;
 }
 
+/** What `rank --cluster` needs. */
+export interface ClusterRankCliOptions extends WebIndexClientCliOptions {
+  readonly graph: () => WebGraph | Promise<WebGraph>;
+  readonly job?: string;
+}
+
 /**
  * `shardflow rank --cluster`: ranks a graph on the web-index workers of a cluster as a
  * client (`rankOnCluster`). Waits until a worker runs every partition of the cluster's web
@@ -38,27 +43,44 @@ export interface ClusterRankCliOptions {
  * @throws InvalidArgumentError when the cluster has no web index or other partitions than
  *   `partitions`; Error when the partitions do not all run within `waitMs`; the job's errors
  */
-export async function rankOnClusterCli(o: ClusterRankCliOptions): Promise<ClusterRankResult> {
+export function rankOnClusterCli(o: ClusterRankCliOptions): Promise<ClusterRankResult> {
+  return withWebIndexClient(o, ({ client, broker, partitions }) => rankOnCluster({
+    client, broker, partitions, graph: o.graph, log: o.log,
+    ...(o.job !== undefined ? { job: o.job } : {}),
+    ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.onRound ? { onRound: o.onRound } : {}),
+  }));
+}
+
+/**
+ * Runs `body` with a broker in the cluster's scope and a cluster client, once every partition
+ * of the web index runs (`waitForPartitions`); closes both after.
+ * @throws what `waitForPartitions` and `body` throw; the broker's and client's connection errors
+ */
+export async function withWebIndexClient<T>(o: WebIndexClientCliOptions, body: (c: { client: ClusterClient; broker: Broker; partitions: number }) => Promise<T>): Promise<T> {
   const broker = await connectBroker(clusterBrokerIdentity(o.broker, o.clusterName));
   let client: ClusterClient | undefined;
   try {
     client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker, ...(o.keyPrefix !== undefined ? { keyPrefix: o.keyPrefix } : {}) });
     const partitions = await waitForPartitions(client, o);
-    return await rankOnCluster({
-      client, broker, partitions, graph: o.graph, log: o.log,
-      ...(o.job !== undefined ? { job: o.job } : {}),
-      ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
-      ...(o.signal ? { signal: o.signal } : {}),
-      ...(o.onRound ? { onRound: o.onRound } : {}),
-    });
+    return await body({ client, broker, partitions });
   } finally {
     await client?.close();
     await broker.close();
   }
 }
 
-/** Waits until every partition of the web-index stage runs; @returns their count */
-async function waitForPartitions(client: ClusterClient, o: ClusterRankCliOptions): Promise<number> {
+/** What {@link waitForPartitions} needs of a client command's options. */
+export type WaitForPartitionsOptions = Pick<WebIndexClientCliOptions, 'cluster' | 'clusterName' | 'partitions' | 'waitMs' | 'say'>;
+
+/**
+ * Waits until every partition of the web-index stage runs.
+ * @returns their count and the stage's recorded config
+ * @throws InvalidArgumentError when the cluster has no web index or other partitions than
+ *   `o.partitions`; Error when the partitions do not all run within `o.waitMs` (default 5 minutes)
+ */
+export async function waitForPartitions(client: ClusterClient, o: WaitForPartitionsOptions): Promise<number> {
   const deadline = Date.now() + (o.waitMs ?? 300_000);
   let said = 0;
   for (;;) {

@@ -5,7 +5,9 @@ import {
   CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
 import { cliLogger, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt } from './options.js';
-import { webIndexApplication } from '../topology/webIndexApplication.js';
+import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webIndexApplication.js';
+import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
+import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
 import { weightFunction } from '../actors/metrics/weights.js';
 
 /** Parses `--cluster`: a `redis://` URL. @throws commander's InvalidArgumentError */
@@ -66,7 +68,24 @@ interface WorkerCliOptions {
   checkpointIntervalMs?: number;
   json: boolean;
   logLevel: string;
+  crawl: boolean;
+  crawlers: number;
+  map: Map<string, string>;
+  mapFile: string[];
+  allowHost: string[];
+  anyHost: boolean;
+  perHost: number;
+  delayMs: number;
+  recrawlHours: number;
+  userAgent: string;
+  robotsToken: string;
+  maxRedirects: number;
+  timeoutMs: number;
+  maxBodyBytes: number;
 }
+
+/** The options of `worker` that only `--web-index --crawl` takes (their attribute names). */
+const CRAWL_ONLY = ['crawlers', 'map', 'mapFile', 'allowHost', 'anyHost', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes'] as const;
 
 /**
  * `shardflow worker`: runs a framework topology's (or any ClusterApplication's) partitions as one worker of a cluster
@@ -75,12 +94,18 @@ interface WorkerCliOptions {
  * Exit codes: 0 after a hand-back, 1 when a failure stopped the worker, 2 for bad input.
  */
 export function workerCommand(setExit: (code: number) => void): Command {
-  return new Command('worker')
+  return addFetchPolicyOptions(new Command('worker')
     .description('run the partitions the cluster assigns to this process, for a topology module or the web index, until SIGTERM/SIGINT (hands them back, exits 0)')
     .option('--topology <module>', 'an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--web-index', 'run web-index partitions instead of a topology module (clients: `shardflow rank --cluster`); cluster name default web-index', false)
     .option('--partitions <n>', `with --web-index: the cluster's partitions (1..${MAX_PARTITIONS}; every worker gives the same)`, partitionCount, 16)
     .option('--weights <name>', 'with --web-index: link weights, uniform, reasonable or a weight table .json (every worker gives the same)', parseWeights, 'uniform')
+    .option('--crawl', 'with --web-index: every partition also runs its crawl policy and this worker a crawler pool (clients: `shardflow crawl --cluster`); needs --any-host or --allow-host', false)
+    .option('--crawlers <n>', 'with --crawl: crawler actors of this worker', positiveInt, 4)
+    .option('--map <host=address:port>', 'with --crawl: reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())
+    .option('--map-file <file>', 'with --crawl: a file of host=address:port lines, as --map (repeatable)', collect, [])
+    .option('--allow-host <host>', 'with --crawl: crawl this host (repeatable); other hosts\' URLs are recorded in the frontier, not fetched', collect, [])
+    .option('--any-host', 'with --crawl: crawl every host reached', false), 'with --crawl: ')
     .option('--export <name>', 'use this named export of the module instead of the default export')
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
     .option('--cluster-name <name>', "the cluster to join (default: the topology's or application's name)", clusterName)
@@ -99,10 +124,15 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--checkpoint-interval-ms <ms>', 'with --checkpoints: period of each partition\'s checkpoints', positiveInt)
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
-    .action(async (opts: WorkerCliOptions) => {
+    .action(async (opts: WorkerCliOptions, command: Command) => {
       if ((opts.topology === undefined) === !opts.webIndex) throw new InvalidArgumentError('give --topology MODULE or --web-index (one of them)');
       if (opts.checkpointIntervalMs !== undefined && opts.checkpoints === undefined) throw new InvalidArgumentError('--checkpoint-interval-ms needs --checkpoints');
       if (opts.checkpoints !== undefined && opts.webIndex) throw new InvalidArgumentError('--checkpoints: the web index does not take checkpoints yet (run its workers on one data dir)');
+      if (opts.crawl && !opts.webIndex) throw new InvalidArgumentError('--crawl goes with --web-index');
+      if (!opts.crawl) {
+        const given = CRAWL_ONLY.filter((o) => command.getOptionValueSource(o) === 'cli');
+        if (given.length > 0) throw new InvalidArgumentError(`${given.map((o) => `--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} go${given.length === 1 ? 'es' : ''} with --web-index --crawl`);
+      }
       const application = opts.webIndex ? webIndexWorkerApplication(opts) : await loadClusterApplication(opts.topology!, opts.export);
       if (opts.clusterName === undefined && !CLUSTER_NAME.test(application.name)) {
         throw new InvalidArgumentError(`the topology's name ${JSON.stringify(application.name)} is not a cluster name (letters, digits, '.', '_', '-'): give --cluster-name`);
@@ -174,5 +204,30 @@ export function workerCommand(setExit: (code: number) => void): Command {
  */
 function webIndexWorkerApplication(opts: WorkerCliOptions): ClusterApplication {
   const weightsLabel = opts.weights.endsWith('.json') ? `table:${createHash('sha256').update(readFileSync(opts.weights)).digest('hex').slice(0, 16)}` : opts.weights;
-  return webIndexApplication({ partitions: opts.partitions, weigh: weightFunction(opts.weights), weightsLabel, log: cliLogger(opts.logLevel) });
+  return webIndexApplication({
+    partitions: opts.partitions, weigh: weightFunction(opts.weights), weightsLabel, log: cliLogger(opts.logLevel),
+    ...(opts.crawl ? { crawl: workerCrawlOptions(opts) } : {}),
+  });
+}
+
+/**
+ * The crawl of `worker --web-index --crawl`: its crawler count, fetcher (the host map of
+ * `--map` and `--map-file`) and crawl policy (politeness, recrawl, scope).
+ * @throws commander's InvalidArgumentError without a scope (--any-host or --allow-host) or for a bad map file
+ */
+function workerCrawlOptions(opts: WorkerCliOptions): WebIndexCrawlOptions {
+  if (!opts.anyHost && opts.allowHost.length === 0) throw new InvalidArgumentError('--crawl needs a scope shared by every worker: --any-host, or --allow-host HOST (repeatable)');
+  if (opts.anyHost && opts.allowHost.length > 0) throw new InvalidArgumentError('give --any-host or --allow-host, not both');
+  let hostMap = opts.map;
+  for (const file of opts.mapFile) hostMap = readHostMapFile(file, hostMap);
+  return {
+    crawlers: opts.crawlers,
+    fetcher: {
+      hostMap, maxBodyBytes: opts.maxBodyBytes, timeoutMs: opts.timeoutMs, userAgent: opts.userAgent, robotsToken: opts.robotsToken, maxRedirects: opts.maxRedirects,
+    },
+    policy: {
+      maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000,
+      scope: opts.anyHost ? anyHost : hostAllowList(opts.allowHost),
+    },
+  };
 }

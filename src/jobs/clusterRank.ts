@@ -3,10 +3,9 @@ import type { Logger } from 'pino';
 import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import { FlowCounters, partitionId, systemClock, type Clock, type SentStream } from '../index.js';
-import { sumCounts, type MetricMessage, type PartitionCounts } from '../actors/metrics/metricActor.js';
-import { collectScores, converge, type ConvergeResult, type MetricEndpoint, type RoundSummary } from '../actors/metrics/coordinator.js';
+import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
-import { WEB_INDEX_STAGE, type WebIndexRequest } from '../topology/clusterProtocol.js';
+import { convergeOnCluster } from './clusterConverge.js';
 import type { WebGraph } from '../replay/graphFile.js';
 import { graphPages, PAGES_PER_MESSAGE, publishFetches } from './graphLoader.js';
 import { appliedMark, collectFlow, waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
@@ -82,10 +81,9 @@ export function graphJobId(graph: WebGraph): string {
  *    applied all of them (a resumed job), then waits until the cluster is quiet
  *    (`waitClusterQuiet`: every stream committed by any partition or the loader is applied
  *    by its receiver, in two identical collections).
- * 2. Metric rounds: the coordinator's `converge` over endpoints that ask each partition's
- *    metric actor through the cluster client, numbered on from the last round stored (a
- *    client that died mid-round resumes with that round's barrier).
- * 3. Host index, counts and scores, once quiet again.
+ * 2. Metric rounds, host index, counts and scores, once quiet again (`convergeOnCluster`:
+ *    rounds numbered on from the last one stored, so a client that died mid-round resumes
+ *    with that round's barrier).
  *
  * Every request is idempotent, so worker failures (a request runs again on the next owner)
  * and a client started again (the job resumes) leave the result exact.
@@ -96,9 +94,6 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
   const damping = options.damping ?? 0.85;
   const stop = aborted(options.signal);
   const quiet = { clock, ...(options.signal ? { signal: options.signal } : {}) };
-  const ask = (p: number, request: WebIndexRequest) => options.client.ask(WEB_INDEX_STAGE, p, request);
-  const all = (request: WebIndexRequest) => Promise.all(Array.from({ length: options.partitions }, (_, p) => ask(p, request)));
-  const metrics: MetricEndpoint[] = Array.from({ length: options.partitions }, (_, p) => (message: MetricMessage) => ask(p, { kind: 'metrics', message }));
   const run = async (): Promise<ClusterRankResult> => {
     let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
     const job = options.job ?? graphJobId(graph);
@@ -121,27 +116,18 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     await waitClusterQuiet(options.client, options.partitions, loader, quiet);
     const loadSeconds = (performance.now() - t0) / 1000;
     options.onLoaded?.(loadSeconds);
-    const t1 = performance.now();
-    const counts = async () => sumCounts((await all({ kind: 'metrics', message: { type: 'counts' } })) as PartitionCounts[]);
-    const last = (await all({ kind: 'metrics', message: { type: 'last-round' } })) as number[];
-    const result = await converge(metrics, {
+    const metric = await convergeOnCluster({
+      client: options.client,
+      partitions: options.partitions,
       damping,
       clock,
-      pages: (await counts()).pages,
-      countPages: async () => (await counts()).pages,
-      firstRound: Math.max(0, ...last) + 1,
+      log: options.log,
+      quiet: () => waitClusterQuiet(options.client, options.partitions, loader, quiet),
       ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
       ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
-      onRound: (r) => {
-        options.log.info({ round: r.round, pushed: r.pushed, messages: r.messages, bound: r.bound }, 'metric round');
-        options.onRound?.(r);
-      },
+      ...(options.onRound ? { onRound: options.onRound } : {}),
     });
-    const convergeSeconds = (performance.now() - t1) / 1000;
-    if (result.converged) await all({ kind: 'metrics', message: { type: 'index-hosts', now: Date.now() } });
-    await waitClusterQuiet(options.client, options.partitions, loader, quiet);
-    const scores = await collectScores(metrics);
-    return { job, scores, converge: result, loadSeconds, convergeSeconds, loadSkipped, ...(await counts()) };
+    return { job, scores: metric.scores, converge: metric.converge, loadSeconds, convergeSeconds: metric.convergeSeconds, loadSkipped, pages: metric.pages, outlinks: metric.outlinks, backlinks: metric.backlinks };
   };
   return raceStops(run(), stop);
 }

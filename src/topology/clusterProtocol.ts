@@ -19,33 +19,45 @@ export const WEB_INDEX_STAGE = 'index';
  * - `flow`: the partition's `StreamFlowReport` (quiet detection across processes);
  * - `republish-links`: the indexer's (a repair), answered with the count of link operations;
  * - `read`: a read of the query API (`PartitionReads[method](...args)`) on the partition's
- *   reader view, answered with its result (`serve --cluster` routes each key to its owner).
+ *   reader view, answered with its result (`serve --cluster` routes each key to its owner);
+ * - `seed` (workers that crawl): canonical URLs of this partition's hosts handed to its crawl
+ *   policy, answered once their frontier rows and first requests are committed; URLs the
+ *   frontier knows already are left as they are, so seeding again changes nothing;
+ * - `drained` (workers that crawl): the crawl policy's `CrawlDrain` (no request out, no
+ *   robots.txt fetch, nothing queued), asked after taking in `pending`.
  */
 export type WebIndexRequest =
   | { readonly kind: 'metrics'; readonly message: MetricMessage }
   | { readonly kind: 'flow' }
   | { readonly kind: 'republish-links' }
-  | { readonly kind: 'read'; readonly method: PartitionReadMethod; readonly args: readonly unknown[] };
+  | { readonly kind: 'read'; readonly method: PartitionReadMethod; readonly args: readonly unknown[] }
+  | { readonly kind: 'seed'; readonly urls: readonly string[] }
+  | { readonly kind: 'drained' };
 
 /** Asks a partition of a cluster wherever it runs: what a `ClusterClient` does. */
 export interface PartitionAsker {
   ask(stage: string, partition: number, request: unknown, options?: { readonly timeoutMs?: number }): Promise<unknown>;
 }
 
-/** The consumer (marks name) of each web-index namespace: the actor that applies its topics. */
+/**
+ * The consumer (marks name) of each web-index namespace whose topics a partition store
+ * applies. `crawl-requests` has none: the crawlers that consume it keep no store (a crawl
+ * request is settled when its result reaches the crawl policy, which `drained` reports).
+ */
 const CONSUMER_OF: Readonly<Record<string, string>> = Object.freeze({
   [Namespaces.fetches]: 'indexer',
   [Namespaces.links]: 'backlinks',
   [Namespaces.metrics]: 'metrics',
-  [Namespaces.crawlRequests]: 'crawl-policy',
 });
 
 /**
  * Who receives a web-index topic, for `unappliedStreams` / `waitStreamsQuiet` over the
  * partitions' `flow` reports in partition order: topic `<namespace>/<q>` is applied by
  * partition q's actor of that namespace (`fetches`: indexer, `links`: backlinks, `metrics`:
- * metrics, `crawl-requests`: crawl-policy).
- * @returns undefined for a topic of another namespace
+ * metrics). `fetches/<q>` also has the crawl policy as a second consumer, which a crawl's
+ * quiet detection compares with the indexer (`waitClusterCrawlQuiet`).
+ * @returns undefined for a topic of another namespace, and for `crawl-requests` (consumed by
+ *   the crawlers, which keep no store)
  */
 export function webIndexStreamReceiver(topicName: string): StreamReceiver | undefined {
   const slash = topicName.lastIndexOf('/');

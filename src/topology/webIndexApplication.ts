@@ -23,6 +23,10 @@ import { WEB_INDEX_STAGE, type WebIndexRequest } from './clusterProtocol.js';
 import { checkPartitionShape } from './dataDir.js';
 import { partitionActor, partitionEnv, partitionSupervision } from './partition.js';
 import type { ReaderMessage } from '../query/readerActor.js';
+import type { CrawlDrain, CrawlPolicyMessage } from '../actors/crawlPolicy/crawlPolicy.js';
+import { resolveCrawlPolicyOptions, type CrawlPolicyOptions } from '../actors/crawlPolicy/crawlPolicyOptions.js';
+import { crawler } from '../actors/crawler/crawler.js';
+import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import { PARTITION_READS, type PartitionReadMethod, type PartitionView } from '../query/partitionView.js';
 
 /** The application's name: the default cluster name of its workers. */
@@ -51,11 +55,34 @@ export interface WebIndexApplicationOptions {
    * (`ApplicationHostOptions.memoryBudgetBytes`). Default 16 MiB per partition, at least 256 MiB.
    */
   readonly memoryBudgetBytes?: number;
-  /** The garbage collectors' ages (they sweep only on request: no crawl on a cluster yet). */
+  /** The garbage collectors' ages and interval (without `crawl` they sweep only on request). */
   readonly gc?: Omit<GcOptions, 'damping' | 'crawlPolicy'>;
+  /**
+   * Crawl: every partition also runs its crawl policy and every worker a crawler pool
+   * (`shardflow worker --web-index --crawl`). Default: no crawl (the `rank` job).
+   */
+  readonly crawl?: WebIndexCrawlOptions;
   /** The partitions' logger (each partition logs as a child with its `partition`). */
   readonly log: Logger;
   readonly clock?: Clock;
+}
+
+/** What the workers of a crawling web-index cluster run besides the partitions' other actors. */
+export interface WebIndexCrawlOptions {
+  /** Crawler actors of each worker, consuming every `crawl-requests/<p>` through the shared subscription `crawlers` (>= 1). Default 4. */
+  readonly crawlers?: number;
+  /**
+   * The crawlers' fetcher, also the crawl policies' robots.txt fetcher. Its `hostMap` (hosts
+   * reached without DNS, e.g. a replay server's) is the worker's own; every other field is
+   * recorded in the stage's config (workers that fetch differently are refused).
+   */
+  readonly fetcher?: HttpFetcherOptions;
+  /**
+   * Politeness, recrawl and scope of every partition's crawl policy (defaults of
+   * `resolveCrawlPolicyOptions`: one request per host, one second apart). robots.txt is
+   * always fetched through `fetcher`; no budget on a cluster (a budget is per process).
+   */
+  readonly policy?: Omit<CrawlPolicyOptions, 'robots' | 'budget'>;
 }
 
 /** A worker's host of web-index partitions: an `ApplicationHost` with what tests and clients of one process also use. */
@@ -88,8 +115,10 @@ export interface WebIndexApplication extends ClusterApplication {
  * of `startWebIndex`), the shared store resources and the console; its stores are
  * `<dataDir>/web-index/p<i>`.
  *
- * For now it runs the `rank` job on a cluster: no crawlers and no crawl policy (fetch results
- * come from a loader, `publishFetches`); a crawl on a cluster is still missing. Metric rounds,
+ * Without `crawl` it runs the `rank` job (fetch results come from a loader, `publishFetches`);
+ * with `crawl`, every partition also runs its crawl policy (frontier in its store) and the
+ * host a crawler pool (`/crawlers/crawler-<k>`) fed by every `crawl-requests/<p>`; a client
+ * seeds and asks `drained` (`crawlOnCluster`). Metric rounds,
  * scores and quiet detection are driven from outside through `host.ask` (see
  * `WebIndexRequest`): the coordinator's `converge` over endpoints that ask `{ kind: 'metrics' }`,
  * and `waitStreamsQuiet` over `{ kind: 'flow' }` reports.
@@ -101,10 +130,13 @@ export interface WebIndexApplication extends ClusterApplication {
  * every write of its store checks it first (the store's write guard), every outbox sends
  * under its epoch and checks it before each send, and a FencedError of any actor stops the
  * whole partition for good and reports `onPartitionStopped`.
- * @throws RangeError for `partitions` < 1 (from the partitioner)
+ * @throws RangeError for `partitions` < 1 (from the partitioner); InvalidArgumentError for
+ *   bad crawl policy values or `crawl.crawlers` < 1
  */
 export function webIndexApplication(options: WebIndexApplicationOptions): WebIndexApplication {
   const partitioner = hostPartitioner(options.partitions);
+  const crawlers = options.crawl?.crawlers ?? 4;
+  if (options.crawl && (!Number.isInteger(crawlers) || crawlers < 1)) throw new InvalidArgumentError(`crawl.crawlers must be an integer >= 1, got ${crawlers}`);
   return {
     name: WEB_INDEX_APPLICATION,
     stages: [{ name: WEB_INDEX_STAGE, namespace: Namespaces.fetches, subscription: 'indexer', partitions: options.partitions, config: webIndexConfig(options) }],
@@ -139,6 +171,7 @@ class WebIndexHostImpl implements WebIndexHost {
     readonly resources: SharedResources,
     readonly inspection: InspectionServer | undefined,
     readonly supervisor: ActorRef<SpawningSupervisorMessage, unknown>,
+    readonly fetcher: HttpFetcher | undefined,
   ) {
     this.#storesDir = join(hostOptions.dataDir, WEB_INDEX_STORES);
     this.#damping = options.damping ?? 0.85;
@@ -162,8 +195,22 @@ class WebIndexHostImpl implements WebIndexHost {
     // The partitions' supervisor: a failure it escalates (restart intensity exceeded)
     // terminates the system, as in startWebIndex; a partition it stops for good is reported.
     const supervisor = system.spawn('partitions', spawningSupervisor((name, ref, reason) => host?.gone(Number(name.slice(1)), ref, reason)), { supervision: SupervisorStrategy.escalate });
+    // The crawler pool: stateless, so it runs whatever partitions this worker owns (a shared
+    // subscription of every crawl-requests/<p>), as startWebIndex's does.
+    const fetcher = options.crawl ? new HttpFetcher(options.crawl.fetcher ?? {}) : undefined;
+    if (fetcher) {
+      system.supervise(
+        'crawlers',
+        SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
+        Array.from({ length: options.crawl?.crawlers ?? 4 }, (_, i) => ({
+          name: `crawler-${i}`,
+          behavior: crawler({ name: `crawler-${i}`, broker, partitioner, fetcher, counters, log: options.log }),
+          options: { mailbox: { capacity: 64 } },
+        })),
+      );
+    }
     const inspection = hostOptions.inspect ? await startInspectionServer(system, { ...hostOptions.inspect, flow: counters, topicFlow }) : undefined;
-    host = new WebIndexHostImpl(options, hostOptions, partitioner, system, counters, topicFlow, broker, resources, inspection, supervisor);
+    host = new WebIndexHostImpl(options, hostOptions, partitioner, system, counters, topicFlow, broker, resources, inspection, supervisor, fetcher);
     return host;
   }
 
@@ -192,7 +239,8 @@ class WebIndexHostImpl implements WebIndexHost {
       const store = await env.store.acquire();
       try {
         await checkPartitionShape(store, env.store.path, { partition: p, partitions: this.options.partitions, partitioner: this.partitioner.describe() });
-        const behavior = partitionActor(env, { weigh: this.options.weigh, damping: this.#damping, crawl: false, ...(this.options.gc ? { gc: this.options.gc } : {}), ...(this.options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: this.options.maxOutlinksPerPage } : {}) });
+        const crawlPolicy = this.fetcher ? { ...this.options.crawl?.policy, robots: this.fetcher } : undefined;
+        const behavior = partitionActor(env, { weigh: this.options.weigh, damping: this.#damping, crawl: crawlPolicy !== undefined, ...(crawlPolicy ? { crawlPolicy } : {}), ...(this.options.gc ? { gc: this.options.gc } : {}), ...(this.options.maxOutlinksPerPage !== undefined ? { maxOutlinksPerPage: this.options.maxOutlinksPerPage } : {}) });
         // The partition's start() records the owner epoch (and refuses an older one): a
         // refusal there stops it at once, so it is made here first, to reject the start.
         await recordOwnerEpoch(store, fence.epoch, PARTITION_STREAM_FAMILIES.meta);
@@ -254,9 +302,35 @@ class WebIndexHostImpl implements WebIndexHost {
         return this.#flow(entry);
       case 'read':
         return this.#read(p, r.method, r.args);
+      case 'seed':
+        return this.#seed(p, r.urls);
+      case 'drained':
+        return askWithRetry(this.#policy(p), { type: 'drained' }, this.#clock) as Promise<CrawlDrain>;
       default:
-        throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links, read)`);
+        throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links, read, seed, drained)`);
     }
+  }
+
+  /** The ref getter of partition p's crawl policy. @throws InvalidArgumentError when this host does not crawl */
+  #policy(p: number): () => ActorRef<CrawlPolicyMessage, unknown> {
+    if (!this.fetcher) throw new InvalidArgumentError(`this web-index worker does not crawl: start the workers with --crawl (webIndexApplication's crawl option)`);
+    return this.#child<CrawlPolicyMessage, unknown>(p, 'crawl-policy');
+  }
+
+  /**
+   * Hands canonical URLs of partition p's hosts to its crawl policy (known ones are left as
+   * they are: idempotent).
+   * @throws InvalidArgumentError for a non-string, a URL without host, or one of another partition
+   */
+  async #seed(p: number, urls: unknown): Promise<void> {
+    if (!Array.isArray(urls)) throw new InvalidArgumentError(`seed: expected an array of URLs, got ${JSON.stringify(urls)?.slice(0, 200)}`);
+    for (const url of urls) {
+      if (typeof url !== 'string') throw new InvalidArgumentError(`seed: expected URL strings, got ${JSON.stringify(url)?.slice(0, 200)}`);
+      const q = this.partitioner.forUrl(url);
+      if (q !== p) throw new InvalidArgumentError(`seed: ${url} belongs to partition ${q}, not ${p}`);
+    }
+    const policy = this.#policy(p);
+    await askWithRetry(policy, { type: 'seed', urls: urls as string[] }, this.#clock);
   }
 
   /**
@@ -292,6 +366,7 @@ class WebIndexHostImpl implements WebIndexHost {
       await Promise.allSettled([...this.#running.keys()].map(async (p) => this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 })));
       await this.system.terminate();
       this.#running.clear();
+      await this.fetcher?.close();
       await this.inspection?.close();
     })();
     return this.#stopping;
@@ -304,5 +379,23 @@ class WebIndexHostImpl implements WebIndexHost {
  * factor and the outlink cap. A worker started with other values is refused.
  */
 function webIndexConfig(options: WebIndexApplicationOptions): string {
-  return `weights=${options.weightsLabel ?? 'unnamed'};damping=${options.damping ?? 0.85};maxOutlinksPerPage=${options.maxOutlinksPerPage ?? 10_000}`;
+  const base = `weights=${options.weightsLabel ?? 'unnamed'};damping=${options.damping ?? 0.85};maxOutlinksPerPage=${options.maxOutlinksPerPage ?? 10_000}`;
+  return options.crawl ? `${base};crawl=${crawlConfig(options.crawl)}` : base;
+}
+
+/**
+ * The part of a crawl's configuration every worker must share: the crawl policies' resolved
+ * politeness, recrawl, timeouts and scope, and what the fetcher does to a page (body limit,
+ * User-Agent, robots.txt token, redirects, timeout). Left out: the crawler count and the host
+ * map (each worker's own).
+ * @throws InvalidArgumentError for bad policy values (`resolveCrawlPolicyOptions`)
+ */
+function crawlConfig(crawl: WebIndexCrawlOptions): string {
+  const p = resolveCrawlPolicyOptions(crawl.policy);
+  const f = crawl.fetcher ?? {};
+  return JSON.stringify({
+    perHost: p.maxInFlightPerHost, delayMs: p.minDelayMs, maxCrawlDelayMs: p.maxCrawlDelayMs, recrawlMs: p.recrawlIntervalMs, goneMs: p.goneRecrawlMs,
+    retryMs: p.retryDelayMs, robotsTtlMs: p.robotsTtlMs, robotsRetryMs: p.robotsRetryMs, requestTimeoutMs: p.requestTimeoutMs, scope: p.scope?.description ?? 'any host',
+    maxBodyBytes: f.maxBodyBytes ?? null, userAgent: f.userAgent ?? null, robotsToken: f.robotsToken ?? null, maxRedirects: f.maxRedirects ?? null, timeoutMs: f.timeoutMs ?? null,
+  });
 }

@@ -55,7 +55,8 @@ export class WebIndexCluster {
   #broker: Broker | undefined;
   #client: ClusterClient | undefined;
 
-  constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL) {
+  /** @param extraWorkerArgs more arguments of every worker (e.g. `--crawl …`) */
+  constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL, readonly extraWorkerArgs: readonly string[] = []) {
     this.identity = clusterBrokerIdentity(brokerSpec, this.clusterName);
   }
 
@@ -68,7 +69,7 @@ export class WebIndexCluster {
     return [
       resolve(repoRoot, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(this.partitions),
       '--cluster', REDIS_URL, '--cluster-name', this.clusterName, '--key-prefix', this.keyPrefix, '--broker', this.brokerSpec,
-      '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--json',
+      '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--json', ...this.extraWorkerArgs,
     ];
   }
 
@@ -142,8 +143,8 @@ export function assertClusterRank(result: Pick<ClusterRankResult, 'scores' | 'pa
 }
 
 /** Runs `body` on a fresh {@link WebIndexCluster}; prints the workers' stderr on failure; always cleans up. */
-export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string }, body: (c: WebIndexCluster) => Promise<void>): Promise<void> {
-  const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker);
+export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string; workerArgs?: readonly string[] }, body: (c: WebIndexCluster) => Promise<void>): Promise<void> {
+  const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker, o.workerArgs);
   try {
     await body(c);
   } catch (err) {

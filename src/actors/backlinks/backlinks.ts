@@ -17,7 +17,7 @@ export interface BacklinksOptions {
    * `pending`; absent when nothing is crawled (`shardflow rank`), and then no target is
    * registered for crawling.
    */
-  readonly crawlPolicy?: ActorRef<CrawlPolicyMessage>;
+  readonly crawlPolicy?: ActorRef<CrawlPolicyMessage, unknown>;
 }
 
 type BacklinksState = SubscribedState;

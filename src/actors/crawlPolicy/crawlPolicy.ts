@@ -26,6 +26,12 @@ export type CrawlPolicyMessage =
   | { readonly type: 'recrawl'; readonly urls: readonly string[] }
   /** The GC dropped `host`: forget its queue and never request its URLs again. */
   | { readonly type: 'drop-host'; readonly host: string }
+  /**
+   * Whether the policy holds no crawl work, answered with a {@link CrawlDrain} after taking
+   * in `pending` and dispatching (as every message does): what a crawl client on a cluster
+   * asks with the partitions' flow reports (`WebIndexRequest` `drained`).
+   */
+  | { readonly type: 'drained' }
   /** Fetch results from `fetches/<p>` (subscription `crawl-policy`): the feedback that frees hosts. */
   | Deliveries
   | RobotsFetched
@@ -41,6 +47,19 @@ interface RobotsFetched {
 /** Internal: the policy's timer fired (politeness delay over, recrawl due, request overdue). */
 interface Tick {
   readonly type: 'shardflow.crawl-policy.tick';
+}
+
+/**
+ * What a crawl policy holds, the answer to `drained`: URLs requested without a result yet,
+ * robots.txt fetches under way, and hosts with queued URLs it will send (budget left). The
+ * policy is drained when all three are 0: every URL it ever queued was requested and its
+ * result applied (or it was blocked, out of scope, or its host dropped).
+ */
+export interface CrawlDrain {
+  readonly drained: boolean;
+  readonly requested: number;
+  readonly robots: number;
+  readonly readyHosts: number;
 }
 
 /** Priority of seeds: above any score estimate (scores are at most the number of pages). */
@@ -122,7 +141,7 @@ const SCAN_CHUNK = 1024;
  *
  * The fetch results it consumes are settled in the flow counters by the indexer only.
  */
-export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {}): Behavior<CrawlPolicyMessage, CrawlPolicyState> {
+export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {}): Behavior<CrawlPolicyMessage, CrawlPolicyState, CrawlDrain | void> {
   const owner = 'crawl-policy';
   const target = topic(Namespaces.crawlRequests, env.partition);
   const o: ResolvedCrawlPolicyOptions = resolveCrawlPolicyOptions(options);
@@ -162,6 +181,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
           await seed(state, message.urls, now);
           break;
         case 'poke':
+        case 'drained':
           break;
         case 'recrawl':
           await recrawl(state, message.urls);
@@ -185,6 +205,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       await dispatch(state, ctx, now);
       reconcileBusy(state);
       arm(state, ctx, now);
+      if (message.type === 'drained') return drain(state);
     },
     async stop(state) {
       state.stopped = true;
@@ -526,6 +547,11 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     if (batch.length === 0) return;
     await state.store.write(batch);
     await state.outbox.publish();
+  }
+
+  function drain(state: CrawlPolicyState): CrawlDrain {
+    const readyHosts = !o.budget || o.budget.available ? state.ready.size : 0;
+    return { drained: state.requested.size === 0 && state.robotsFetching.size === 0 && readyHosts === 0, requested: state.requested.size, robots: state.robotsFetching.size, readyHosts };
   }
 
   function delayOf(h: HostState): number {

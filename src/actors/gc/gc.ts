@@ -23,7 +23,7 @@ export interface GcOptions {
   /** Damping factor d (for the metric corrections). */
   readonly damping: number;
   /** The crawl policy of the partition, told about dropped hosts. */
-  readonly crawlPolicy?: ActorRef<CrawlPolicyMessage>;
+  readonly crawlPolicy?: ActorRef<CrawlPolicyMessage, unknown>;
   /** Compact `ranks`, `robots` and `gcLog` after each sweep. Default true. */
   readonly compact?: boolean;
 }

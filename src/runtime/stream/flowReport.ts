@@ -165,6 +165,22 @@ export interface WaitQuietOptions extends UnappliedOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * A collection of reports with the work they do not show: what a `collect` of
+ * {@link waitStreamsQuiet} may return instead of the reports alone.
+ */
+export interface FlowCollection {
+  readonly reports: readonly (StreamFlowReport | undefined)[];
+  /**
+   * Parts that hold work outside the streams, by name with why (e.g. `crawl-policy of
+   * partition 3: 2 requests out`; a stream whose producer keeps no store, behind): the cut is
+   * quiet only when this is empty in both collections. Each part must be asked after its
+   * store's report was read in the same collection, so that work it takes on after that read
+   * commits something its next report shows.
+   */
+  readonly busy: readonly string[];
+}
+
 /** What {@link waitStreamsQuiet} saw. */
 export interface QuietReport {
   /** Collections made. */
@@ -186,23 +202,31 @@ export interface QuietReport {
  * committed together (marks and outbox sequences in one write batch), nothing can follow
  * from a quiet cut but work started from outside (a new external stream, a timer of an
  * application). Folded but uncommitted work shows as unapplied (its marks are not written).
- * @param collect the reports of every store, in the order the receivers index them
+ *
+ * Work the stores' meta families do not show (an actor that holds requests out to producers
+ * without a store) comes in a {@link FlowCollection}'s `busy`: quiet also needs it empty in
+ * both collections.
+ * @param collect the reports of every store, in the order the receivers index them, or a
+ *   {@link FlowCollection} of them
  * @throws JobStalledError after `timeoutMs`; the signal's reason; what `collect` throws
  */
-export async function waitStreamsQuiet(collect: () => Promise<readonly (StreamFlowReport | undefined)[]>, options: WaitQuietOptions): Promise<QuietReport> {
+export async function waitStreamsQuiet(collect: () => Promise<readonly (StreamFlowReport | undefined)[] | FlowCollection>, options: WaitQuietOptions): Promise<QuietReport> {
   const clock = options.clock ?? systemClock;
   const pollMs = options.pollMs ?? 50;
   const deadline = clock.now() + (options.timeoutMs ?? 600_000);
   let previous: readonly (StreamFlowReport | undefined)[] | undefined;
   for (let collections = 1; ; collections++) {
     options.signal?.throwIfAborted();
-    const reports = await collect();
+    const collected = await collect();
+    const { reports, busy } = 'reports' in collected ? collected : { reports: collected, busy: [] as readonly string[] };
     const unapplied = unappliedStreams(reports, options);
-    if (unapplied.length === 0 && previous && sameStreamFlow(previous, reports)) return { collections, reports };
-    previous = unapplied.length === 0 ? reports : undefined;
+    const settled = unapplied.length === 0 && busy.length === 0;
+    if (settled && previous && sameStreamFlow(previous, reports)) return { collections, reports };
+    previous = settled ? reports : undefined;
     if (clock.now() >= deadline) {
       const shown = unapplied.slice(0, 5).map((u) => `${u.producer ?? '(unknown producer)'} -> ${u.topic}: sent ${u.sent}, applied ${u.applied}`);
-      throw new JobStalledError(`streams not quiet after ${options.timeoutMs ?? 600_000} ms: ${unapplied.length} unapplied${shown.length ? ` (${shown.join('; ')})` : ', reports still changing'}`);
+      const held = busy.length ? `; busy: ${busy.slice(0, 5).join('; ')}${busy.length > 5 ? ` and ${busy.length - 5} more` : ''}` : '';
+      throw new JobStalledError(`streams not quiet after ${options.timeoutMs ?? 600_000} ms: ${unapplied.length} unapplied${shown.length ? ` (${shown.join('; ')})` : unapplied.length || busy.length ? '' : ', reports still changing'}${held}`);
     }
     await new Promise<void>((resolve) => clock.setTimeout(resolve, pollMs));
   }

@@ -61,6 +61,17 @@ export function spawnWorkerProcess(name: string, args: readonly string[]): Worke
   return w;
 }
 
+/** SIGKILLs every worker still running (resumed first, in case it is stopped) and waits for each exit. */
+export async function killWorkers(workers: readonly WorkerProcess[]): Promise<void> {
+  for (const w of workers) {
+    if (w.child.exitCode === null && w.child.signalCode === null) {
+      w.child.kill('SIGCONT');
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
+  }
+}
+
 /** How a {@link ClusterRun} starts its workers. */
 export interface ClusterRunOptions {
   /**
@@ -267,13 +278,7 @@ export class ClusterRun {
 
   /** Kills what still runs, closes the broker, removes this run's keys and data dir. */
   async close(): Promise<void> {
-    for (const w of this.workers) {
-      if (w.child.exitCode === null && w.child.signalCode === null) {
-        w.child.kill('SIGCONT');
-        w.child.kill('SIGKILL');
-        await w.exited;
-      }
-    }
+    await killWorkers(this.workers);
     for (const c of this.#clients) await c.close();
     await this.#producer?.close();
     await this.#broker?.close();

@@ -8,7 +8,7 @@ import { rankOnCluster, type ClusterRankOptions, type ClusterRankResult } from '
 import { uniformWeights } from '../../src/actors/metrics/weights.js';
 import { WEB_INDEX_STAGE } from '../../src/topology/clusterProtocol.js';
 import { REDIS_URL, deleteKeys } from './cluster.js';
-import { spawnWorkerProcess, until, type WorkerProcess } from './clusterRun.js';
+import { killWorkers, spawnWorkerProcess, until, type WorkerProcess } from './clusterRun.js';
 import { memoryLogger, repoRoot, tempDir } from './datasets.js';
 
 /** A graph of test/data with its reference scores and the counts a one-process run stores. */
@@ -119,13 +119,7 @@ export class WebIndexCluster {
 
   /** Kills what still runs and removes this run's keys, broker scope and data dir. */
   async close(): Promise<void> {
-    for (const w of this.workers) {
-      if (w.child.exitCode === null && w.child.signalCode === null) {
-        w.child.kill('SIGCONT');
-        w.child.kill('SIGKILL');
-        await w.exited;
-      }
-    }
+    await killWorkers(this.workers);
     await this.#client?.close();
     await this.#broker?.close();
     await deleteBrokerScope(this.identity).catch(() => undefined);

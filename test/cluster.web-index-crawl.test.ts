@@ -169,9 +169,18 @@ test('the crawl client SIGKILLed during the crawl and started again with the sam
     first.child.kill('SIGKILL');
     assert.equal((await first.exited).signal, 'SIGKILL');
     assert.ok(servedAtKill < expected.counts.pages, `killed during the crawl (${servedAtKill} of ${expected.counts.pages} pages served)`);
-    const again = await run().exited;
+    // Again with --serve: after the crawl, the query API of the cluster, until SIGTERM.
+    args.push('--serve', '0');
+    const second = run();
+    let stdout = '';
+    second.child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+    const api = await until('the query API after the crawl', async () => /query API on (\S+)/.exec(stdout)?.[1] || (second.child.exitCode !== null && Promise.reject(new Error(`the second client exited: ${(await second.exited).stderr.slice(-2000)}`))), 240_000);
+    const top = (await (await fetch(new URL('/v1/top/pages?limit=3', api))).json()) as { pages: number; top: Array<{ url: string }> };
+    assert.equal(top.pages, expected.counts.pages, 'served from the workers: every page');
+    second.child.kill('SIGTERM');
+    const again = await second.exited;
     assert.equal(again.code, 0, again.stderr.slice(-3000));
-    const summary = JSON.parse(again.stdout) as { pages: number; outlinks: number; backlinks: number; converged: boolean; frontier: Record<string, number> };
+    const summary = JSON.parse(again.stdout.split('\n')[0]!) as { pages: number; outlinks: number; backlinks: number; converged: boolean; frontier: Record<string, number> };
     assert.equal(summary.converged, true);
     assertCrawl({ ...summary, scores: new Map(await readScores(out)) }, expected);
     assert.equal(server.served.get(200), expected.counts.pages, 'no page fetched twice: seeding again left the known URLs as they were');

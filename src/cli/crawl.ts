@@ -16,6 +16,7 @@ import { startQueryServer, type QueryServer } from '../query/server.js';
 import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 import { clusterName, clusterUrl } from './worker.js';
+import { serveCluster } from './query.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 import { crawlOnClusterCli } from './crawlCluster.js';
 import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
@@ -328,7 +329,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
 }
 
 /** The options of `crawl` that the workers of a cluster hold (their attribute names): refused with --cluster. */
-const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights', 'serve', 'token', 'tokenFile'] as const;
+const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights'] as const;
 
 /**
  * `crawl --cluster`: the crawl as a client of a cluster's workers (`crawlOnClusterCli`);
@@ -368,6 +369,8 @@ async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setEx
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+  // --serve: the query API of the cluster, each read asked of its key's owner, until interrupted.
+  if (opts.serve !== undefined) await serveCluster({ ...opts, clusterName: clusterNameValue, host: '127.0.0.1', port: opts.serve, allowedHost: [], insecure: false }, resolveToken(opts));
 }
 
 function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {

@@ -150,7 +150,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
  * Runs until SIGINT or SIGTERM. No admin routes (dropping a host needs a crawl on the cluster).
  * @throws commander's InvalidArgumentError when the cluster runs no web index
  */
-async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
+export async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
   const name: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
   const broker = await connectBroker(clusterBrokerIdentity(opts.broker ?? opts.cluster, name));
   try {

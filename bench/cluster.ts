@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { clusterStatus, connectBroker, connectClusterClient, type ClusterClient, type ClusterStatus } from '../src/index.js';
+import { DEFAULT_LEASE_MS, clusterStatus, connectBroker, connectClusterClient, type ClusterClient, type ClusterStatus } from '../src/index.js';
 import { Store } from '../src/storage/index.js';
 import { rankGraph, l1Distance } from '../src/jobs/rankGraph.js';
 import { rankOnCluster } from '../src/jobs/clusterRank.js';
@@ -20,7 +20,7 @@ import { WEB_INDEX_STAGE } from '../src/topology/clusterProtocol.js';
 import type { PartitionAsker } from '../src/jobs/clusterQuiet.js';
 import { rankBenchOptions } from './lib/rankOptions.js';
 import { REDIS, benchScope, redisUnreachable, until, type BenchScope } from './lib/clusterScope.js';
-import { dirBytes, ownCpuSeconds, processCpuSeconds, redisCpu, type DirBytes, type RedisCpu } from './lib/processCost.js';
+import { dirBytes, ownCpuSeconds, peakRss, processCpuSeconds, redisCpu, type DirBytes, type RedisCpu } from './lib/processCost.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
 export const resultFields = ['smoke', 'params', 'loadAverage', 'oneProcess', 'workers', 'failover', 'perLink'] as const;
@@ -133,6 +133,15 @@ function crossWorker(pushes: Map<number, Map<number, PushReport>>, rounds: reado
   return { messagesPerRound: meanMax(messages), bytesPerRound: meanMax(bytes), fraction: allMessages > 0 ? r3(allCross / allMessages) : 0 };
 }
 
+/**
+ * Changes of owner of the web-index partitions since the cluster started: the sum over the
+ * partitions of their lease epoch - 1 (the epoch grows at every acquisition). Above 0 in a run
+ * without a kill, a worker lost leases it should have renewed (its heartbeat ran late).
+ */
+function ownerChanges(status: ClusterStatus): number {
+  return status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE).reduce((t, p) => t + Math.max(0, p.epoch - 1), 0);
+}
+
 /** Polls the cluster status until every web-index partition runs on a live worker (and, given, none on `not`). */
 function allRunning(s: BenchScope, partitions: number, workers: number, not?: string): Promise<ClusterStatus> {
   return until('every partition running', async () => {
@@ -150,25 +159,28 @@ function allRunning(s: BenchScope, partitions: number, workers: number, not?: st
  * them (SIGTERM: committed, closed; the last writes may sit in the write-ahead log rather
  * than in table files), `flushed` once each is opened and its memtables flushed (table files
  * with every version and merge operand the compactions so far kept), `compacted` after a
- * full compaction of every column family (one version per key, merges collapsed).
+ * full compaction of every column family (one version per key, merges collapsed), and then
+ * the live table bytes of each column family (`compactedByFamily`, summed over partitions).
  */
-async function storeBytes(dataDir: string, partitions: number): Promise<{ asLeft: DirBytes; flushed: DirBytes; compacted: DirBytes }> {
+async function storeBytes(dataDir: string, partitions: number): Promise<{ asLeft: DirBytes; flushed: DirBytes; compacted: DirBytes; compactedByFamily: Record<string, number> }> {
   const dirs = Array.from({ length: partitions }, (_, p) => join(dataDir, 'web-index', `p${p}`));
   const sum = (xs: DirBytes[]): DirBytes => ({ all: xs.reduce((t, x) => t + x.all, 0), sst: xs.reduce((t, x) => t + x.sst, 0) });
   const asLeft = sum(dirs.map(dirBytes));
   const families = partitionColumnFamilies();
   const flushed: DirBytes[] = [];
+  const byFamily: Record<string, number> = {};
   for (const dir of dirs) {
     const store = await Store.open({ path: dir, columnFamilies: families });
     try {
       await store.flush();
       flushed.push(dirBytes(dir));
       for (const cf of Object.keys(families)) await store.compactRange(cf);
+      for (const [cf, st] of Object.entries(store.stats().columnFamilies)) byFamily[cf] = (byFamily[cf] ?? 0) + st.liveSstBytes;
     } finally {
       await store.close();
     }
   }
-  return { asLeft, flushed: sum(flushed), compacted: sum(dirs.map(dirBytes)) };
+  return { asLeft, flushed: sum(flushed), compacted: sum(dirs.map(dirBytes)), compactedByFamily: byFamily };
 }
 
 interface Setup {
@@ -262,7 +274,9 @@ async function onWorkers(s: Setup, n: number, measureDisk: boolean) {
       },
     });
     loadAverage.push(load());
-    const moved = owners(await clusterStatus({ cluster: REDIS, clusterName: status.cluster }), s.partitions).some((o, p) => o !== owner[p]);
+    const peakRssMiB = pids.map(peakRss);
+    const end = await clusterStatus({ cluster: REDIS, clusterName: status.cluster });
+    const moved = owners(end, s.partitions).some((o, p) => o !== owner[p]);
     const load_ = await cpuBetween(start, loaded!);
     const converge = await cpuBetween(loaded!, lastRound!);
     return {
@@ -275,8 +289,10 @@ async function onWorkers(s: Setup, n: number, measureDisk: boolean) {
         how: 'exact: each push report gives the messages and bytes partition p sent to each q; clusterStatus gives the owner of p and q; counted when they differ',
         ...(moved ? { ownershipChanged: 'a partition changed owner during the run: counted with the owners at the start' } : {}),
       },
+      ownerChanges: ownerChanges(end),
       partitionsPerWorker: Object.values(owner.reduce<Record<string, number>>((t, o) => ({ ...t, [o]: (t[o] ?? 0) + 1 }), {})),
       cpuSeconds: { load: { workers: load_.workers, client: load_.client, redis: load_.redis }, converge },
+      peakRssMiB,
       loadAverage,
     };
   }, measureDisk ? async (scope) => void (disk = await storeBytes(scope.dataDir, s.partitions)) : undefined);
@@ -308,10 +324,12 @@ async function failover(s: Setup, n: number, killRound: number) {
       },
     });
     loadAverage.push(load());
+    const changes = ownerChanges(await clusterStatus({ cluster: REDIS, clusterName: scope.clusterName }));
     if (killedAt === undefined) throw new Error(`the metric converged in fewer than ${killRound} rounds: no kill happened (give a smaller --kill-round)`);
     const l1 = l1Of(s, r.scores);
     return {
       workers: n, leaseMs: s.leaseMs, killedAtRound: killRound, victim: 'a worker that is not the leader', killedPartitions,
+      ownerChanges: changes,
       ownedAgainS: r3(await ownedAgain!), convergedS: r3((lastRoundAt - killedAt) / 1000),
       rounds: r.converge.rounds, converged: r.converge.converged, l1, exact: l1 !== null && l1 <= 1e-6,
       loadSeconds: r3(r.loadSeconds), convergeSeconds: r3(r.convergeSeconds), loadAverage,
@@ -334,8 +352,8 @@ async function failover(s: Setup, n: number, killRound: number) {
  *   that went to a partition owned by another worker (`crossWorker`, exact), and CPU seconds
  *   (user + sys from /proc) of the workers, of this client and of the Redis server (INFO
  *   cpu: every client of that Redis, other jobs included) during the load and the rounds.
- *   The first count's stores are measured on disk after the workers' SIGTERM (flushed,
- *   closed) and after a full compaction of every column family.
+ *   The first count's stores are measured on disk (`storeBytes`: as the workers' SIGTERM left
+ *   them, flushed, fully compacted). `ownerChanges`: lease epochs given after the first.
  * - `failover`: `--failover-workers` workers; one (not the leader) SIGKILLed at round
  *   `--kill-round`: seconds to every partition running again, and to the end of the rounds;
  *   the result's L1 (`exact`: <= 1e-6).
@@ -346,7 +364,7 @@ async function failover(s: Setup, n: number, killRound: number) {
  *
  * Args: `--graph DIR`, `--partitions N`, `--tolerance T` (bench/lib/rankOptions.ts: cnr-2000,
  * 16, 1e-6; smoke: polblogs, 4), `--workers` list (default `1,2,4`; smoke `1,2`), `--lease-ms`
- * (default 3000; smoke 2000), `--failover-workers` (default 3; smoke 2), `--kill-round`
+ * (default the worker's, DEFAULT_LEASE_MS, 6 s; smoke 2000), `--failover-workers` (default 3; smoke 2), `--kill-round`
  * (default 10; smoke 3). Redis unreachable: every part `skipped` with the reason (fails
  * under SHARDFLOW_REQUIRE_BROKERS=1), as bench/cluster-counter.ts and bench/broker.ts do.
  * @throws RangeError for a bad option
@@ -355,7 +373,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const { options: o, dir, partitions, tolerance, file } = rankBenchOptions(args);
   const counts = o.string('--workers', '1,2,4', '1,2').split(',').map(Number);
   if (counts.some((n) => !Number.isInteger(n) || n < 1 || n > partitions)) throw new RangeError(`--workers needs a list of integers from 1 to the partitions (${partitions}), got ${o.string('--workers', '')}`);
-  const leaseMs = o.number('--lease-ms', 3000, 2000);
+  const leaseMs = o.number('--lease-ms', DEFAULT_LEASE_MS, 2000);
   const failoverWorkers = o.number('--failover-workers', 3, 2);
   const killRound = o.number('--kill-round', 10, 3);
   const params = { graph: dir.split('/').pop(), partitions, tolerance, workers: counts, leaseMs, failoverWorkers, killRound, broker: 'redis-streams', cpus: (await import('node:os')).cpus().length };

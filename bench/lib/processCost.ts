@@ -19,6 +19,16 @@ export function processCpuSeconds(pid: number): number {
   return (Number(rest[11]) + Number(rest[12])) / CLK_TCK;
 }
 
+/**
+ * Peak resident set of process `pid` so far, in MiB (`VmHWM` of /proc/<pid>/status).
+ * @throws Error when the process is gone or the field is absent
+ */
+export function peakRss(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`/proc/${pid}/status has no VmHWM`);
+  return Math.round(Number(m[1]) / 1024);
+}
+
 /** User + system CPU seconds of this process so far (`process.cpuUsage`). */
 export function ownCpuSeconds(): number {
   const u = process.cpuUsage();

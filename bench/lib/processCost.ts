@@ -71,7 +71,7 @@ export interface DirBytes {
   readonly sst: number;
 }
 
-/** Sums the sizes of the regular files under `dir`, recursively (symbolic links not followed). */
+/** Sums the sizes of the regular files under `dir`, recursively (symbolic links not followed; a file deleted while listed counts 0). */
 export function dirBytes(dir: string): DirBytes {
   let all = 0;
   let sst = 0;
@@ -82,7 +82,8 @@ export function dirBytes(dir: string): DirBytes {
       all += sub.all;
       sst += sub.sst;
     } else if (e.isFile()) {
-      const size = statSync(path).size;
+      // A store open meanwhile may delete a file its compaction replaced: not there any more, not counted.
+      const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
       all += size;
       if (e.name.endsWith('.sst')) sst += size;
     }

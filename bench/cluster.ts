@@ -134,22 +134,31 @@ function crossWorker(pushes: Map<number, Map<number, PushReport>>, rounds: reado
 }
 
 /**
- * Changes of owner of the web-index partitions since the cluster started: the sum over the
- * partitions of their lease epoch - 1 (the epoch grows at every acquisition). Above 0 in a run
- * without a kill, a worker lost leases it should have renewed (its heartbeat ran late).
+ * Changes of owner of the web-index partitions from `start` to `end`: the growth of the sum
+ * of their lease epochs (an epoch grows at every acquisition). Above 0 in a run without a
+ * kill, a worker lost leases it should have renewed (its heartbeat ran late). The moves of
+ * the start-up rebalancing (the first worker takes every partition, the leader then moves
+ * 16 - 16/w of them to the others) happen before `start` and are not counted.
  */
-function ownerChanges(status: ClusterStatus): number {
-  return status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE).reduce((t, p) => t + Math.max(0, p.epoch - 1), 0);
+function ownerChanges(start: ClusterStatus, end: ClusterStatus): number {
+  const sum = (s: ClusterStatus) => s.partitions.filter((p) => p.stage === WEB_INDEX_STAGE).reduce((t, p) => t + p.epoch, 0);
+  return sum(end) - sum(start);
 }
 
-/** Polls the cluster status until every web-index partition runs on a live worker (and, given, none on `not`). */
+/**
+ * Polls the cluster status until every web-index partition runs on a live worker (and, given,
+ * none on `not`), spread evenly: each of the `workers` live workers owns at least
+ * floor(partitions / workers) of them (the leader moves a few at a time after a join, so
+ * every worker live is not yet every worker holding its share).
+ */
 function allRunning(s: BenchScope, partitions: number, workers: number, not?: string): Promise<ClusterStatus> {
   return until('every partition running', async () => {
     const st = await clusterStatus({ cluster: REDIS, clusterName: s.clusterName });
     const live = new Set(st.workers.map((w) => w.id));
     const units = st.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
     const ok = st.workers.length === workers && units.length === partitions &&
-      units.every((p) => p.state === 'running' && p.owner !== undefined && live.has(p.owner) && p.owner !== not);
+      units.every((p) => p.state === 'running' && p.owner !== undefined && live.has(p.owner) && p.owner !== not) &&
+      st.workers.every((w) => units.filter((p) => p.owner === w.id).length >= Math.floor(partitions / workers));
     return ok ? st : undefined;
   });
 }
@@ -289,7 +298,7 @@ async function onWorkers(s: Setup, n: number, measureDisk: boolean) {
         how: 'exact: each push report gives the messages and bytes partition p sent to each q; clusterStatus gives the owner of p and q; counted when they differ',
         ...(moved ? { ownershipChanged: 'a partition changed owner during the run: counted with the owners at the start' } : {}),
       },
-      ownerChanges: ownerChanges(end),
+      ownerChanges: ownerChanges(status, end),
       partitionsPerWorker: Object.values(owner.reduce<Record<string, number>>((t, o) => ({ ...t, [o]: (t[o] ?? 0) + 1 }), {})),
       cpuSeconds: { load: { workers: load_.workers, client: load_.client, redis: load_.redis }, converge },
       peakRssMiB,
@@ -324,7 +333,7 @@ async function failover(s: Setup, n: number, killRound: number) {
       },
     });
     loadAverage.push(load());
-    const changes = ownerChanges(await clusterStatus({ cluster: REDIS, clusterName: scope.clusterName }));
+    const changes = ownerChanges(status, await clusterStatus({ cluster: REDIS, clusterName: scope.clusterName }));
     if (killedAt === undefined) throw new Error(`the metric converged in fewer than ${killRound} rounds: no kill happened (give a smaller --kill-round)`);
     const l1 = l1Of(s, r.scores);
     return {
@@ -353,7 +362,9 @@ async function failover(s: Setup, n: number, killRound: number) {
  *   (user + sys from /proc) of the workers, of this client and of the Redis server (INFO
  *   cpu: every client of that Redis, other jobs included) during the load and the rounds.
  *   The first count's stores are measured on disk (`storeBytes`: as the workers' SIGTERM left
- *   them, flushed, fully compacted). `ownerChanges`: lease epochs given after the first.
+ *   them, flushed, fully compacted). `ownerChanges`: lease epochs given during the job
+ *   (after every partition ran on the n workers; in the failover, the killed worker's
+ *   partitions count once each).
  * - `failover`: `--failover-workers` workers; one (not the leader) SIGKILLed at round
  *   `--kill-round`: seconds to every partition running again, and to the end of the rounds;
  *   the result's L1 (`exact`: <= 1e-6).
@@ -365,7 +376,8 @@ async function failover(s: Setup, n: number, killRound: number) {
  * Args: `--graph DIR`, `--partitions N`, `--tolerance T` (bench/lib/rankOptions.ts: cnr-2000,
  * 16, 1e-6; smoke: polblogs, 4), `--workers` list (default `1,2,4`; smoke `1,2`), `--lease-ms`
  * (default the worker's, DEFAULT_LEASE_MS, 6 s; smoke 2000), `--failover-workers` (default 3; smoke 2), `--kill-round`
- * (default 10; smoke 3). Redis unreachable: every part `skipped` with the reason (fails
+ * (default 10; smoke 3), `--parts` (default `one,workers,failover`: the parts to run; the
+ * others say `notRun`). Redis unreachable: every part `skipped` with the reason (fails
  * under SHARDFLOW_REQUIRE_BROKERS=1), as bench/cluster-counter.ts and bench/broker.ts do.
  * @throws RangeError for a bad option
  */
@@ -376,7 +388,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const leaseMs = o.number('--lease-ms', DEFAULT_LEASE_MS, 2000);
   const failoverWorkers = o.number('--failover-workers', 3, 2);
   const killRound = o.number('--kill-round', 10, 3);
-  const params = { graph: dir.split('/').pop(), partitions, tolerance, workers: counts, leaseMs, failoverWorkers, killRound, broker: 'redis-streams', cpus: (await import('node:os')).cpus().length };
+  const parts = new Set(o.string('--parts', 'one,workers,failover').split(','));
+  if ([...parts].some((p) => !['one', 'workers', 'failover'].includes(p))) throw new RangeError(`--parts needs a list of one, workers, failover; got ${o.string('--parts', '')}`);
+  const params = { graph: dir.split('/').pop(), partitions, tolerance, parts: [...parts], workers: counts, leaseMs, failoverWorkers, killRound, broker: 'redis-streams', cpus: (await import('node:os')).cpus().length };
   const loadAverage = { start: load() };
   const unreachable = await redisUnreachable();
   if (unreachable !== undefined) {
@@ -387,19 +401,20 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const redis = await redisCpu(REDIS);
   const s: Setup = { dir, file, partitions, tolerance, leaseMs, reference, redis };
   try {
-    const one = await oneProcess(s);
-    process.stderr.write(`one process: ${JSON.stringify(one)}\n`);
+    const notRun = { notRun: 'not in --parts' };
+    const one = parts.has('one') ? await oneProcess(s) : undefined;
+    process.stderr.write(`one process: ${JSON.stringify(one ?? notRun)}\n`);
     const byWorkers = [];
-    for (const [i, n] of counts.entries()) {
+    for (const [i, n] of (parts.has('workers') ? counts : []).entries()) {
       const r = await onWorkers(s, n, i === 0);
       process.stderr.write(`${n} workers: ${JSON.stringify(r)}\n`);
-      byWorkers.push({ ...r, overOneProcess: r3(r.seconds / one.seconds) });
+      byWorkers.push({ ...r, overOneProcess: one ? r3(r.seconds / one.seconds) : null });
     }
-    const f = await failover(s, failoverWorkers, killRound);
+    const f = parts.has('failover') ? await failover(s, failoverWorkers, killRound) : notRun;
     process.stderr.write(`failover: ${JSON.stringify(f)}\n`);
-    const first = byWorkers[0]!;
-    const linkRounds = first.links * first.rounds;
-    const perLink = {
+    const first = byWorkers[0];
+    const linkRounds = first ? first.links * first.rounds : 0;
+    const perLink = !first ? notRun : {
       from: `the ${first.workers}-worker run`,
       cpuSecondsPerLinkPerRound: { workers: first.cpuSeconds.converge.workers / linkRounds, redis: first.cpuSeconds.converge.redis / linkRounds, client: first.cpuSeconds.converge.client / linkRounds },
       cpuSecondsPerLinkLoad: { workers: first.cpuSeconds.load.workers / first.links, redis: first.cpuSeconds.load.redis / first.links },
@@ -411,7 +426,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       nonTableBytesPerStore: first.storeBytes ? Math.round((first.storeBytes.compacted.all - first.storeBytes.compacted.sst) / partitions) : null,
       bytesPerLinkPerRound: { mean: r3(first.bytesPerRound.mean / first.links), first: r3(first.bytesPerRound.first / first.links), later: r3(first.bytesPerRound.laterMean / first.links) },
     };
-    return { smoke: o.smoke, params, loadAverage: { ...loadAverage, end: load() }, oneProcess: one, workers: byWorkers, failover: f, perLink };
+    return { smoke: o.smoke, params, loadAverage: { ...loadAverage, end: load() }, oneProcess: one ?? notRun, workers: parts.has('workers') ? byWorkers : notRun, failover: f, perLink };
   } finally {
     await redis.close();
   }

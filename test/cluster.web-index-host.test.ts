@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
-  FencedError, InvalidArgumentError, MemoryBroker, StoreBusyError, readOwnerEpoch, readStreamFlow, systemClock, waitStreamsQuiet,
+  DataDirError, FencedError, InvalidArgumentError, MemoryBroker, StoreBusyError, readOwnerEpoch, readStreamFlow, systemClock, waitStreamsQuiet,
   type PartitionFence, type SentStream, type StreamFlowReport,
 } from '../src/index.js';
 import { Store } from '../src/storage/index.js';
@@ -161,6 +161,12 @@ test('a fence lost mid-run stops the whole partition, which commits nothing more
 
 test('a store that recorded a newer owner epoch refuses an older owner; a store held by another handle is busy', { timeout: 60_000 }, async () => {
   await withHost(async (host, { dataDir, stopped }) => {
+    // A partition an earlier owner started whose store is not in this data dir (another
+    // machine's, or wiped) is refused: it would start from nothing.
+    const moved = Object.assign(new TestFence(2), { startedBefore: true });
+    await assert.rejects(host.startPartition(WEB_INDEX_STAGE, 2, moved), (err: unknown) => err instanceof DataDirError && /started by an earlier owner .*epoch 2.* is not in this worker's data dir/.test(err.message));
+    await host.startPartition(WEB_INDEX_STAGE, 0, new TestFence(1));
+    await host.stopPartition(WEB_INDEX_STAGE, 0);
     await host.startPartition(WEB_INDEX_STAGE, 0, new TestFence(3));
     await host.stopPartition(WEB_INDEX_STAGE, 0);
     await assert.rejects(host.startPartition(WEB_INDEX_STAGE, 0, new TestFence(2)), (err: unknown) => err instanceof FencedError && /newer than this owner's 2/.test(err.message));

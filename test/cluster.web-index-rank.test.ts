@@ -12,8 +12,8 @@ import { join, resolve } from 'node:path';
 import { readScores } from '../src/replay/graphFile.js';
 import type { StreamFlowReport } from '../src/index.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
-import { until } from './kit/clusterRun.js';
-import { graphs, repoRoot } from './kit/datasets.js';
+import { spawnWorkerProcess, until } from './kit/clusterRun.js';
+import { graphs, repoRoot, tempDir } from './kit/datasets.js';
 import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndexCluster.js';
 
 const PARTITIONS = 6;
@@ -207,6 +207,30 @@ test('a web-index worker with other weights or another partition count is refuse
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, shown);
       assert.match(r.stderr, /start it with the cluster's topology/);
+    }
+  });
+});
+
+test('a worker whose data dir lacks the store of a partition an earlier owner started refuses it, with the reason (state does not move between machines yet)', { timeout: 120_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
+    const w1 = await c.startWorker('w1');
+    await c.allRunningOn([w1]);
+    await c.stopAll(); // w1 hands every partition back
+    // w2 on another data dir (another machine): every partition was started before, its store is elsewhere.
+    const other = tempDir('sf-wic-other-');
+    try {
+      const args = c.workerArgs('w2');
+      args[args.indexOf('--data-dir') + 1] = other.dir;
+      const w2 = spawnWorkerProcess('w2', args);
+      c.workers.push(w2);
+      const s = await until('w2 to refuse the partitions', async () => {
+        const st = await c.status();
+        return st.partitions.length === PARTITIONS && st.partitions.every((p) => p.state === 'failed') && st;
+      }, 60_000);
+      for (const p of s.partitions) assert.match(p.reason ?? '', /started by an earlier owner .* is not in this worker's data dir/);
+    } finally {
+      other.cleanup();
     }
   });
 });

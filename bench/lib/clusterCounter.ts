@@ -1,4 +1,4 @@
-// The topology of bench/cluster.ts, as a module `shardflow worker --topology` loads (default
+// The topology of bench/cluster-counter.ts, as a module `shardflow worker --topology` loads (default
 // export): a click-counter-like stage `count` over 16 partitions keyed by host, an int64 add
 // merge per message into column family `hosts`.
 import { Topology, defineNamespace, encodeInt64, int64Add, msgpackCodec } from '../../src/index.js';

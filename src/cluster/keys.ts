@@ -19,6 +19,7 @@ export const DEFAULT_CLUSTER_PREFIX = 'sfc:';
  * <p>assignment:round  counter: assignment writes so far
  * <p>lease:<unit>      `<member id> <epoch>` of the unit's owner, PX lease time
  * <p>epoch:<unit>      counter: the unit's owner epoch (INCR at every acquisition)
+ * <p>started           hash `<stage>/<partition>` -> epoch of the first owner whose partition started
  * ```
  */
 export class ClusterKeys {
@@ -36,4 +37,5 @@ export class ClusterKeys {
   get assignmentRound(): string { return `${this.base}assignment:round`; }
   lease(unit: string): string { return `${this.base}lease:${unit}`; }
   epoch(unit: string): string { return `${this.base}epoch:${unit}`; }
+  get started(): string { return `${this.base}started`; }
 }

@@ -5,6 +5,7 @@ import { InvalidArgumentError, isShardflowError, type FencedError } from '../err
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
+import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
 import type { CheckpointStore } from '../checkpoint/checkpointStore.js';
 import { openCheckpointStore } from '../checkpoint/open.js';
 import { DEFAULT_CHECKPOINT_INTERVAL_MS, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
@@ -332,7 +333,12 @@ class ClusterWorker implements Worker {
     return o.run(async () => {
       if (o.state !== 'opening') return;
       try {
-        await this.#host.startPartition(o.partition.stage, o.partition.partition, o.lease);
+        // Whether an earlier ownership started the unit: then its store holds state (PartitionFence.startedBefore).
+        const first = await this.redis.hget(this.keys.started, o.unit);
+        const lease = o.lease;
+        const fence: PartitionFence = { epoch: lease.epoch, check: () => lease.check(), startedBefore: first !== null && Number(first) < lease.epoch };
+        await this.#host.startPartition(o.partition.stage, o.partition.partition, fence);
+        await this.#guard('record start', () => this.redis.hsetnx(this.keys.started, o.unit, String(lease.epoch)));
       } catch (err) {
         const code = isShardflowError(err) ? err.code : undefined;
         if (code === 'SF_ERR_STORE_BUSY') {

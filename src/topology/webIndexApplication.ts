@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
+  DataDirError,
   isShardflowError,
   ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, partitionId, readStreamFlow, recordOwnerEpoch, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
   TopicFlowCounters, startInspectionServer,
@@ -235,6 +236,15 @@ class WebIndexHostImpl implements WebIndexHost {
     try {
       fence.check();
       const env = partitionEnv({ partitioner: this.partitioner, broker: this.broker, counters: this.counters, resources: this.resources, log: this.options.log, dataDir: this.#storesDir }, p, fence);
+      // An earlier owner started this partition (the cluster recorded it); without its store
+      // here (another machine's data dir, or a wiped one) the partition would start from
+      // nothing and every score after would be wrong: refuse, with the reason, instead.
+      if (fence.startedBefore === true && !existsSync(env.store.path)) {
+        throw new DataDirError(
+          `partition ${p} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${env.store.path} is not in this worker's data dir: ` +
+            'its state is in another machine\'s data dir (the web index does not move state between machines yet: run its workers on one data dir), or the data dir was wiped',
+        );
+      }
       // Hold the store from the checks until the partition holds it too (no close and reopen).
       const store = await env.store.acquire();
       try {

@@ -24,6 +24,13 @@ export interface PartitionFence {
    * each commit and before each publish.
    */
   check(): void;
+  /**
+   * True when an earlier owner already started this partition (a cluster worker records the
+   * first start in Redis): its store then holds state, and a next owner that finds no store
+   * in its data dir (another machine's, or a wiped one) must refuse the partition rather than
+   * start it from nothing. Undefined: not known.
+   */
+  readonly startedBefore?: boolean;
 }
 
 /**

@@ -31,7 +31,7 @@ test('a worker refuses another topology, and a partition store of another shape 
   const options = { cluster: REDIS_URL, clusterName: 'refusals', keyPrefix, broker, dataDir: dir, leaseMs: 1000, logger: quiet };
   const worker = await startWorker({ ...options, topology, name: 'w1', onEvent: (e) => events.push(e) });
   try {
-    await assert.rejects(startWorker({ ...options, topology: other, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError && /runs stages .* this worker's topology has/.test(err.message));
+    await assert.rejects(startWorker({ ...options, topology: other, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError && /runs other stages than this worker .* this worker's topology has/.test(err.message));
     const exactlyOne = (err: unknown) => err instanceof InvalidArgumentError && /exactly one of topology .* and application/.test(err.message);
     await assert.rejects(startWorker({ ...options, name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'neither topology nor application');
     await assert.rejects(startWorker({ ...options, topology, application: topologyApplication(topology), name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'both');

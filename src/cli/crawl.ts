@@ -258,7 +258,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
   return addTokenOptions(command, 'server')
     .option('--json', 'print the summary as one JSON object', false)
-    .option('--broker <spec>', 'broker: memory, or with --cluster redis://host:port or pulsar://host:port', 'memory')
+    .option('--broker <spec>', 'broker: memory, or with --cluster the workers\' redis://host:port or pulsar://host:port (default there: the --cluster Redis)', 'memory')
     .option('--cluster <url>', 'crawl on the workers of a cluster (`shardflow worker --web-index --crawl`) coordinated by this Redis, as a client: the same command started again resumes (docs/cluster.md)', clusterUrl)
     .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
     .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
@@ -341,7 +341,8 @@ async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setEx
   if (given.length > 0) {
     throw new CommanderArgumentError(`${given.map((o) => `--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} do${given.length === 1 ? 'es' : ''} not apply with --cluster: the workers hold the partitions and crawl (give them to \`shardflow worker --web-index --crawl\`)`);
   }
-  if (opts.broker === 'memory') throw new CommanderArgumentError('--cluster needs the workers\' broker: --broker redis://host:port or pulsar://host:port');
+  // The workers' broker: --broker, or the cluster's Redis (as `serve --cluster`).
+  if (cmd.getOptionValueSource('broker') !== 'cli') opts.broker = opts.cluster;
   const clusterNameValue: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => stop.abort(Object.assign(new Error(`${signal}: the client stopped (the workers keep crawling: run the same command again to resume)`), { code: 'SF_ERR_INTERRUPTED', signal }));

@@ -152,6 +152,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
  */
 export async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
   const name: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
+  if (opts.broker === 'memory') throw new CommanderArgumentError('--cluster needs the workers\' broker: --broker redis://HOST:PORT or pulsar://HOST:PORT (the memory broker does not cross processes)');
   const broker = await connectBroker(clusterBrokerIdentity(opts.broker ?? opts.cluster, name));
   try {
     const client = await connectClusterClient({ cluster: opts.cluster, clusterName: name, broker, keyPrefix: opts.keyPrefix });

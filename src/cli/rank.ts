@@ -68,7 +68,8 @@ export function rankCommand(setExit: (code: number) => void): Command {
             cluster: opts.cluster,
             clusterName: opts.clusterName ?? WEB_INDEX_CLUSTER,
             keyPrefix: opts.keyPrefix,
-            broker: opts.broker,
+            // The workers' broker: --broker, or the cluster's Redis (as `serve --cluster`).
+            broker: command.getOptionValueSource('broker') === 'cli' ? opts.broker : opts.cluster,
             graph: () => {
               const g = graph!;
               graph = undefined;
@@ -78,6 +79,9 @@ export function rankCommand(setExit: (code: number) => void): Command {
             tolerance: opts.tolerance,
             signal: stop.signal,
             say: (line) => process.stderr.write(`shardflow rank: ${line}\n`),
+            onRound: (r) => {
+              if (r.round % 10 === 0) process.stderr.write(`shardflow rank: metric round ${r.round}: pushed ${r.pushed}, messages ${r.messages}, error bound ${r.bound.toExponential(2)}\n`);
+            },
             ...(opts.job !== undefined ? { job: opts.job } : {}),
             ...(command.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
           });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/index.js';
-import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, type ClusterClient, type ClusterStatus } from '../index.js';
+import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, JobStalledError, type ClusterClient, type ClusterStatus } from '../index.js';
 import { rankOnCluster, type ClusterRankResult } from '../jobs/clusterRank.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import type { WebGraph } from '../replay/graphFile.js';
@@ -59,6 +59,7 @@ export function rankOnClusterCli(o: ClusterRankCliOptions): Promise<ClusterRankR
  * @throws what `waitForPartitions` and `body` throw; the broker's and client's connection errors
  */
 export async function withWebIndexClient<T>(o: WebIndexClientCliOptions, body: (c: { client: ClusterClient; broker: Broker; partitions: number }) => Promise<T>): Promise<T> {
+  if (o.broker === 'memory') throw new InvalidArgumentError('a cluster client needs the workers\' broker: --broker redis://HOST:PORT or pulsar://HOST:PORT (the memory broker does not cross processes)');
   const broker = await connectBroker(clusterBrokerIdentity(o.broker, o.clusterName));
   let client: ClusterClient | undefined;
   try {
@@ -72,18 +73,20 @@ export async function withWebIndexClient<T>(o: WebIndexClientCliOptions, body: (
 }
 
 /** What {@link waitForPartitions} needs of a client command's options. */
-export type WaitForPartitionsOptions = Pick<WebIndexClientCliOptions, 'cluster' | 'clusterName' | 'partitions' | 'waitMs' | 'say'>;
+export type WaitForPartitionsOptions = Pick<WebIndexClientCliOptions, 'cluster' | 'clusterName' | 'partitions' | 'waitMs' | 'say' | 'signal' | 'broker'>;
 
 /**
  * Waits until every partition of the web-index stage runs.
  * @returns their count and the stage's recorded config
  * @throws InvalidArgumentError when the cluster has no web index or other partitions than
- *   `o.partitions`; Error when the partitions do not all run within `o.waitMs` (default 5 minutes)
+ *   `o.partitions`; JobStalledError when the partitions do not all run within `o.waitMs`
+ *   (default 5 minutes); the abort reason when `o.signal` aborts
  */
 export async function waitForPartitions(client: ClusterClient, o: WaitForPartitionsOptions): Promise<number> {
   const deadline = Date.now() + (o.waitMs ?? 300_000);
   let said = 0;
   for (;;) {
+    o.signal?.throwIfAborted();
     const status: ClusterStatus = await client.status();
     const stage = status.stages?.find((s) => s.name === WEB_INDEX_STAGE);
     if (status.stages && !stage) throw new InvalidArgumentError(`cluster ${o.clusterName} runs ${status.stages.map((s) => s.name).join(', ')}, not a web index: start its workers with \`shardflow worker --web-index\``);
@@ -93,7 +96,12 @@ export async function waitForPartitions(client: ClusterClient, o: WaitForPartiti
     const units = status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
     if (stage && units.length === stage.partitions && units.every((p) => p.state === 'running')) return stage.partitions;
     if (Date.now() > deadline) {
-      throw new Error(`cluster ${o.clusterName}: ${stage ? `${units.filter((p) => p.state === 'running').length} of ${stage.partitions} partitions run` : 'no worker ever joined'} after ${Math.round((o.waitMs ?? 300_000) / 1000)} s; start workers with \`shardflow worker --web-index --cluster ${o.cluster}\``);
+      const refused = units.filter((p) => p.state === 'failed').map((p) => `${p.unit}: ${p.reason ?? 'refused'}`);
+      throw new JobStalledError(
+        `cluster ${o.clusterName}: ${stage ? `${units.filter((p) => p.state === 'running').length} of ${stage.partitions} partitions run` : 'no worker ever joined'} after ${Math.round((o.waitMs ?? 300_000) / 1000)} s` +
+          (refused.length > 0 ? `; refused: ${refused.slice(0, 3).join('; ')}` : '') +
+          `; start workers with \`shardflow worker --web-index --cluster ${o.cluster} --cluster-name ${o.clusterName} --broker ${o.broker} --data-dir DIR\``,
+      );
     }
     if (Date.now() - said > 10_000) {
       o.say?.(`waiting for the workers of cluster ${o.clusterName} to run every partition (${stage ? `${units.filter((p) => p.state === 'running').length}/${stage.partitions} running` : 'no worker yet'})`);

@@ -39,7 +39,40 @@ export async function checkClusterTopology(redis: Redis, keys: ClusterKeys, stag
   const recorded = await redis.get(keys.topology);
   if (recorded !== mine) {
     throw new InvalidArgumentError(
-      `cluster ${keys.clusterName} runs stages ${recorded}, this worker's topology has ${mine}: start it with the cluster's topology, or use another cluster name`,
+      `cluster ${keys.clusterName} runs other stages than this worker (${stageDifferences(recorded ? (JSON.parse(recorded) as ClusterStage[]) : [], stages)}): ` +
+        `start it with the cluster's topology (the same partition counts and configuration), or use another cluster name. The cluster runs ${recorded}, this worker's topology has ${mine}`,
+    );
+  }
+}
+
+/** What differs between the recorded stages and a worker's, field by field: `stage index: partitions 8, this worker 16`. */
+function stageDifferences(recorded: readonly ClusterStage[], mine: readonly ClusterStage[]): string {
+  const out: string[] = [];
+  for (const r of recorded) {
+    const m = mine.find((s) => s.name === r.name);
+    if (!m) {
+      out.push(`stage ${r.name}: not in this worker`);
+      continue;
+    }
+    for (const field of ['namespace', 'subscription', 'partitions', 'config'] as const) {
+      if (r[field] !== m[field]) out.push(`stage ${r.name}: ${field} ${JSON.stringify(r[field] ?? null)}, this worker ${JSON.stringify(m[field] ?? null)}`);
+    }
+  }
+  for (const m of mine) if (!recorded.some((r) => r.name === m.name)) out.push(`stage ${m.name}: not in the cluster`);
+  return out.join('; ') || 'their order';
+}
+
+/**
+ * Refuses a worker whose broker is of another kind than the live workers' (Redis Streams and
+ * Pulsar topics never meet: its partitions would consume nothing the others publish).
+ * @throws InvalidArgumentError naming both kinds
+ */
+export async function checkClusterBroker(redis: Redis, keys: ClusterKeys, broker: BrokerIdentity | undefined): Promise<void> {
+  if (!broker) return;
+  const other = (await liveMembers(redis, keys)).find((m) => m.broker && m.broker.kind !== broker.kind);
+  if (other) {
+    throw new InvalidArgumentError(
+      `cluster ${keys.clusterName}'s workers use a ${other.broker!.kind} broker (worker ${other.id}: ${other.broker!.url ?? ''}), this worker a ${broker.kind} one: give every worker and client of a cluster the same --broker`,
     );
   }
 }

@@ -18,7 +18,7 @@ import type { WorkerEvent } from './events.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
 import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
-import { checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
+import { checkClusterBroker, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { connectCoordination } from './redisConnection.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
@@ -171,6 +171,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   const redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
   try {
     await checkClusterTopology(redis, keys, stages);
+    await checkClusterBroker(redis, keys, options.broker.identity);
   } catch (err) {
     redis.disconnect();
     throw err;

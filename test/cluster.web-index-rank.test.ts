@@ -32,7 +32,7 @@ for (const [name, dir] of [['polblogs', graphs.polblogs], ['epa', graphs.epa]] a
   });
 }
 
-test('a worker SIGKILLed during the metric rounds: its partitions are owned again within the lease, the result is exact', { timeout: 120_000 }, async (t) => {
+test('a worker SIGKILLed during the metric rounds: its partitions are owned again within the lease, the result is exact', { timeout: 300_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
     const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
@@ -56,7 +56,7 @@ test('a worker SIGKILLed during the metric rounds: its partitions are owned agai
   });
 });
 
-test('a worker SIGKILLed during the load: the result is exact', { timeout: 120_000 }, async (t) => {
+test('a worker SIGKILLed during the load: the result is exact', { timeout: 300_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
     const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];

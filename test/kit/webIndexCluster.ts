@@ -105,9 +105,33 @@ export class WebIndexCluster {
     }, timeoutMs);
   }
 
-  /** Ranks `c` on the cluster with a client in this process. */
-  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job' | 'signal'>> = {}): Promise<ClusterRankResult> {
-    return rankOnCluster({ client: await this.client(), broker: await this.broker(), partitions: this.partitions, graph: c.graph, log: memoryLogger().log, tolerance: 1e-9, ...options });
+  /**
+   * Ranks `c` on the cluster with a client in this process. A job still running after
+   * `hangMs` (default 200 s) is stopped and rejected with the cluster's status and the last
+   * rounds, so that a hang fails with what it waited for (and the workers' stderr, printed by
+   * `withWebIndexCluster`) instead of the test's bare timeout.
+   */
+  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job'>> & { hangMs?: number } = {}): Promise<ClusterRankResult> {
+    const { hangMs = 200_000, ...rest } = options;
+    const stop = new AbortController();
+    const rounds: string[] = [];
+    const timer = setTimeout(() => {
+      void this.status().then(
+        (s) => stop.abort(new Error(`the rank job did not end in ${hangMs} ms; last rounds ${rounds.slice(-3).join(' | ')}; partitions ${s.partitions.map((p) => `${p.unit} ${p.state} epoch ${p.epoch} owner ${p.owner ?? '-'}${p.reason ? ` (${p.reason})` : ''}`).join(', ')}`)),
+        (err: unknown) => stop.abort(err),
+      );
+    }, hangMs);
+    try {
+      return await rankOnCluster({
+        client: await this.client(), broker: await this.broker(), partitions: this.partitions, graph: c.graph, log: memoryLogger().log, tolerance: 1e-9, ...rest, signal: stop.signal,
+        onRound: (r) => {
+          rounds.push(`${r.round}: pushed ${r.pushed}, bound ${r.bound.toExponential(2)}`);
+          rest.onRound?.(r);
+        },
+      });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** SIGTERMs every live worker and checks each exits 0. */

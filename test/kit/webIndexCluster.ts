@@ -52,8 +52,10 @@ export class WebIndexCluster {
   readonly identity: BrokerIdentity;
   readonly workers: WorkerProcess[] = [];
   readonly #dir = tempDir('sf-wic-');
-  #broker: Broker | undefined;
-  #client: ClusterClient | undefined;
+  // Promises, not values: two concurrent first calls must share one connection (a value set
+  // after an await let both connect, and the one overwritten was never closed).
+  #broker: Promise<Broker> | undefined;
+  #client: Promise<ClusterClient> | undefined;
 
   /** @param extraWorkerArgs more arguments of every worker (e.g. `--crawl …`) */
   constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL, readonly extraWorkerArgs: readonly string[] = []) {
@@ -81,13 +83,13 @@ export class WebIndexCluster {
     return w;
   }
 
-  async broker(): Promise<Broker> {
-    this.#broker ??= await connectBroker(this.identity);
+  broker(): Promise<Broker> {
+    this.#broker ??= connectBroker(this.identity);
     return this.#broker;
   }
 
-  async client(): Promise<ClusterClient> {
-    this.#client ??= await connectClusterClient({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix, broker: await this.broker() });
+  client(): Promise<ClusterClient> {
+    this.#client ??= this.broker().then((broker) => connectClusterClient({ cluster: REDIS_URL, clusterName: this.clusterName, keyPrefix: this.keyPrefix, broker }));
     return this.#client;
   }
 
@@ -144,8 +146,8 @@ export class WebIndexCluster {
   /** Kills what still runs and removes this run's keys, broker scope and data dir. */
   async close(): Promise<void> {
     await killWorkers(this.workers);
-    await this.#client?.close();
-    await this.#broker?.close();
+    await (await this.#client?.catch(() => undefined))?.close();
+    await (await this.#broker?.catch(() => undefined))?.close();
     await deleteBrokerScope(this.identity).catch(() => undefined);
     await deleteKeys(`${this.keyPrefix}${this.clusterName}:`);
     this.#dir.cleanup();

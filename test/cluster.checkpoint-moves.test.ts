@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ClusterRun, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
-import { pulsarUnavailable } from './kit/brokers.js';
+import { skipWithoutPulsar } from './kit/brokers.js';
 
 /**
  * Partitions that move through checkpoints (docs/checkpoints.md, "Partitions that move"):
@@ -95,14 +95,9 @@ test('SIGKILL of a worker mid-stream: the next owners restore its partitions\' l
 
 test('over Pulsar, shardflow worker --checkpoints: SIGKILL of a worker mid-stream, its partitions restored elsewhere, counts exact', { timeout: 180_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
-  const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
-  const reason = await pulsarUnavailable(webUrl);
-  if (reason) {
-    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') assert.fail(`pulsar is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
-    t.skip(`pulsar unavailable: ${reason}`);
-    return;
-  }
-  await withClusterRun(t, LEASE_MS, { cli: true, broker: webUrl.replace(/^http:/, 'pulsar:'), checkpoints: { intervalMs: CHECKPOINT_MS } }, async (run) => {
+  const pulsar = await skipWithoutPulsar(t);
+  if (!pulsar) return;
+  await withClusterRun(t, LEASE_MS, { cli: true, broker: pulsar, checkpoints: { intervalMs: CHECKPOINT_MS } }, async (run) => {
     const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
     const s = await run.balancedOn(workers);
     const victim = workers.find((w) => w.id !== s.leader?.worker)!;

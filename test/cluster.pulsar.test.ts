@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
-import { pulsarUnavailable } from './kit/brokers.js';
+import { skipWithoutPulsar } from './kit/brokers.js';
 
 /**
  * The three-worker cluster over the real Pulsar broker (coordination still through Redis):
@@ -12,18 +12,13 @@ import { pulsarUnavailable } from './kit/brokers.js';
  * (Pulsar's failover subscriptions move its consumers), and the counts of both stages equal
  * the ground truth. Skipped without Pulsar or Redis, failed under SHARDFLOW_REQUIRE_BROKERS=1.
  */
-const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
 const LEASE_MS = 3000;
 
 test('three shardflow workers over Pulsar: SIGKILL of one mid-stream, exact counts', { timeout: 180_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
-  const reason = await pulsarUnavailable(webUrl);
-  if (reason) {
-    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') assert.fail(`pulsar is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
-    t.skip(`pulsar unavailable: ${reason}`);
-    return;
-  }
-  await withClusterRun(t, LEASE_MS, { cli: true, broker: webUrl.replace(/^http:/, 'pulsar:') }, async (run) => {
+  const pulsar = await skipWithoutPulsar(t);
+  if (!pulsar) return;
+  await withClusterRun(t, LEASE_MS, { cli: true, broker: pulsar }, async (run) => {
     const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
     const s = await run.balancedOn(workers);
     assert.ok(s.workers.every((w) => w.broker?.kind === 'pulsar' && w.broker.scope === `shardflow-cluster-${run.clusterName}`), 'the workers report the cluster\'s Pulsar tenant');

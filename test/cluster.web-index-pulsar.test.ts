@@ -6,24 +6,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { skipWithoutRedis } from './kit/cluster.js';
-import { pulsarUnavailable } from './kit/brokers.js';
+import { skipWithoutPulsar } from './kit/brokers.js';
 import { graphs } from './kit/datasets.js';
 import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndexCluster.js';
 
-const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
 const PARTITIONS = 6;
 const LEASE_MS = 3000;
 
 for (const [name, dir, kill] of [['polblogs', graphs.polblogs, false], ['epa', graphs.epa, true]] as const) {
   test(`three workers rank ${name} over Pulsar${kill ? ', one SIGKILLed during the rounds' : ''}: the one-process result`, { timeout: 240_000 }, async (t) => {
     if (await skipWithoutRedis(t)) return;
-    const reason = await pulsarUnavailable(webUrl);
-    if (reason) {
-      if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') assert.fail(`pulsar is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
-      t.skip(`pulsar unavailable: ${reason}`);
-      return;
-    }
-    await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS, broker: webUrl.replace(/^http:/, 'pulsar:') }, async (c) => {
+    const pulsar = await skipWithoutPulsar(t);
+    if (!pulsar) return;
+    await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS, broker: pulsar }, async (c) => {
       const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
       const s = await c.allRunningOn(ws);
       assert.ok(s.workers.every((w) => w.broker?.kind === 'pulsar'), 'the workers run on Pulsar');

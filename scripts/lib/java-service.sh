@@ -1,6 +1,13 @@
 # Sourced by scripts/pulsar/*.sh and scripts/s3/*.sh: what a Java service run from Maven
 # Central jars needs. Each function reports through the caller's `log` function.
 
+# The download and data cache every service script shares (SHARDFLOW_CACHE_DIR, default
+# ~/.cache/shardflow): a service's home defaults to $cache/<service>.
+cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
+
+# Milliseconds since the epoch (for start-up times in the logs).
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
 # Java 17, Maven and curl: installed with apt when one is missing and we are root (a fresh
 # Debian machine); otherwise exits 1 saying what to install.
 ensure_java_tools() {

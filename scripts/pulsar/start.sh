@@ -31,7 +31,6 @@ source "$here/../lib/java-service.sh"
 
 version="${PULSAR_VERSION:-4.0.7}"
 log4j_version="2.24.3"
-cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
 home="${PULSAR_HOME:-$cache/pulsar}"
 lib="$home/lib-$version"
 heap="${PULSAR_HEAP:-1g}"
@@ -42,7 +41,6 @@ timeout="${PULSAR_START_TIMEOUT:-300}"
 admin="http://127.0.0.1:$web_port/admin/v2/clusters"
 
 log() { printf '[pulsar] %s\n' "$*" >&2; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 answers() { curl -fsS -m 5 "$admin" 2>/dev/null | grep -q '"standalone"'; }
 
 if answers; then

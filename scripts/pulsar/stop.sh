@@ -6,7 +6,6 @@ set -euo pipefail
 # shellcheck source=../lib/java-service.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/java-service.sh"
 
-cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
 home="${PULSAR_HOME:-$cache/pulsar}"
 timeout="${PULSAR_STOP_TIMEOUT:-60}"
 pidfile="$home/pulsar.pid"

@@ -30,7 +30,6 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/java-service.sh"
 
 version="${S3PROXY_VERSION:-2.6.0}"
-cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
 home="${S3_HOME:-$cache/s3proxy}"
 lib="$home/lib-$version"
 port="${S3_PORT:-9000}"
@@ -42,7 +41,6 @@ timeout="${S3_START_TIMEOUT:-60}"
 endpoint="http://127.0.0.1:$port"
 
 log() { printf '[s3] %s\n' "$*" >&2; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # An S3 server answers an unsigned request with an S3 error document and a request id.
 answers() { curl -sS -m 5 -D - -o /dev/null "$endpoint/" 2>/dev/null | grep -qi '^x-amz-request-id:'; }
 client_env() {

@@ -5,7 +5,6 @@ set -euo pipefail
 # shellcheck source=../lib/java-service.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/java-service.sh"
 
-cache="${SHARDFLOW_CACHE_DIR:-${HOME:-/root}/.cache/shardflow}"
 home="${S3_HOME:-$cache/s3proxy}"
 timeout="${S3_STOP_TIMEOUT:-20}"
 

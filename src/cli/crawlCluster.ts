@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '../index.js';
 import { crawlOnCluster, type ClusterCrawlOptions, type ClusterCrawlResult } from '../jobs/clusterCrawl.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import { withWebIndexClient, type WebIndexClientCliOptions } from './rankCluster.js';
+import { convergeFields } from '../jobs/metricJobOptions.js';
 
 /** What `crawl --cluster` needs. */
 export interface ClusterCrawlCliOptions extends WebIndexClientCliOptions, Pick<ClusterCrawlOptions, 'seeds' | 'rank' | 'onProgress'> {}
@@ -26,11 +27,10 @@ export function crawlOnClusterCli(o: ClusterCrawlCliOptions): Promise<ClusterCra
     if (!crawl) throw new InvalidArgumentError(`the workers of cluster ${o.clusterName} do not crawl: start them with \`shardflow worker --web-index --crawl\``);
     const scope = String((JSON.parse(crawl[1]!) as { scope?: unknown }).scope ?? 'unknown');
     const result = await crawlOnCluster({
-      client, partitions, seeds: o.seeds, log: o.log, thresholdFactor: 0,
+      client, partitions, seeds: o.seeds, log: o.log,
+      ...convergeFields({ ...o, thresholdFactor: o.thresholdFactor ?? 0 }),
       ...(o.rank !== undefined ? { rank: o.rank } : {}),
-      ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
-      ...(o.onRound ? { onRound: o.onRound } : {}),
       ...(o.onProgress ? { onProgress: o.onProgress } : {}),
     });
     return { ...result, scope };

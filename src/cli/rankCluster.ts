@@ -1,30 +1,26 @@
-import type { Logger } from 'pino';
+import { convergeFields, type MetricJobOptions } from '../jobs/metricJobOptions.js';
 import type { Broker } from '../runtime/brokers/index.js';
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, InvalidArgumentError, JobStalledError, type ClusterClient, type ClusterStatus } from '../index.js';
 import { rankOnCluster, type ClusterRankResult } from '../jobs/clusterRank.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import type { WebGraph } from '../replay/graphFile.js';
-import type { RoundSummary } from '../actors/metrics/coordinator.js';
 
 /** Default name of a web-index cluster (`shardflow worker --web-index`, `rank --cluster`). */
 export const WEB_INDEX_CLUSTER = 'web-index';
 
 /** What a client command of a web-index cluster needs (`rank --cluster`, `crawl --cluster`). */
-export interface WebIndexClientCliOptions {
+export interface WebIndexClientCliOptions extends MetricJobOptions {
   readonly cluster: string;
   readonly clusterName: string;
   /** Prefix of the cluster's Redis keys (default `sfc:`). */
   readonly keyPrefix?: string;
   /** Broker spec; topics under the cluster's scope (`clusterBrokerIdentity`). */
   readonly broker: string;
-  readonly tolerance?: number;
   /** `--partitions` when the user gave it: refused when the cluster has another count. */
   readonly partitions?: number;
   /** Most ms to wait for every partition to run (default 300,000). */
   readonly waitMs?: number;
-  readonly log: Logger;
   readonly signal?: AbortSignal;
-  readonly onRound?: (r: RoundSummary) => void;
   /** Progress lines (waiting for workers, load skipped). */
   readonly say?: (line: string) => void;
 }
@@ -47,9 +43,8 @@ export function rankOnClusterCli(o: ClusterRankCliOptions): Promise<ClusterRankR
   return withWebIndexClient(o, ({ client, broker, partitions }) => rankOnCluster({
     client, broker, partitions, graph: o.graph, log: o.log,
     ...(o.job !== undefined ? { job: o.job } : {}),
-    ...(o.tolerance !== undefined ? { tolerance: o.tolerance } : {}),
+    ...convergeFields(o),
     ...(o.signal ? { signal: o.signal } : {}),
-    ...(o.onRound ? { onRound: o.onRound } : {}),
   }));
 }
 

@@ -1,8 +1,8 @@
-import type { Logger } from 'pino';
+import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import { systemClock, type Clock } from '../index.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
-import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
+import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { sumCounts, type PartitionCounts } from '../actors/metrics/metricActor.js';
 import { WEB_INDEX_STAGE, type PartitionAsker } from '../topology/clusterProtocol.js';
 import { QueryService } from '../query/queryService.js';
@@ -12,7 +12,8 @@ import { waitClusterCrawlQuiet } from './clusterQuiet.js';
 import { aborted, raceStops } from './watchdog.js';
 
 /** Options of {@link crawlOnCluster}. */
-export interface ClusterCrawlOptions {
+/** `thresholdFactor`: `crawl` passes 0 (plain rounds). */
+export interface ClusterCrawlOptions extends MetricJobOptions {
   /** Asks the web-index partitions wherever they run (a `ClusterClient`); the workers run with `crawl`. */
   readonly client: PartitionAsker;
   /** Partitions of the cluster's web index (its recorded stage). */
@@ -23,14 +24,9 @@ export interface ClusterCrawlOptions {
   readonly rank?: boolean;
   /** Damping factor d (default 0.85; the workers' stage config records theirs). */
   readonly damping?: number;
-  readonly tolerance?: number;
-  /** The coordinator's adaptive threshold factor (`crawl` passes 0: plain rounds). */
-  readonly thresholdFactor?: number;
   /** Most ms to wait for the crawl to be done (default 10 minutes; JobStalledError after). */
   readonly crawlTimeoutMs?: number;
-  readonly log: Logger;
   readonly clock?: Clock;
-  readonly onRound?: (r: RoundSummary) => void;
   /** Called about once a second while crawling with the pages stored so far (all partitions). */
   readonly onProgress?: (p: { pages: number; seconds: number }) => void;
   /** Called once the crawl is done everywhere, with the seconds it took. */
@@ -141,9 +137,7 @@ export async function crawlOnCluster(options: ClusterCrawlOptions): Promise<Clus
         log: options.log,
         clock,
         ...(options.damping !== undefined ? { damping: options.damping } : {}),
-        ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
-        ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
-        ...(options.onRound ? { onRound: options.onRound } : {}),
+        ...convergeFields(options),
       });
     const frontier: Record<string, number> = {};
     const states = (await askAllPartitions(options.client, options.partitions, { kind: 'read', method: 'frontierStates', args: [] })) as Array<Record<string, number>>;

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Logger } from 'pino';
+import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import { FlowCounters, partitionId, systemClock, type Clock, type SentStream } from '../index.js';
-import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
+import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { convergeOnCluster } from './clusterConverge.js';
 import type { WebGraph } from '../replay/graphFile.js';
@@ -12,7 +12,7 @@ import { appliedMark, collectFlow, waitClusterQuiet, type PartitionAsker } from 
 import { aborted, raceStops } from './watchdog.js';
 
 /** Options of {@link rankOnCluster}. */
-export interface ClusterRankOptions {
+export interface ClusterRankOptions extends MetricJobOptions {
   /** Asks the web-index partitions wherever they run (a `ClusterClient`). */
   readonly client: PartitionAsker;
   /** The cluster's broker scope (`clusterBrokerIdentity`): the load is published through it. */
@@ -30,11 +30,7 @@ export interface ClusterRankOptions {
   readonly job?: string;
   /** Damping factor d (default 0.85). */
   readonly damping?: number;
-  readonly tolerance?: number;
-  readonly thresholdFactor?: number;
-  readonly log: Logger;
   readonly clock?: Clock;
-  readonly onRound?: (r: RoundSummary) => void;
   /** Called when the load is applied everywhere, with the seconds it took. */
   readonly onLoaded?: (seconds: number) => void;
   /** Aborting it stops the job (the workers keep their state: a new client resumes). */
@@ -123,9 +119,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
       clock,
       log: options.log,
       quiet: () => waitClusterQuiet(options.client, options.partitions, loader, quiet),
-      ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
-      ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
-      ...(options.onRound ? { onRound: options.onRound } : {}),
+      ...convergeFields(options),
     });
     return { job, scores: metric.scores, converge: metric.converge, loadSeconds, convergeSeconds: metric.convergeSeconds, loadSkipped, pages: metric.pages, outlinks: metric.outlinks, backlinks: metric.backlinks };
   };

@@ -1,16 +1,16 @@
 import { sumCounts } from '../actors/metrics/metricActor.js';
-import type { Logger } from 'pino';
+import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import type { Broker } from '../runtime/brokers/index.js';
 import type { ChaosPolicy } from '../index.js';
 import type { WeightFunction } from '../actors/metrics/weights.js';
-import type { ConvergeResult, RoundSummary } from '../actors/metrics/coordinator.js';
+import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from './watchdog.js';
 import { graphPages, publishFetches } from './graphLoader.js';
 import type { WebGraph } from '../replay/graphFile.js';
 
 /** Options of `rankGraph`. */
-export interface RankGraphOptions extends JobLifecycleOptions {
+export interface RankGraphOptions extends JobLifecycleOptions, MetricJobOptions {
   /**
    * The graph, or a function that returns it: that form is called once, inside the job, and
    * the graph it returns is dropped as soon as it is loaded, so that its memory (about 850
@@ -22,13 +22,8 @@ export interface RankGraphOptions extends JobLifecycleOptions {
   readonly dataDir: string;
   readonly broker: Broker;
   readonly weigh: WeightFunction;
-  readonly tolerance?: number;
-  /** See `ConvergeOptions.thresholdFactor` (default there). */
-  readonly thresholdFactor?: number;
-  readonly log: Logger;
   /** Fault injection before each `receive()` (`--chaos`). */
   readonly chaos?: ChaosPolicy;
-  readonly onRound?: (r: RoundSummary) => void;
   /** Called once the index runs, before the graph is loaded (progress displays, tests). */
   readonly onStarted?: (index: WebIndex) => void;
   /** Called once the graph is loaded, with the web index. */
@@ -85,8 +80,7 @@ export async function rankGraph(options: RankGraphOptions): Promise<RankGraphRes
       const t1 = performance.now();
       phase = 'metric rounds';
       const converged = await index.converge({
-        ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
-        ...(options.thresholdFactor !== undefined ? { thresholdFactor: options.thresholdFactor } : {}),
+        ...convergeFields({ ...options, onRound: undefined }),
         onRound: (r) => {
           phase = `metric round ${r.round}`;
           options.log.info({ round: r.round, pushed: r.pushed, messages: r.messages, bound: r.bound }, 'metric round');

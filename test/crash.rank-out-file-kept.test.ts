@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { graphs, tempDir } from './kit/datasets.js';
@@ -40,5 +41,23 @@ describe('rank leaves an earlier --out file as it was unless it completes', () =
     assert.equal(stopped.code, 130, stopped.stderr);
     assert.equal(readFileSync(out, 'utf8'), scores);
     assert.deepEqual(readdirSync(tmp.dir).filter((f) => f.includes('.partial-')), [], 'no partial file left behind');
+  });
+
+  it('a run SIGKILLed while ranking leaves --out as it was, and the next run removes its partial file', async () => {
+    const killed = await rank(join(tmp.dir, 'c'), out, 4, { signal: 'SIGKILL', when: (l) => l.includes('"msg":"metric round"') });
+    assert.ok(killed.killed);
+    assert.equal(readFileSync(out, 'utf8'), scores);
+    const left = readdirSync(tmp.dir).filter((f) => f.includes('.partial-'));
+    assert.equal(left.length, 1, `the killed run's partial file is there: ${left.join(', ')}`);
+    // A partial file of a process that still runs (this one's parent's pid stands for one) is another run's: kept.
+    const live = join(tmp.dir, `scores.tsv.partial-${process.pid}`);
+    writeFileSync(live, '');
+    // And one of a pid that ran and exited.
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+    writeFileSync(join(tmp.dir, `scores.tsv.partial-${gone}`), 'cut short');
+    const again = await rank(join(tmp.dir, 'd'), out, 4);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(readFileSync(out, 'utf8').trim().split('\n').length, 1489);
+    assert.deepEqual(readdirSync(tmp.dir).filter((f) => f.includes('.partial-')), [`scores.tsv.partial-${process.pid}`], 'the dead runs\' partial files are removed, a live one kept');
   });
 });

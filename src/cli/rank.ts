@@ -1,6 +1,5 @@
-import { createWriteStream, renameSync, rmSync } from 'node:fs';
-import { once } from 'node:events';
 import { Command } from 'commander';
+import { ScoresFile } from './scoresFile.js';
 import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
@@ -37,26 +36,12 @@ export function rankCommand(setExit: (code: number) => void): Command {
         }
       }
       let graph: WebGraph | undefined = await readGraph(opts.pages, opts.links);
-      // Write to a file beside --out, renamed over it once complete: a run that is refused,
-      // fails or is stopped leaves an earlier --out as it was, never empty or cut short.
-      // Opened first: a folder that does not exist fails now, not after the ranking.
-      const partial = `${opts.out}.partial-${process.pid}`;
-      const out = createWriteStream(partial);
-      await once(out, 'open');
-      let written = false;
+      // Written beside --out and renamed over it once complete (ScoresFile); opened first: a
+      // folder that does not exist fails now, not after the ranking.
+      const out = await ScoresFile.open(opts.out);
       const discard = (err: unknown): never => {
-        out.destroy();
-        rmSync(partial, { force: true });
+        out.discard();
         throw err;
-      };
-      const writeScores = async (scores: Array<[string, number]>) => {
-        for (const [url, score] of scores) {
-          if (!out.write(`${url}\t${score}\n`)) await once(out, 'drain');
-        }
-        out.end();
-        await once(out, 'finish');
-        renameSync(partial, opts.out);
-        written = true;
       };
       if (opts.cluster !== undefined) {
         const stop = new AbortController();
@@ -85,14 +70,13 @@ export function rankCommand(setExit: (code: number) => void): Command {
             ...(opts.job !== undefined ? { job: opts.job } : {}),
             ...(command.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
           });
-          await writeScores(result.scores);
+          await out.write(result.scores);
           console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks on cluster ${opts.clusterName ?? WEB_INDEX_CLUSTER} (job ${result.job}${result.loadSkipped ? ', load found applied' : ''}) in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
           setExit(result.converge.converged ? 0 : 1);
         } finally {
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
-          out.destroy();
-          if (!written) rmSync(partial, { force: true });
+          out.discard();
         }
         return;
       }
@@ -122,12 +106,11 @@ export function rankCommand(setExit: (code: number) => void): Command {
           ...(chaos ? { chaos } : {}),
           ...(inspection ? { onStarted: (index) => inspection.attach(index) } : {}),
         });
-        await writeScores(result.scores);
+        await out.write(result.scores);
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
       } finally {
-        out.destroy();
-        if (!written) rmSync(partial, { force: true });
+        out.discard();
         await inspection?.close();
         await run.close();
       }

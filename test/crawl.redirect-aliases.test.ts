@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { crawlPageSites, type PageAnswer, type SiteCrawl } from './kit/pageSites.js';
+import { join } from 'node:path';
+import { crawlPageSites, PageSites, type PageAnswer, type SiteCrawl } from './kit/pageSites.js';
+import { runCli } from './kit/cliRun.js';
+import { tempDir } from './kit/datasets.js';
 
 // RFC 9110 section 15.4: 301 and 308 are permanent ("any future references to this
 // resource ought to use one of the enclosed URIs"), 302, 303 and 307 temporary. A link
@@ -211,5 +214,35 @@ test('a temporary redirect stays a page with a score of its own and passes all o
     assert.deepEqual(back.body.links.map((l) => [l.url, l.via ?? []]), [[url('/tmp'), []]]);
   } finally {
     await crawl.done();
+  }
+});
+
+// The alias state lives in the stores (page records, redirect links), so a repair after a
+// SIGKILL must give an alias no teleport and pass its rank on undamped, as the run did.
+test('SIGKILL mid-crawl with the aliases stored, then the same command: the repair keeps them exact (scores of the contracted graph)', { timeout: 300_000 }, async () => {
+  // /t links /u, which links /slow: the crawl waits on /slow (8 s) after every other page,
+  // aliases included, is stored, and is killed then.
+  const site = { ...aliasSite(), '/t': html('/', '/u'), '/u': html('/slow'), '/slow': { ...html('/'), delayMs: 8000 } };
+  const graph = new Map([...contracted, [url('/t'), [url('/'), url('/u')]], [url('/u'), [url('/slow')]], [url('/slow'), [url('/')]]]);
+  const sites = new PageSites({ 'al.test': site });
+  const port = await sites.listen();
+  const { dir, cleanup } = tempDir();
+  try {
+    const args = ['crawl', '--seed', url('/'), '--map', `al.test=127.0.0.1:${port}`, '--partitions', '2', '--delay-ms', '0', '--weights', 'uniform', '--data-dir', join(dir, 'data'), '--json'];
+    const killed = await runCli(args, { kill: { signal: 'SIGKILL', when: (l) => l.startsWith('data dir'), delayMs: 4000 } });
+    assert.equal(killed.signal, 'SIGKILL');
+    for (const alias of ['/r', '/r1', '/r2']) assert.ok(sites.hits(`al.test${alias}`) >= 1, `${alias} was fetched before the kill`);
+    const again = await runCli(args);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /did not stop quiet/);
+    assert.match(again.stderr, /repaired: /);
+    const summary = JSON.parse(again.stdout.trim().split('\n').pop()!) as { pages: number; top: Array<{ url: string; score: number }> };
+    assert.equal(summary.pages, graph.size, 'aliases are not pages');
+    const got = new Map(summary.top.map((t) => [t.url, t.score]));
+    const expected = surfer(graph);
+    assert.ok(l1(expected, got) < 1e-6, `L1 ${l1(expected, got)}`);
+  } finally {
+    cleanup();
+    await sites.close();
   }
 });

@@ -172,6 +172,22 @@ test('a permanent redirect is an alias of its target: its links count as the tar
     await index.quiescence();
     const back2 = await scores(crawl);
     assert.ok(l1(expected, back2) < 1e-6, `alias again: L1 ${l1(expected, back2)}`);
+
+    // Then into a loop (/r -> /loop -> /r): an error with no outlinks, so no alias any more
+    // but a page without links (RFC 9110 section 15.4: loops are detected), whose redirect
+    // link to /t is gone.
+    pages['/r'] = to(301, '/loop');
+    pages['/loop'] = to(301, '/r');
+    await index.recrawl([url('/r')]);
+    await index.quiescence();
+    const looped = await s.page(url('/r'));
+    assert.ok(looped.found);
+    assert.match(looped.body.error ?? '', /^redirect loop: /);
+    assert.equal(looped.body.counts.outlinks, 0);
+    assert.equal(looped.body.aliasOf, null);
+    const loopGraph = new Map([...contracted, [url('/a'), [url('/r'), url('/b')]], [url('/r'), []]]);
+    const loopScores = await scores(crawl);
+    assert.ok(l1(surfer(loopGraph), loopScores) < 1e-6, `a loop: L1 ${l1(surfer(loopGraph), loopScores)}`);
   } finally {
     await crawl.done();
   }

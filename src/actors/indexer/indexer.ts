@@ -63,7 +63,11 @@ const packr = new Packr({ useRecords: false });
  * outlinks change sends metric corrections to the old and new targets; a page that answers
  * 404 or 410 `deleteAfter` times in a row (default 2) is deleted: its outlinks are removed
  * (so are their backlinks, through the link operations), its teleport is taken back and
- * its record kept as a tombstone (`deleted`). All of it runs under the partition's graph
+ * its record kept as a tombstone (`deleted`). A redirect answer replaces the page's
+ * outlinks (its Location, or none for a broken chain); a 301/308 with its Location is
+ * stored as an alias of it (`PageRecord.aliasOf`: no teleport, not in the page counter),
+ * and the corrections use the row's damping factor (1 for a redirect:
+ * partition/redirects.ts). All of it runs under the partition's graph
  * lock, so no metric push of this partition sees a page half changed.
  *
  * Outcomes of bad input, all stored in the page record (`status`, `error`) and logged:

@@ -163,7 +163,8 @@ const PRUNE_EVERY_ROUNDS = 64;
  * The metric actor of one partition: the reasonable surfer in the push form (docs/ARCHITECTURE.md, "The metric").
  * Per page p, `ranks` holds [x_p, r_p]. A push of p merges [r_p, -r_p] into p (x += r,
  * r -= r, as a merge, so contributions that arrive meanwhile are kept) and sends
- * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
+ * d * r_p * w_pq / sum_q(w_pq) to each outlink target q (r_p in full for a redirect, whose
+ * one link is undamped: `Adjacency.undamped`, partition/redirects.ts); a dangling page keeps its mass in
  * x. The traversal walks `ranks` and `outlinks` in step (both keyed by the page URL first),
  * so it makes no random reads. Contributions to pages of this partition are applied in place
  * (one summed [dx, dr] merge per page, SlotDeltas): a page later in the scan is pushed with

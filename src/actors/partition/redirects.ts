@@ -9,10 +9,10 @@ import { linkFeatures } from '../indexer/linkValue.js';
  * `LinkFeatures.redirect` set to the status (only the fetcher sets it: no HTML attribute
  * can). Such a page passes on its rank *undamped*: pushing it sends r w_pq (not d r w_pq) to
  * its target, as a reader sent to it is sent on at once, with no chance to stop or jump
- * elsewhere (Google Search Central, "Redirects and Google Search": a 30x redirect passes
- * PageRank in full). A permanent one (301, 308: RFC 9110 sections 15.4.2 and 15.4.9, "any
- * future references to this resource ought to use one of the enclosed URIs"; Google Search
- * Central treats them as a strong signal that the target is canonical) is moreover an
+ * elsewhere (Google's Gary Illyes, 2016: "30x redirects don't lose PageRank anymore"). A
+ * permanent one (301, 308: RFC 9110 sections 15.4.2 and 15.4.9, "any future references to
+ * this resource ought to use one of the enclosed URIs"; Google Search Central, "Redirects
+ * and Google Search", takes it as a strong signal that the target is canonical) is moreover an
  * *alias* of its target: no teleport of its own (t = 0) and no score (left out of scores,
  * totals, hosts), so its links count exactly as links to the target. A temporary one (302,
  * 303, 307: the request URI stays the one to use) stays a page: teleport 1 - d, scored.

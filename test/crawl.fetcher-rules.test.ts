@@ -109,7 +109,7 @@ test('HttpFetcher: redirects become links, charset, noindex, X-Robots-Tag, non-H
   try {
     const moved = await fetcher.fetch('http://site.test/moved', 1);
     assert.equal(moved.status, 301);
-    assert.deepEqual(moved.outlinks?.map((l) => [l.target, l.features.rel]), [['http://site.test/target.html', ['redirect']]]);
+    assert.deepEqual(moved.outlinks?.map((l) => [l.target, l.features.rel, l.features.redirect]), [['http://site.test/target.html', ['redirect'], 301]]);
     assert.match(moved.error ?? '', /redirect \(301\) to http:\/\/site\.test\/target\.html/);
     assert.equal(moved.body, undefined);
     assert.equal((await fetcher.fetch('http://site.test/away', 1)).outlinks?.[0]?.features.sameHost, false);

@@ -62,7 +62,7 @@ test('query API: documented shapes, paging, backlinks by source score, 400/401/4
     // A page.
     const page = await get(q(`/v1/page?url=${encodeURIComponent('HTTP://A.TEST:80/hub.html#top')}`), T);
     assert.equal(page.status, 200);
-    assert.deepEqual(Object.keys(page.body).sort(), ['contentHash', 'contentType', 'counts', 'crawl', 'error', 'fetchedAt', 'host', 'partition', 'rank', 'score', 'status', 'url'].sort());
+    assert.deepEqual(Object.keys(page.body).sort(), ['aliasOf', 'contentHash', 'contentType', 'counts', 'crawl', 'error', 'fetchedAt', 'host', 'partition', 'rank', 'score', 'status', 'url'].sort());
     assert.equal(page.body.url, `${A}/hub.html`, 'the URL is canonicalised');
     assert.equal(page.body.host, 'a.test');
     assert.equal(page.body.partition, index.partitioner.forHost('a.test'));

@@ -32,6 +32,14 @@ export interface LinkFeatures {
   readonly repeats?: readonly LinkOccurrence[];
   /** True when the target is the page itself (after canonicalisation). Absent: false. */
   readonly selfLink?: boolean;
+  /**
+   * The HTTP status (301, 302, 303, 307, 308) when the link is a redirect's `Location`: set
+   * by the fetcher only, never from HTML. A page whose one outlink has it passes its rank on
+   * undamped, and a 301/308 makes the page an alias of the target
+   * (`src/actors/partition/redirects.ts`). Absent: an ordinary link (or a redirect stored
+   * before this field).
+   */
+  readonly redirect?: number;
 }
 
 /** One more occurrence of a link on a page: the per-occurrence part of `LinkFeatures`. */

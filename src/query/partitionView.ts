@@ -7,6 +7,7 @@ import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from 
 import { TopK } from './topK.js';
 import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
+import { isAliasRecordValue } from '../actors/partition/redirects.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -130,12 +131,16 @@ export class PartitionView {
     return this.#links(ColumnFamilies.backlinks, url);
   }
 
-  /** x + r of each URL (0 for a URL without a rank row), in the order given. */
+  /**
+   * x + r of each URL (0 for a URL without a rank row, and for an alias: a permanent
+   * redirect has no score of its own), in the order given.
+   */
   async rawScores(urls: readonly string[]): Promise<number[]> {
     this.#check();
     if (urls.length === 0) return [];
-    const values = await this.store.multiGet(ColumnFamilies.ranks, [...urls]);
-    return values.map(scoreOf);
+    const [values, records] = await Promise.all([this.store.multiGet(ColumnFamilies.ranks, [...urls]), this.store.multiGet(ColumnFamilies.pages, [...urls])]);
+    const unpack = (v: Buffer) => packr.unpack(v) as PageRecord;
+    return values.map((v, i) => (records[i] && isAliasRecordValue(records[i]!, unpack) ? 0 : scoreOf(v)));
   }
 
   /** The live pages of `host` (under `http://host/` and `https://host/`) with their best `limit`. */

@@ -3,7 +3,8 @@ import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { siteOf } from '../actors/crawler/site.js';
 import type { LinkFeatures } from '../actors/messages.js';
-import { decodeLink, type PartitionSummary, type PartitionReads, type StoredPage } from './partitionView.js';
+import { decodeLink, type PartitionSummary, type PartitionReads, type RawLink, type StoredPage } from './partitionView.js';
+import { isPermanentRedirect, redirectOfLinkValue } from '../actors/partition/redirects.js';
 
 /** Options of `QueryService`. */
 export interface QueryServiceOptions {
@@ -40,9 +41,17 @@ export interface PageBody {
   readonly contentHash: string | null;
   readonly error: string | null;
   readonly fetchedAt: string;
+  /** The normalised score; 0 for an alias, which has none of its own. */
   readonly score: number;
+  /** x and r as stored (for an alias: the rank it passed on to its target, not a score). */
   readonly rank: { readonly x: number; readonly r: number };
   readonly counts: { readonly outlinks: number; readonly backlinks: number };
+  /**
+   * The target when the URL is a permanent redirect (301, 308): an alias of it in the link
+   * graph, its links counted as links to the target (docs/crawling.md, "Redirects and
+   * aliases"); null for any other page.
+   */
+  readonly aliasOf: string | null;
   readonly crawl: CrawlBody | null;
 }
 
@@ -77,6 +86,12 @@ export interface LinkBody {
   readonly position: number;
   /** The edge's raw weight: the sum of its occurrences' weights. */
   readonly weight: number;
+  /**
+   * Backlinks only, present for a link that reaches the page through aliases (permanent
+   * redirects): the aliases in the order followed, from the one `url` links to. `url`,
+   * the features and the weight are those of the link to the first alias.
+   */
+  readonly via?: readonly string[];
 }
 
 /** `GET /v1/outlinks` and `GET /v1/backlinks`. */
@@ -135,6 +150,12 @@ export interface TopSitesBody {
   readonly source: 'index' | 'walk';
   readonly indexedAt?: number;
 }
+
+/**
+ * Most aliases a backlink is followed through (a chain of permanent redirects); the crawl
+ * stores none longer than `--max-redirects` (default 10).
+ */
+const MAX_ALIAS_HOPS = 20;
 
 /** Most items a list query returns, and the depth of the per-partition rankings. */
 export const MAX_LIMIT = 1000;
@@ -196,9 +217,10 @@ export class QueryService {
         contentHash: record.contentHash ?? null,
         error: record.error ?? null,
         fetchedAt: iso(record.fetchedAt)!,
-        score: normalise(rank.x + rank.r, summary.total),
+        score: record.aliasOf !== undefined ? 0 : normalise(rank.x + rank.r, summary.total),
         rank,
         counts: { outlinks: record.outlinkCount, backlinks: stored.backlinks },
+        aliasOf: record.aliasOf ?? null,
         crawl: crawlBody(stored),
       },
     };
@@ -220,23 +242,55 @@ export class QueryService {
 
   /**
    * A page's backlinks, sorted by the source's score (highest first, then by source URL).
-   * Found when the URL has a page or any backlink. @throws InvalidUrlError, InvalidArgumentError
+   * The links to its aliases (sources whose link to it is a permanent redirect's, and so on
+   * up the chain) are backlinks too, with the aliases they went through in `via`: the
+   * metric counts them as links to the page. Found when the URL has a page or any
+   * backlink. @throws InvalidUrlError, InvalidArgumentError
    */
   async backlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
     const url = canonicalUrl(rawUrl);
     const { limit, offset } = checkPaging(paging);
     const p = this.#o.partitioner.forUrl(url);
-    const links = await this.#read(p, (v) => v.backlinks(url));
-    if (links.length === 0) {
+    const direct = await this.#read(p, (v) => v.backlinks(url));
+    if (direct.length === 0) {
       const stored = await this.#read(p, (v) => v.page(url));
       const missing = notFoundReason(url, stored);
       if (missing) return { found: false, reason: missing };
     }
-    const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.url)), this.#summaryValue()]);
+    const links = await this.#throughAliases(url, direct);
+    const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.link.url)), this.#summaryValue()]);
     const order = links.map((_, i) => i);
-    order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.url < links[b]!.url ? -1 : 1));
-    const page = order.slice(offset, offset + limit).map((i) => linkBody(decodeLink(links[i]!), normalise(scores[i]!, summary.total)));
+    order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.link.url < links[b]!.link.url ? -1 : 1) || links[a]!.via.length - links[b]!.via.length);
+    const page = order.slice(offset, offset + limit).map((i) => {
+      const body = linkBody(decodeLink(links[i]!.link), normalise(scores[i]!, summary.total));
+      return links[i]!.via.length > 0 ? { ...body, via: links[i]!.via } : body;
+    });
     return { found: true, body: { url, total: links.length, offset, limit, links: page } };
+  }
+
+  /**
+   * `direct` (the backlinks of `url`) followed by the backlinks of every alias among their
+   * sources, breadth first: a source whose link is a permanent redirect's (`redirectOfLinkValue`)
+   * is an alias of `url`, and its own backlinks reach `url` through it. Each alias is
+   * expanded once (a chain never loops), at most MAX_ALIAS_HOPS deep.
+   */
+  async #throughAliases(url: string, direct: readonly RawLink[]): Promise<Array<{ link: RawLink; via: readonly string[] }>> {
+    const out = direct.map((link) => ({ link, via: [] as readonly string[] }));
+    const expanded = new Set([url]);
+    for (let i = 0; i < out.length; i++) {
+      const { link, via } = out[i]!;
+      const status = redirectOfLinkValue(link.value);
+      if (status === undefined || !isPermanentRedirect(status) || via.length >= MAX_ALIAS_HOPS || expanded.has(link.url)) continue;
+      expanded.add(link.url);
+      let q: number;
+      try {
+        q = this.#o.partitioner.forUrl(link.url);
+      } catch {
+        continue; // a stored key always parses; nothing to follow otherwise
+      }
+      for (const through of await this.#read(q, (v) => v.backlinks(link.url))) out.push({ link: through, via: [link.url, ...via] });
+    }
+    return out;
   }
 
   /** A host: live pages, authority (sum of their scores), best pages. @throws InvalidArgumentError */

@@ -12,6 +12,8 @@ export interface PageAnswer {
   /** Default `content-type: text/html; charset=utf-8`. */
   readonly headers?: Record<string, string>;
   readonly body?: string;
+  /** Answer only after this many ms (a slow page, to hold a crawl at a known point). */
+  readonly delayMs?: number;
 }
 
 /**
@@ -38,8 +40,12 @@ export class PageSites {
         res.end('none');
         return;
       }
-      res.writeHead(a.status ?? 200, { 'content-type': 'text/html; charset=utf-8', ...a.headers });
-      res.end(a.body ?? '');
+      const answer = () => {
+        res.writeHead(a.status ?? 200, { 'content-type': 'text/html; charset=utf-8', ...a.headers });
+        res.end(a.body ?? '');
+      };
+      if (a.delayMs) setTimeout(answer, a.delayMs);
+      else answer();
     });
   }
 

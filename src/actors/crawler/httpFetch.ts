@@ -91,7 +91,8 @@ const ROBOTS_MAX_REDIRECTS = 5;
  *
  * What a result carries, by answer:
  * - 3xx with a `Location`: no body; `outlinks` holds the canonical redirect target (rel
- *   `redirect`), so the redirect is recorded as a link and its target is crawled through
+ *   `redirect`, `LinkFeatures.redirect` the status: the indexer makes a 301/308 an alias of
+ *   its target, and the metric passes a redirect's rank on undamped), so the redirect is recorded as a link and its target is crawled through
  *   the frontier like any discovered URL (politeness, robots.txt and de-duplication apply
  *   to it); `error` says `redirect (301) to <url>`. Before that, the chain is checked: its
  *   next hops are asked with HEAD requests (status and `Location` only, no politeness
@@ -192,7 +193,7 @@ export class HttpFetcher {
       if (broken) return { ...base, error: `${broken} (${status} to ${target})` };
       const [from, to] = [hostOf(url), hostOf(target)]; // both canonical: they parse
       const locality = { sameHost: from === to, sameSite: sameSite(from, to) };
-      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], ...locality, region: 'body' } }] };
+      return { ...base, error: `redirect (${status}) to ${target}`, outlinks: [{ target, features: { anchor: '', position: 0, rel: ['redirect'], ...locality, region: 'body', redirect: status } }] };
     }
     if (status < 200 || status >= 300) return { ...base, error: `HTTP ${status}` };
     if (!/^\s*(text\/html|application\/xhtml\+xml)\b/i.test(contentType)) return base;

@@ -7,6 +7,7 @@ import { DROPPED_HOST_PREFIX } from '../crawlPolicy/crawlPolicy.js';
 import { linkWeight } from '../indexer/linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
 import { enqueueLinkOps } from '../partition/linkOps.js';
+import { isScoredPage, teleportOf, undampedLinkValue } from '../partition/redirects.js';
 import { openPartitionOutbox } from '../partition/streams.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { ColumnFamilies, Counters, linkPrefix, splitLinkKey, type GcRecord, type PageRecord } from '../partition/schema.js';
@@ -211,8 +212,9 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
           if (!(record.fetchedAt < cutoff)) continue; // fetched again meanwhile
           const n = await removeOutlinks(store, batch, url, ops, corrections, () => true);
           batch.put(ColumnFamilies.pages, url, packr.pack({ ...record, outlinkCount: 0, deleted: true } satisfies PageRecord));
-          batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
-          batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -(1 - d)));
+          // Its teleport goes (none for an alias), and it leaves the page counter if it was in it.
+          if (isScoredPage(record)) batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
+          batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -teleportOf(record, 1 - d)));
           env.adjacency.ranksChanged();
           if (n > 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(-n));
           const log: GcRecord = { url, removedAt: now, reason: 'not-seen', lastFetchedAt: record.fetchedAt, outlinks: n };
@@ -242,9 +244,11 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
   ): Promise<number> {
     const targets: string[] = [];
     const weights: number[] = [];
+    let undamped = false;
     for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, { prefix: linkPrefix(url) })) {
       targets.push(splitLinkKey(key)[1]);
       weights.push(linkWeight(value));
+      if (targets.length === 1) undamped = undampedLinkValue(value);
       batch.delete(ColumnFamilies.outlinks, key);
     }
     if (targets.length === 0) return 0;
@@ -252,11 +256,12 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
     const x = ranks ? decodeFloat64s(ranks)[0] ?? 0 : 0;
     let total = 0;
     for (const w of weights) total += w;
+    const dp = targets.length === 1 && undamped ? 1 : d; // a redirect passed its rank on undamped
     targets.forEach((target, i) => {
       if (!sendRemove(target)) return;
       ops.push({ op: 'remove', source: url, target });
       // The page's share of past pushes to `target` goes back: d x_p w_pq / W_p (docs/ARCHITECTURE.md, "The metric").
-      if (x !== 0 && total > 0) corrections.set(target, (corrections.get(target) ?? 0) - (d * x * weights[i]!) / total);
+      if (x !== 0 && total > 0) corrections.set(target, (corrections.get(target) ?? 0) - (dp * x * weights[i]!) / total);
     });
     return targets.length;
   }
@@ -305,8 +310,8 @@ export function gc(env: PartitionEnv, options: GcOptions): Behavior<GcMessage, G
             batch.delete(ColumnFamilies.ranks, url);
             env.adjacency.ranksChanged();
             env.adjacency.invalidate(url);
+            if (isScoredPage(record)) live++;
             if (!record.deleted) {
-              live++;
               const log: GcRecord = { url, removedAt: now, reason: 'host-dropped', lastFetchedAt: record.fetchedAt, outlinks: n };
               batch.put(ColumnFamilies.gcLog, gcLogKey(now, url), packr.pack(log));
             }

@@ -14,6 +14,7 @@ import { edgeWeight } from './edgeWeight.js';
 import { encodeLinkValue, linkFeatures, linkWeight } from './linkValue.js';
 import { enqueueContributions } from '../metrics/contributions.js';
 import { enqueueLinkOps } from '../partition/linkOps.js';
+import { isPermanentRedirect, isScoredPage, pageDamping, passesUndamped, teleportOf } from '../partition/redirects.js';
 
 /** Options of the indexer beyond its partition. */
 export interface IndexerOptions {
@@ -62,7 +63,11 @@ const packr = new Packr({ useRecords: false });
  * outlinks change sends metric corrections to the old and new targets; a page that answers
  * 404 or 410 `deleteAfter` times in a row (default 2) is deleted: its outlinks are removed
  * (so are their backlinks, through the link operations), its teleport is taken back and
- * its record kept as a tombstone (`deleted`). All of it runs under the partition's graph
+ * its record kept as a tombstone (`deleted`). A redirect answer replaces the page's
+ * outlinks (its Location, or none for a broken chain); a 301/308 with its Location is
+ * stored as an alias of it (`PageRecord.aliasOf`: no teleport, not in the page counter),
+ * and the corrections use the row's damping factor (1 for a redirect:
+ * partition/redirects.ts). All of it runs under the partition's graph
  * lock, so no metric push of this partition sees a page half changed.
  *
  * Outcomes of bad input, all stored in the page record (`status`, `error`) and logged:
@@ -175,6 +180,10 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       deleted = live && missCount >= deleteAfter;
       next = deleted ? [] : live ? undefined : [];
       env.log.info({ url, status: result.status, reason: error, missCount, deleted }, deleted ? 'page deleted' : 'page gone');
+    } else if (result.status >= 300 && result.status < 400) {
+      // A redirect is an answer, not a fault: its one link (its Location), or none when the
+      // chain is broken (a loop, too long, no usable Location), replaces what it had.
+      next = result.outlinks ?? [];
     } else if (result.outlinks) {
       next = result.outlinks;
       if (next.length > maxOutlinks) {
@@ -241,6 +250,9 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       await addCorrections(store, url, before, after, corrections, ranks.get(url));
     }
 
+    // A permanent redirect with its one link is an alias of the target (redirects.ts).
+    const redirectTarget = after.size === 1 && passesUndamped(featuresOf(after).values()) ? after.keys().next().value! : undefined;
+    const aliasOf = redirectTarget !== undefined && isPermanentRedirect(result.status) ? redirectTarget : undefined;
     const record: PageRecord = {
       url,
       status: result.status,
@@ -252,28 +264,30 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       ...(found !== undefined ? { outlinksFound: found } : {}),
       ...(missCount > 0 ? { missCount } : {}),
       ...(deleted ? { deleted: true } : {}),
+      ...(aliasOf !== undefined ? { aliasOf } : {}),
     };
     batch.put(ColumnFamilies.pages, url, packr.pack(record));
-    if (!live) {
-      // A new page (or one that comes back) enters the graph with its teleport residual.
-      batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(1));
-      batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, options.teleport));
-      env.adjacency.ranksChanged();
-    } else if (deleted) {
-      // Leaving the graph: its teleport goes (t_p: 1 - d -> 0 means r_p -= 1 - d).
-      batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(-1));
-      batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, -options.teleport));
+    // The teleport residual t_p follows the page: 1 - d when it enters the graph (new, or
+    // back after its deletion), 0 when it leaves it (deleted) or is an alias; a change of
+    // t_p adds t'_p - t_p to r_p (docs/ARCHITECTURE.md, "The metric"). The page counter
+    // counts pages with a score (not aliases).
+    const stored = live ? previous.record : undefined;
+    const dt = teleportOf(record, options.teleport) - teleportOf(stored, options.teleport);
+    if (!live || dt !== 0) {
+      batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, dt));
       env.adjacency.ranksChanged();
     }
+    const dPages = (isScoredPage(record) ? 1 : 0) - (isScoredPage(stored) ? 1 : 0);
+    if (dPages !== 0) batch.merge(ColumnFamilies.counters, Counters.pages, encodeInt64(dPages));
     if (delta !== 0) batch.merge(ColumnFamilies.counters, Counters.outlinks, encodeInt64(delta));
     overlay.set(url, { record, outlinks: after });
     return ops;
   }
 
   /**
-   * When p's normalised weights change from w to w', the invariant
-   * y = x + (I - d W^T)^-1 r holds again after d * x_p * (w'_q - w_q) is added to r_q for
-   * every target q (docs/ARCHITECTURE.md, "The metric"): so the graph changes without a global recomputation. Must
+   * When p's normalised weights change from w to w' (and its damping factor from d_p to
+   * d'_p: d, or 1 for a redirect), the invariant y = x + (I - M^T)^-1 r, M = diag(d_p) W,
+   * holds again after x_p (d'_p w'_q - d_p w_q) is added to r_q for every target q (docs/ARCHITECTURE.md, "The metric"): so the graph changes without a global recomputation. Must
    * run under the partition's graph lock, so that no push of p interleaves.
    */
   async function addCorrections(store: Store, url: string, before: Map<string, StoredLink>, after: Map<string, StoredLink>, out: Map<string, number>, prefetchedX: number | undefined): Promise<void> {
@@ -286,11 +300,14 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
     const total = (m: Map<string, StoredLink>) => { let t = 0; for (const l of m.values()) t += l.weight; return t; };
     const w0 = total(before);
     const w1 = total(after);
-    const scale = options.damping * x;
+    // A redirect passes its rank on undamped (redirects.ts): the row of M = diag(d_p) W
+    // changes with the page's damping factor d_p as well as with its weights.
+    const scale0 = pageDamping(featuresOf(before).values(), options.damping) * x;
+    const scale1 = pageDamping(featuresOf(after).values(), options.damping) * x;
     for (const target of new Set([...before.keys(), ...after.keys()])) {
-      const old = w0 > 0 ? (before.get(target)?.weight ?? 0) / w0 : 0;
-      const now = w1 > 0 ? (after.get(target)?.weight ?? 0) / w1 : 0;
-      if (now !== old) out.set(target, (out.get(target) ?? 0) + scale * (now - old));
+      const old = w0 > 0 ? (scale0 * (before.get(target)?.weight ?? 0)) / w0 : 0;
+      const now = w1 > 0 ? (scale1 * (after.get(target)?.weight ?? 0)) / w1 : 0;
+      if (now !== old) out.set(target, (out.get(target) ?? 0) + (now - old));
     }
   }
 }

@@ -42,7 +42,7 @@ const memo = new Map<string, Buffer>();
  * occurrences included).
  */
 export function featuresKey(f: LinkFeatures): string {
-  const flags = `${f.sameHost ? 1 : 0}${f.sameSite === undefined ? '-' : f.sameSite ? 1 : 0}${f.selfLink ? 1 : 0}`;
+  const flags = `${f.sameHost ? 1 : 0}${f.sameSite === undefined ? '-' : f.sameSite ? 1 : 0}${f.selfLink ? 1 : 0}${f.redirect ?? ''}`;
   const one = (o: { anchor: string; position: number; rel: readonly string[]; region: string }) => `${o.anchor}\u0000${o.position}\u0000${o.rel.join(' ')}\u0000${o.region}`;
   return f.repeats?.length ? `${flags}\u0001${[f, ...f.repeats].map(one).join('\u0001')}` : `${flags}\u0001${one(f)}`;
 }

@@ -9,9 +9,14 @@ export interface Adjacency {
   readonly targets: Int32Array;
   /** w_pq / sum_q w_pq, in the order of `targets`. */
   readonly weights: Float64Array;
+  /**
+   * True for a redirect (one outlink, a `Location`: partition/redirects.ts): the page
+   * passes r w_pq on, not d r w_pq.
+   */
+  readonly undamped: boolean;
 }
 
-const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: new Float64Array(0) });
+const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: new Float64Array(0), undamped: false });
 
 /**
  * A read cache of one partition's `outlinks` column family, in compact form (about 12
@@ -69,10 +74,11 @@ export class AdjacencyCache {
   constructor(readonly partitioner: Partitioner) {}
 
   /**
-   * Caches `url`'s outlinks from their target URLs and raw weights.
+   * Caches `url`'s outlinks from their target URLs and raw weights; `undamped` for a
+   * redirect (see `Adjacency.undamped`).
    * @returns the normalised adjacency
    */
-  set(url: string, targets: readonly string[], rawWeights: readonly number[]): Adjacency {
+  set(url: string, targets: readonly string[], rawWeights: readonly number[], undamped = false): Adjacency {
     let adj = EMPTY;
     if (targets.length > 0) {
       let total = 0;
@@ -83,7 +89,7 @@ export class AdjacencyCache {
         ids[i] = this.idOf(targets[i]!);
         weights[i] = total > 0 ? rawWeights[i]! / total : 0;
       }
-      adj = { targets: ids, weights };
+      adj = { targets: ids, weights, undamped: undamped && targets.length === 1 };
     }
     this.#slots[this.slotOf(url)] = adj;
     return adj;

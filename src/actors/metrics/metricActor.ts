@@ -18,6 +18,7 @@ import { grown } from './grown.js';
 import { SlotDeltas } from './slotDeltas.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
+import { undampedLinkValue } from '../partition/redirects.js';
 
 /** Messages of the metric actor (contributions arrive as `Deliveries` from `metrics/<p>`). */
 export type MetricMessage =
@@ -162,7 +163,8 @@ const PRUNE_EVERY_ROUNDS = 64;
  * The metric actor of one partition: the reasonable surfer in the push form (docs/ARCHITECTURE.md, "The metric").
  * Per page p, `ranks` holds [x_p, r_p]. A push of p merges [r_p, -r_p] into p (x += r,
  * r -= r, as a merge, so contributions that arrive meanwhile are kept) and sends
- * d * r_p * w_pq / sum_q(w_pq) to each outlink target q; a dangling page keeps its mass in
+ * d * r_p * w_pq / sum_q(w_pq) to each outlink target q (r_p in full for a redirect, whose
+ * one link is undamped: `Adjacency.undamped`, partition/redirects.ts); a dangling page keeps its mass in
  * x. The traversal walks `ranks` and `outlinks` in step (both keyed by the page URL first),
  * so it makes no random reads. Contributions to pages of this partition are applied in place
  * (one summed [dx, dr] merge per page, SlotDeltas): a page later in the scan is pushed with
@@ -296,7 +298,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const pushPage = (slot: number, r: number, adj: Adjacency) => {
       pushed++;
       deltas.add(slot, r, -r);
-      const mass = damping * r;
+      const mass = adj.undamped ? r : damping * r;
       const { targets, weights } = adj;
       for (let i = 0; i < targets.length; i++) {
         const id = targets[i]!;
@@ -320,12 +322,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
         // and cache every page's outlinks on the way, and the order of the pages.
         const order: number[] = [];
-        await walkRanksWithOutlinks(store, snapshot!, (key, x, r, targets, weights) => {
+        await walkRanksWithOutlinks(store, snapshot!, (key, x, r, targets, weights, undamped) => {
           const url = key.toString('utf8');
           const slot = cache.slotOf(url);
           order.push(slot);
           next.set(slot, x, r);
-          const adj = cache.set(url, targets, weights);
+          const adj = cache.set(url, targets, weights, undamped);
           const re = residual(slot);
           if (Math.abs(re) > threshold) pushPage(slot, re, adj);
         });
@@ -426,10 +428,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     let sumX = 0;
     let contributions = 0;
     try {
-      await walkRanksWithOutlinks(store, snapshot, (key, x, r, targets, weights) => {
+      await walkRanksWithOutlinks(store, snapshot, (key, x, r, targets, weights, undamped) => {
         sumX += x + r;
         if (x === 0 || targets.length === 0) return;
-        contributions += combiner.add(cache.set(key.toString('utf8'), targets, weights), damping * x);
+        const adj = cache.set(key.toString('utf8'), targets, weights, undamped);
+        contributions += combiner.add(adj, adj.undamped ? x : damping * x);
         pushed++;
       });
     } finally {
@@ -575,7 +578,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 async function walkRanksWithOutlinks(
   store: Store,
   snapshot: Snapshot,
-  visit: (key: Buffer, x: number, r: number, targets: readonly string[], weights: readonly number[]) => void,
+  visit: (key: Buffer, x: number, r: number, targets: readonly string[], weights: readonly number[], undamped: boolean) => void,
 ): Promise<void> {
   const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
   const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
@@ -591,6 +594,7 @@ async function walkRanksWithOutlinks(
       // Outlinks of `key` are `key 0x00 target`; skip any of earlier sources.
       targets.length = 0;
       weights.length = 0;
+      let firstUndamped = false;
       while (await links.ready()) {
         const lk = links.key;
         const cmp = compareSource(lk, key);
@@ -598,10 +602,11 @@ async function walkRanksWithOutlinks(
         if (cmp === 0) {
           targets.push(lk.toString('utf8', key.length + 1));
           weights.push(linkWeight(links.value));
+          if (targets.length === 1) firstUndamped = undampedLinkValue(links.value);
         }
         links.advance();
       }
-      visit(key, x, r, targets, weights);
+      visit(key, x, r, targets, weights, targets.length === 1 && firstUndamped);
     }
   } finally {
     await ranks.close();
@@ -691,12 +696,14 @@ function slotKeys(cache: AdjacencyCache, slots: ArrayLike<number>): PackedKeys {
 async function readAdjacency(store: Store, url: string, snapshot: Snapshot | undefined, cache: AdjacencyCache): Promise<Adjacency> {
   const targets: string[] = [];
   const weights: number[] = [];
+  let first: Buffer | undefined;
   const prefix = linkPrefix(url);
   for await (const [key, value] of store.iterate(ColumnFamilies.outlinks, snapshot ? { prefix, snapshot } : { prefix })) {
     targets.push(key.toString('utf8', prefix.length));
     weights.push(linkWeight(value));
+    first ??= value;
   }
-  return cache.set(url, targets, weights);
+  return cache.set(url, targets, weights, targets.length === 1 && undampedLinkValue(first!));
 }
 
 /**

@@ -2,6 +2,7 @@ import { Packr } from 'msgpackr';
 import type { Snapshot, Store } from '../../storage/index.js';
 import { ChunkCursor } from '../metrics/chunkCursor.js';
 import { ColumnFamilies, type PageRecord } from './schema.js';
+import { isScoredPage } from './redirects.js';
 
 const packr = new Packr({ useRecords: false });
 
@@ -9,7 +10,8 @@ const packr = new Packr({ useRecords: false });
  * Calls `visit(url, score)` for every live page of a partition (optionally the URLs under
  * `prefix`), in key order, with its unnormalised score x + r (0 for a page without a rank
  * row): one synchronized walk of `pages` and `ranks` (both keyed by URL), no random reads.
- * Deleted pages are left out. Reads `snapshot` when given, else a snapshot of its own.
+ * Deleted pages and aliases (permanent redirects: `PageRecord.aliasOf`, no score of their
+ * own) are left out. Reads `snapshot` when given, else a snapshot of its own.
  */
 export async function walkLivePages(
   store: Store,
@@ -32,7 +34,7 @@ export async function walkLivePages(
         if (c === 0) score = scoreOf(ranks.value);
         ranks.advance();
       }
-      if (!record.deleted) visit(key.toString('utf8'), score);
+      if (isScoredPage(record)) visit(key.toString('utf8'), score);
     }
   } finally {
     await pages.close();

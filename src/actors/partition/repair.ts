@@ -1,6 +1,7 @@
 import { Packr } from 'msgpackr';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import { encodeFloat64s, encodeInt64 } from '../../index.js';
+import { teleportOf } from './redirects.js';
 import { ChunkCursor } from '../metrics/chunkCursor.js';
 import { ColumnFamilies, Counters, type FrontierEntry, type PageRecord } from './schema.js';
 
@@ -34,7 +35,7 @@ export interface InFlightReset {
  *   outbox sequences in `meta` go on, so receivers' applied marks stay valid;
  * - `backlinks`: deleted and their counter set to 0; every partition sends its outlinks
  *   again as link operations (the backlinks of q are exactly the outlinks into q);
- * - `ranks`: each residual set to r = t - x (t = 1 - d for a live page, 0 otherwise); one
+ * - `ranks`: each residual set to r = t - x (t = 1 - d for a live page, 0 otherwise: an alias has none); one
  *   pass of contributions d x_p w_pq / sum_q w_pq along the outlinks adds d W^T x, which
  *   restores the invariant r = t - x + d W^T x of the push method exactly (docs/ARCHITECTURE.md,
  *   "The metric"); the metric's round bookkeeping of messages in flight (`expected` counts, the
@@ -95,7 +96,7 @@ export async function resetInFlightState(store: Store, teleport: number): Promis
 }
 
 /**
- * Sets r = t - x in every `ranks` row, and writes [0, t] for a live page without one: one
+ * Sets r = t - x in every `ranks` row (t: `teleportOf` the page), and writes [0, t] for a live page without one: one
  * synchronized walk of `pages` and `ranks` (both keyed by URL).
  * @returns rows written
  */
@@ -113,12 +114,13 @@ async function resetResiduals(
     rows++;
   };
   try {
+    // t of the current page: 1 - d for a live page, 0 for a deleted one or an alias (redirects.ts).
     let page = (await pages.ready()) ? pages.key : undefined;
-    let live = page ? !(packr.unpack(pages.value) as PageRecord).deleted : false;
+    let pageT = page ? teleportOf(packr.unpack(pages.value) as PageRecord, teleport) : 0;
     const nextPage = async () => {
       pages.advance();
       page = (await pages.ready()) ? pages.key : undefined;
-      live = page ? !(packr.unpack(pages.value) as PageRecord).deleted : false;
+      pageT = page ? teleportOf(packr.unpack(pages.value) as PageRecord, teleport) : 0;
     };
     while (await ranks.ready()) {
       const key = ranks.key;
@@ -126,19 +128,19 @@ async function resetResiduals(
       ranks.advance();
       // Live pages before this key have no `ranks` row.
       while (page && Buffer.compare(page, key) < 0) {
-        if (live) await put(Buffer.from(page), 0, teleport);
+        if (pageT !== 0) await put(Buffer.from(page), 0, pageT);
         await nextPage();
       }
       let t = 0;
       if (page && Buffer.compare(page, key) === 0) {
-        t = live ? teleport : 0;
+        t = pageT;
         await nextPage();
       }
       const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
       await put(Buffer.from(key), x, t);
     }
     while (page) {
-      if (live) await put(Buffer.from(page), 0, teleport);
+      if (pageT !== 0) await put(Buffer.from(page), 0, pageT);
       await nextPage();
     }
   } finally {

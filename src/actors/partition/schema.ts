@@ -131,6 +131,12 @@ export interface PageRecord {
   readonly missCount?: number;
   /** The page left the graph (gone `deleteAfter` times); the record is its tombstone. */
   readonly deleted?: boolean;
+  /**
+   * A permanent redirect (301, 308) stored with its target as one outlink: the URL is an
+   * alias of this target in the link graph, with no teleport and no score of its own
+   * (`src/actors/partition/redirects.ts`). Absent for any other page.
+   */
+  readonly aliasOf?: string;
 }
 
 /** Stored per URL in `frontier`: the crawl policy's view of it. */

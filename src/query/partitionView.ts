@@ -7,6 +7,7 @@ import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from 
 import { TopK } from './topK.js';
 import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
+import { decodeBacklink } from '../actors/backlinks/backlinkValue.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -32,6 +33,11 @@ export interface StoredLink {
 export interface RawLink {
   readonly url: string;
   readonly value: Buffer;
+  /**
+   * Backlinks only: the copy of the source's unnormalised rank estimate x that the target's
+   * partition holds (backlinks/backlinkValue.ts), absent while none has arrived.
+   */
+  readonly metric?: number;
 }
 
 /** The features and weight of a `RawLink`. */
@@ -106,7 +112,7 @@ export class PartitionView {
         this.store.get(ColumnFamilies.frontier, url),
         this.store.get(ColumnFamilies.ranks, url),
       ]),
-      this.#count(ColumnFamilies.backlinks, linkPrefix(url)),
+      this.#countBacklinks(url),
     ]);
     const xr = rank ? decodeFloat64s(rank) : undefined;
     return {
@@ -123,11 +129,24 @@ export class PartitionView {
   }
 
   /**
-   * Backlinks of `url` (their sources), in source key order, not decoded: a page with
-   * thousands of backlinks decodes only the ones it returns.
+   * Backlinks of `url` (their sources), in source key order, each with the copy of its
+   * source's x kept on this partition (`metric`), the link's features not decoded: a page
+   * with thousands of backlinks decodes only the ones it returns. A record holding a copy
+   * and no link (the link was removed, or its add has not arrived) is not a backlink and is
+   * left out.
    */
-  backlinks(url: string): Promise<RawLink[]> {
-    return this.#links(ColumnFamilies.backlinks, url);
+  async backlinks(url: string): Promise<RawLink[]> {
+    this.#check();
+    const out: RawLink[] = [];
+    const skip = Buffer.byteLength(url, 'utf8') + 1;
+    for await (const { keys, values } of this.store.chunks(ColumnFamilies.backlinks, { prefix: linkPrefix(url), chunkSize: 4096 })) {
+      for (let i = 0; i < keys.length; i++) {
+        const { link, metric } = decodeBacklink(values[i]!);
+        if (!link) continue;
+        out.push(metric === undefined ? { url: keys[i]!.toString('utf8', skip), value: link } : { url: keys[i]!.toString('utf8', skip), value: link, metric });
+      }
+    }
+    return out;
   }
 
   /** x + r of each URL (0 for a URL without a rank row), in the order given. */
@@ -219,9 +238,12 @@ export class PartitionView {
     return out;
   }
 
-  async #count(cf: string, prefix: Buffer): Promise<number> {
+  /** Backlinks of `url`: records with a link (a copy without one is not counted; see `backlinks`). */
+  async #countBacklinks(url: string): Promise<number> {
     let n = 0;
-    for await (const { keys } of this.store.chunks(cf, { prefix, keysOnly: true, chunkSize: 8192 })) n += keys.length;
+    for await (const { values } of this.store.chunks(ColumnFamilies.backlinks, { prefix: linkPrefix(url), chunkSize: 8192 })) {
+      for (const v of values) if (decodeBacklink(v).link) n++;
+    }
     return n;
   }
 

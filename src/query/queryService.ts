@@ -17,6 +17,17 @@ export interface QueryServiceOptions {
    * computed. Default 2000 ms.
    */
   readonly summaryTtlMs?: number;
+  /**
+   * What a backlinks query sorts by:
+   * - `copies` (the default): the copy of each source's x that the target's partition keeps
+   *   in the backlink (docs/ARCHITECTURE.md, "Backlinks carry their source's metric"): the
+   *   query reads the target's partition alone. A copy is within COPY_RELATIVE_BOUND (5%) of
+   *   the source's x once the messages of the last round are applied, and x is within the
+   *   metric's tolerance of x + r; a backlink whose copy has not arrived yet scores 0.
+   * - `sources`: x + r read from each source's own partition (a multi-get per partition
+   *   holding a source: a fan-out per query), for comparison (`npm run bench -- query`).
+   */
+  readonly backlinkScores?: 'copies' | 'sources';
 }
 
 /** A query's answer: found, or not found with why. */
@@ -153,8 +164,9 @@ interface Summary {
  *
  * Scores are normalised at read time: score = (x + r) / the sum of x + r over every live
  * page of every partition (the normaliser comes from the cached summary). Backlinks are
- * sorted by their source's score, which lives on the source's partition: the sources are
- * grouped by partition and their ranks read with one multi-get each.
+ * sorted by the copies of their sources' x kept with them on the target's partition
+ * (`backlinkScores`: or, for comparison, by the sources' x + r read from their partitions
+ * with one multi-get each).
  *
  * Errors: InvalidUrlError and InvalidArgumentError for bad input (HTTP 400); a not-found
  * result for unknown pages and hosts (404); ActorStoppedError when a partition's reader
@@ -219,8 +231,10 @@ export class QueryService {
   }
 
   /**
-   * A page's backlinks, sorted by the source's score (highest first, then by source URL).
-   * Found when the URL has a page or any backlink. @throws InvalidUrlError, InvalidArgumentError
+   * A page's backlinks, sorted by the source's score (highest first, then by source URL):
+   * by default the copies of the sources' metric kept on the page's partition, so only that
+   * partition is read (and the cached summary's normaliser); see `backlinkScores`. Found
+   * when the URL has a page or any backlink. @throws InvalidUrlError, InvalidArgumentError
    */
   async backlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
     const url = canonicalUrl(rawUrl);
@@ -232,7 +246,10 @@ export class QueryService {
       const missing = notFoundReason(url, stored);
       if (missing) return { found: false, reason: missing };
     }
-    const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.url)), this.#summaryValue()]);
+    const [scores, summary] = await Promise.all([
+      (this.#o.backlinkScores ?? 'copies') === 'copies' ? links.map((l) => l.metric ?? 0) : this.#rawScores(links.map((l) => l.url)),
+      this.#summaryValue(),
+    ]);
     const order = links.map((_, i) => i);
     order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.url < links[b]!.url ? -1 : 1));
     const page = order.slice(offset, offset + limit).map((i) => linkBody(decodeLink(links[i]!), normalise(scores[i]!, summary.total)));

@@ -86,8 +86,9 @@ export interface RoundSummary {
   /** Payload bytes of those messages (what crossed the broker in the round). */
   readonly bytes: number;
   readonly contributions: number;
-  /** Backlinks sent a copy of their source's x in the round, and the payload bytes of the messages that carried copies (part of `messages` and `bytes`). */
+  /** Backlinks sent a copy of their source's x in the round, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
   readonly copies: number;
+  readonly copyMessages: number;
   readonly copyBytes: number;
   /** Upper bound of the total |residual| after the round. */
   readonly residual: number;
@@ -105,8 +106,9 @@ export interface ConvergeResult {
   readonly residual: number;
   /** Payload bytes of the rounds' messages. */
   readonly bytes: number;
-  /** Backlinks sent a copy of their source's x, and the payload bytes of the messages that carried copies (part of `bytes`). */
+  /** Backlinks sent a copy of their source's x, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
   readonly copies: number;
+  readonly copyMessages: number;
   readonly copyBytes: number;
 }
 
@@ -157,6 +159,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
   let totalBytes = 0;
   let totalCopies = 0;
   let totalCopyBytes = 0;
+  let totalCopyMessages = 0;
   let residual = Infinity;
   const first = options.firstRound ?? 1;
   let round = first;
@@ -190,6 +193,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     let contrib = 0;
     let copies = 0;
     let copyBytes = 0;
+    let copyMessages = 0;
     let sumX = 0;
     // Corrections the pushes saw (folded before each partition's push began).
     let corrected = 0;
@@ -204,6 +208,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       bytes += r.bytes?.reduce((a, b) => a + b, 0) ?? 0;
       copies += r.copies ?? 0;
       copyBytes += r.copyBytes ?? 0;
+      copyMessages += r.copyMessages ?? 0;
     }
     const { mass, corrections } = await barrier(round, expected);
     lastPushed = pushed;
@@ -213,6 +218,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     totalBytes += bytes;
     totalCopies += copies;
     totalCopyBytes += copyBytes;
+    totalCopyMessages += copyMessages;
     // Corrections of graph changes applied since this round's scan began are residual too
     // (as the barrier replies saw them: enough to set the next threshold).
     residual = remaining + mass + Math.max(0, corrections - corrected);
@@ -225,14 +231,14 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       if (options.countPages) n = Math.max(1, await options.countPages());
       bound = boundOf(residual, n, sumX);
     }
-    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyBytes, residual, bound });
+    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyMessages, copyBytes, residual, bound });
     if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
-      return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyBytes: totalCopyBytes };
+      return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
     }
     if (quiet) quietRounds++;
     else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
-  return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyBytes: totalCopyBytes };
+  return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
 }
 
 /**

@@ -85,11 +85,12 @@ export interface PushReport {
    */
   readonly corrections: number;
   /**
-   * Backlinks sent a copy of their source's x by this push (metricCopies.ts), and the payload
-   * bytes of the messages that carried the copies to other partitions (also in `sent` and
-   * `bytes`); absent in reports stored before copies were sent.
+   * Backlinks sent a copy of their source's x by this push (metricCopies.ts), and the
+   * messages and payload bytes that carried the copies to other partitions (also in `sent`
+   * and `bytes`); absent in reports stored before copies were sent.
    */
   readonly copies?: number;
+  readonly copyMessages?: number;
   readonly copyBytes?: number;
 }
 
@@ -415,8 +416,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
-    const copyBytes = await copies.write(outbox, batch, round, sent, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections, copies: copies.links, copyBytes };
+    const copied = await copies.write(outbox, batch, round, sent, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -469,8 +470,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
-    const copyBytes = await copies.write(outbox, batch, round, sent, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass, copies: copies.links, copyBytes };
+    const copied = await copies.write(outbox, batch, round, sent, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);
     await store.write(batch);
     copies.commit();

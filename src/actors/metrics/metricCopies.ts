@@ -95,11 +95,12 @@ export class MetricCopies {
    * `round` in its outbox (at most CONTRIBUTIONS_PER_MESSAGE copies each).
    * @param sent messages enqueued per partition, added to
    * @param bytes payload bytes enqueued per partition, added to
-   * @returns payload bytes of the copies' messages
+   * @returns messages and payload bytes of the copies' messages
    */
-  async write(outbox: StreamOutbox, batch: WriteBatch, round: number, sent: number[], bytes: number[]): Promise<number> {
+  async write(outbox: StreamOutbox, batch: WriteBatch, round: number, sent: number[], bytes: number[]): Promise<{ messages: number; bytes: number }> {
     if (this.#local.keys.length > 0) batch.mergeMany(ColumnFamilies.backlinks, this.#local.keys, this.#local.operands);
     let total = 0;
+    let messages = 0;
     for (let q = 0; q < this.#per.length; q++) {
       const part = this.#per[q]!;
       for (let i = 0; i < part.ends.length; i += CONTRIBUTIONS_PER_MESSAGE) {
@@ -118,9 +119,10 @@ export class MetricCopies {
         sent[q] = (sent[q] ?? 0) + 1;
         bytes[q] = (bytes[q] ?? 0) + payload.length;
         total += payload.length;
+        messages++;
       }
     }
-    return total;
+    return { messages, bytes: total };
   }
 
   /** Records the copies sent in the cache; call once the batch given to `write` committed. */

@@ -7,7 +7,11 @@ import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { startWebIndex } from '../src/topology/webIndex.js';
 import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import { QueryService } from '../src/query/queryService.js';
-import { COPY_RELATIVE_BOUND } from '../src/actors/backlinks/backlinkValue.js';
+import { COPY_RELATIVE_BOUND, decodeBacklink, encodeBacklinkCopy, encodeBacklinkLink } from '../src/actors/backlinks/backlinkValue.js';
+import { encodeLinkValue, linkFeatures, linkWeight } from '../src/actors/indexer/linkValue.js';
+import { Store } from '../src/storage/index.js';
+import { decodeRecord } from '../src/index.js';
+import { ColumnFamilies, linkKey, partitionColumnFamilies } from '../src/actors/partition/schema.js';
 import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
 import { checkBacklinkCopies } from './kit/backlinkCopies.js';
 
@@ -17,6 +21,40 @@ import { checkBacklinkCopies } from './kit/backlinkCopies.js';
 // scores are those of the fan-out path within the bound.
 
 const partitions = 4;
+
+test('the record merge of a backlink keeps the crawler\'s fields and the copy of the source\'s metric, in any order, without a read', async () => {
+  const { dir, cleanup } = tempDir();
+  const store = await Store.open({ path: dir, columnFamilies: partitionColumnFamilies() });
+  try {
+    const features = { anchor: 'home', position: 0.25, rel: ['nofollow'], region: 'nav' as const, sameHost: false };
+    const first = encodeLinkValue(2, features);
+    const second = encodeLinkValue(0.5, { ...features, anchor: 'a'.repeat(300) }); // a bin 16 operand
+    const key = linkKey('http://t.example/', 'http://s.example/');
+    await store.write(store.batch().merge(ColumnFamilies.backlinks, key, encodeBacklinkLink(first)).merge(ColumnFamilies.backlinks, key, encodeBacklinkCopy(0.125)));
+    let read = decodeBacklink((await store.get(ColumnFamilies.backlinks, key))!);
+    assert.deepEqual([linkWeight(read.link!), linkFeatures(read.link!), read.metric], [2, features, 0.125]);
+    // an update of the link keeps the copy; a new copy keeps the link
+    await store.merge(ColumnFamilies.backlinks, key, encodeBacklinkLink(second));
+    await store.merge(ColumnFamilies.backlinks, key, encodeBacklinkCopy(0.375));
+    const stored = (await store.get(ColumnFamilies.backlinks, key))!;
+    read = decodeBacklink(stored);
+    assert.deepEqual([linkWeight(read.link!), linkFeatures(read.link!).anchor.length, read.metric], [0.5, 300, 0.375]);
+    const generic = decodeRecord<{ v: Uint8Array; m: number }>(stored);
+    assert.deepEqual([Buffer.from(generic.v).equals(read.link!), generic.m], [true, 0.375], 'the fast reader agrees with msgpack');
+    // a copy that came first (its link's add not applied yet), and one whose link was removed
+    const early = linkKey('http://t.example/', 'http://early.example/');
+    await store.merge(ColumnFamilies.backlinks, early, encodeBacklinkCopy(1.5));
+    assert.deepEqual(decodeBacklink((await store.get(ColumnFamilies.backlinks, early))!), { link: undefined, metric: 1.5 });
+    await store.merge(ColumnFamilies.backlinks, early, encodeBacklinkLink(first));
+    read = decodeBacklink((await store.get(ColumnFamilies.backlinks, early))!);
+    assert.deepEqual([linkWeight(read.link!), read.metric], [2, 1.5]);
+    await store.compactRange(ColumnFamilies.backlinks);
+    assert.equal(store.stats().mergeFaults, 0);
+  } finally {
+    await store.close();
+    cleanup();
+  }
+});
 
 test('after a full computation every backlink holds its source\'s x within the bound, and a backlinks query reads one partition', { timeout: 180_000 }, async (t) => {
   const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));

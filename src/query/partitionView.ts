@@ -129,22 +129,33 @@ export class PartitionView {
   }
 
   /**
-   * Backlinks of `url` (their sources), in source key order, each with the copy of its
-   * source's x kept on this partition (`metric`), the link's features not decoded: a page
-   * with thousands of backlinks decodes only the ones it returns. A record holding a copy
-   * and no link (the link was removed, or its add has not arrived) is not a backlink and is
-   * left out.
+   * Backlinks of `url` (their sources), in source key order, each with its source's metric
+   * as this partition knows it (`metric`): for a source on another partition, the copy of
+   * its x kept in the backlink (backlinks/backlinkValue.ts); for a source on this partition,
+   * its x + r from this partition's `ranks` (one multi-get); absent for a source of another
+   * partition whose copy has not arrived. The link's features are not decoded: a page with
+   * thousands of backlinks decodes only the ones it returns. A record holding a copy and no
+   * link (the link was removed, or its add has not arrived) is not a backlink and is left out.
    */
   async backlinks(url: string): Promise<RawLink[]> {
     this.#check();
-    const out: RawLink[] = [];
+    const out: Array<{ url: string; value: Buffer; metric?: number }> = [];
+    const uncopied: number[] = [];
     const skip = Buffer.byteLength(url, 'utf8') + 1;
     for await (const { keys, values } of this.store.chunks(ColumnFamilies.backlinks, { prefix: linkPrefix(url), chunkSize: 4096 })) {
       for (let i = 0; i < keys.length; i++) {
         const { link, metric } = decodeBacklink(values[i]!);
         if (!link) continue;
+        if (metric === undefined) uncopied.push(out.length);
         out.push(metric === undefined ? { url: keys[i]!.toString('utf8', skip), value: link } : { url: keys[i]!.toString('utf8', skip), value: link, metric });
       }
+    }
+    if (uncopied.length > 0) {
+      // Sources of this partition have their row here; others (copy not arrived) have none.
+      const ranks = await this.store.multiGet(ColumnFamilies.ranks, uncopied.map((i) => out[i]!.url));
+      ranks.forEach((v, k) => {
+        if (v) out[uncopied[k]!]!.metric = scoreOf(v);
+      });
     }
     return out;
   }

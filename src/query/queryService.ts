@@ -19,11 +19,12 @@ export interface QueryServiceOptions {
   readonly summaryTtlMs?: number;
   /**
    * What a backlinks query sorts by:
-   * - `copies` (the default): the copy of each source's x that the target's partition keeps
-   *   in the backlink (docs/ARCHITECTURE.md, "Backlinks carry their source's metric"): the
-   *   query reads the target's partition alone. A copy is within COPY_RELATIVE_BOUND (5%) of
-   *   the source's x once the messages of the last round are applied, and x is within the
-   *   metric's tolerance of x + r; a backlink whose copy has not arrived yet scores 0.
+   * - `copies` (the default): what the target's partition knows of each source
+   *   (docs/ARCHITECTURE.md, "Backlinks carry their source's metric"): for a source on
+   *   another partition, the copy of its x kept in the backlink, within COPY_RELATIVE_BOUND
+   *   (5%) of x once the messages of the last round are applied (x is within the metric's
+   *   tolerance of x + r); for a source on the same partition, its x + r. The query reads the
+   *   target's partition alone; a backlink whose copy has not arrived yet scores 0.
    * - `sources`: x + r read from each source's own partition (a multi-get per partition
    *   holding a source: a fan-out per query), for comparison (`npm run bench -- query`).
    */

@@ -8,7 +8,9 @@ import { COPY_RELATIVE_BOUND, decodeBacklink } from '../../src/actors/backlinks/
 export interface BacklinkCopies {
   /** Backlinks (records with a link) over all partitions. */
   readonly backlinks: number;
-  /** Backlinks without a copy of their source's x. */
+  /** Backlinks whose source is on the target's partition (no copy: the query reads its ranks there). */
+  readonly local: number;
+  /** Backlinks from another partition without a copy of their source's x. */
   readonly missing: number;
   /** Backlinks whose copy differs from the source's stored x by more than COPY_RELATIVE_BOUND |x|, with one example. */
   readonly outside: number;
@@ -20,26 +22,28 @@ export interface BacklinkCopies {
 }
 
 /**
- * Opens every partition store `p<i>` of a stopped job's data dir and compares each
- * backlink's copy of its source's metric with the source's stored x (ranks, on the source's
- * partition): the staleness bound of docs/ARCHITECTURE.md, "Backlinks carry their source's
+ * Opens every partition store `p<i>` of a stopped job's data dir and compares the copy of
+ * its source's metric that each backlink from another partition holds with the source's
+ * stored x (ranks, on the source's partition): the staleness bound of docs/ARCHITECTURE.md, "Backlinks carry their source's
  * metric". @throws the store's open errors (a data dir still in use)
  */
 export async function checkBacklinkCopies(dataDir: string, partitions: number): Promise<BacklinkCopies> {
   const stores: Store[] = [];
   try {
     for (let p = 0; p < partitions; p++) stores.push(await Store.open({ path: join(dataDir, `p${p}`), columnFamilies: partitionColumnFamilies() }));
-    const x = new Map<string, number>();
-    for (const store of stores) {
-      for await (const [key, value] of store.iterate(ColumnFamilies.ranks)) x.set(key.toString('utf8'), decodeFloat64s(value)[0] ?? 0);
+    /** Each page's stored x and its partition. */
+    const x = new Map<string, { x: number; p: number }>();
+    for (const [p, store] of stores.entries()) {
+      for await (const [key, value] of store.iterate(ColumnFamilies.ranks)) x.set(key.toString('utf8'), { x: decodeFloat64s(value)[0] ?? 0, p });
     }
     let backlinks = 0;
+    let local = 0;
     let missing = 0;
     let outside = 0;
     let largest = 0;
     let copiesWithoutLink = 0;
     let example: string | undefined;
-    for (const store of stores) {
+    for (const [p, store] of stores.entries()) {
       for await (const [key, value] of store.iterate(ColumnFamilies.backlinks)) {
         const { link, metric } = decodeBacklink(value);
         if (!link) {
@@ -48,12 +52,17 @@ export async function checkBacklinkCopies(dataDir: string, partitions: number): 
         }
         backlinks++;
         const [target, source] = splitLinkKey(key);
+        const from = x.get(source);
+        if (from?.p === p) {
+          local++;
+          continue;
+        }
         if (metric === undefined) {
           missing++;
           example ??= `${source} -> ${target}: no copy`;
           continue;
         }
-        const xs = x.get(source) ?? 0;
+        const xs = from?.x ?? 0;
         const gap = Math.abs(xs - metric);
         const relative = xs === 0 ? (gap === 0 ? 0 : Infinity) : gap / Math.abs(xs);
         if (relative > largest) largest = relative;
@@ -63,7 +72,7 @@ export async function checkBacklinkCopies(dataDir: string, partitions: number): 
         }
       }
     }
-    return { backlinks, missing, outside, largest, copiesWithoutLink, ...(example ? { example } : {}) };
+    return { backlinks, local, missing, outside, largest, copiesWithoutLink, ...(example ? { example } : {}) };
   } finally {
     for (const s of stores) await s.close();
   }

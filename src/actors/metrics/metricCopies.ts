@@ -37,22 +37,20 @@ class PackedCopies {
 
 /**
  * The copies of source pages' metrics that one push (or repair) sends to the backlinks of
- * their targets (docs/ARCHITECTURE.md, "Backlinks carry their source's metric"): a page
- * whose x moved by more than COPY_RELATIVE_BOUND since its copy was last sent (or whose copy
- * was never sent by this process's cache, or whose outlinks changed) sends x to every target:
- * a `record` merge of `{m: x}` into `backlinks` (key `target 0x00 source`) in the push's own
- * write batch for targets of this partition, and `metrics/<q>` messages (the `copies` of
- * ContributionBatch) for targets of partition q, whose metric actor merges them with its
- * next commit. `commit` records the sent values in the cache once the write that carries
- * them succeeded.
+ * their targets on other partitions (docs/ARCHITECTURE.md, "Backlinks carry their source's
+ * metric"): a page whose x moved by more than COPY_RELATIVE_BOUND since its copy was last
+ * sent (or whose copy was never sent by this process's cache, or whose outlinks changed)
+ * sends x to every target of another partition q in `metrics/<q>` messages (the `copies` of
+ * ContributionBatch), whose metric actor merges `{m: x}` into the backlink's record (key
+ * `target 0x00 source`) with its next commit. `commit` records the sent values in the cache
+ * once the write that carries them succeeded.
  */
 export class MetricCopies {
   readonly #per: PackedCopies[];
-  readonly #local = { keys: [] as Buffer[], operands: [] as Buffer[] };
   readonly #sent: Array<[slot: number, x: number]> = [];
-  /** Pages whose copy this push sends. */
+  /** Pages whose copy this push sends to another partition. */
   pages = 0;
-  /** Backlinks that get a copy (local merges and entries in messages). */
+  /** Backlinks on other partitions that get a copy (entries in messages). */
   links = 0;
 
   constructor(readonly cache: AdjacencyCache, readonly own: number) {
@@ -64,41 +62,37 @@ export class MetricCopies {
     return copyStale(this.cache.copySent(slot), x);
   }
 
-  /** Sends x as the copy of page `slot` to each target of `adj`. */
+  /**
+   * Sends x as the copy of page `slot` to each target of `adj` on another partition (a
+   * backlink whose source is on the target's own partition needs no copy: the query reads
+   * the source's score from that partition's `ranks`).
+   */
   send(slot: number, x: number, adj: Adjacency): void {
     const cache = this.cache;
     const { targets } = adj;
-    if (targets.length > 0) {
-      let operand: Buffer | undefined;
-      for (let i = 0; i < targets.length; i++) {
-        const id = targets[i]!;
-        const q = cache.partitionOf(id);
-        if (q === this.own) {
-          const tk = cache.targetKeys;
-          const sk = cache.slotKeys;
-          const key = Buffer.allocUnsafe(tk.end(id) - tk.start(id) + 1 + sk.end(slot) - sk.start(slot));
-          let o = tk.bytes.copy(key, 0, tk.start(id), tk.end(id));
-          key[o++] = 0;
-          sk.bytes.copy(key, o, sk.start(slot), sk.end(slot));
-          this.#local.keys.push(key);
-          this.#local.operands.push((operand ??= encodeBacklinkCopy(x)));
-        } else this.#per[q]!.add(cache.targetKeys, id, cache.slotKeys, slot, x);
-      }
-      this.links += targets.length;
+    let remote = 0;
+    for (let i = 0; i < targets.length; i++) {
+      const id = targets[i]!;
+      const q = cache.partitionOf(id);
+      if (q === this.own) continue;
+      this.#per[q]!.add(cache.targetKeys, id, cache.slotKeys, slot, x);
+      remote++;
+    }
+    if (remote > 0) {
+      this.links += remote;
       this.pages++;
     }
     this.#sent.push([slot, x]);
   }
 
   /**
-   * Adds the local copies to `batch` and enqueues the others as `metrics/<q>` messages of
-   * `round` in its outbox (at most CONTRIBUTIONS_PER_MESSAGE copies each).
+   * Enqueues the copies as `metrics/<q>` messages of `round` in `batch`'s outbox (at most
+   * CONTRIBUTIONS_PER_MESSAGE copies each).
    * @param sent messages enqueued per partition, added to
    * @param bytes payload bytes enqueued per partition, added to
    * @returns messages and payload bytes of the copies' messages
    */
   async write(outbox: StreamOutbox, batch: WriteBatch, round: number, sent: number[], bytes: number[]): Promise<{ messages: number; bytes: number }> {
-    if (this.#local.keys.length > 0) batch.mergeMany(ColumnFamilies.backlinks, this.#local.keys, this.#local.operands);
     let total = 0;
     let messages = 0;
     for (let q = 0; q < this.#per.length; q++) {

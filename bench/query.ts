@@ -14,7 +14,7 @@ import { tempDir } from '../test/kit/datasets.js';
 import { benchOptions } from './lib/options.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'graph', 'pages', 'links', 'partitions', 'hub', 'backlinks', 'converged', 'loadSeconds', 'uncompactedMedianMs', 'compactSeconds', 'requests', 'medianMs', 'p90Ms', 'p99Ms', 'concurrency', 'qps', 'concurrentMedianMs', 'concurrentP99Ms', 'rssMiB'] as const;
+export const resultFields = ['smoke', 'graph', 'pages', 'links', 'partitions', 'hub', 'backlinks', 'converged', 'loadSeconds', 'uncompactedMedianMs', 'compactSeconds', 'requests', 'medianMs', 'p90Ms', 'p99Ms', 'fanOutMedianMs', 'fanOutP90Ms', 'fanOutP99Ms', 'concurrency', 'qps', 'concurrentMedianMs', 'concurrentP99Ms', 'metric', 'rssMiB'] as const;
 
 /**
  * Latency and throughput of the backlinks query for a page with 1,000+ backlinks.
@@ -25,6 +25,13 @@ export const resultFields = ['smoke', 'graph', 'pages', 'links', 'partitions', '
  * request after request, right after convergence (`uncompacted*`: `ranks` still holds its
  * merge operands) and after a GC sweep compacted it (median, p90, p99); then
  * `--concurrency` clients at once for `--duration-ms` (queries/s, their median and p99).
+ * Those are the default path, which sorts by the copies of the sources' metric kept with the
+ * backlinks and reads the hub's partition alone; after the sweep the same requests also go,
+ * one each in turn, to a second server whose service reads each source's score from its own
+ * partition (`backlinkScores: 'sources'`, the fan-out path): `fanOut*`.
+ * `metric`: the full computation's rounds, pushes, messages and payload bytes, and what the
+ * copies of those cost (`copies`: backlinks sent a copy, `copyMessages`, `copyBytes`, and
+ * their shares of the messages and bytes).
  *
  * Graph: synthetic by default, `--pages` pages over `--hosts` hosts, each page with 8
  * outlinks to random pages, and a hub that `--backlinks` pages (on every host, so on every
@@ -52,7 +59,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   try {
     await load(index, broker, graph);
     await index.quiescence({ pollMs: 10 });
-    const converged = (await index.converge({})).converged;
+    const metric = await index.converge({});
+    const converged = metric.converged;
     const loadSeconds = (performance.now() - t0) / 1000;
     // Right after convergence, `ranks` holds every push and contribution as a merge operand
     // in the memtable; the GC's sweep compacts it (as its hourly timer does). Both states
@@ -60,14 +68,18 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
     const server = await startQueryServer({ service, port: 0 });
     const pool = new Pool(server.url, { connections: concurrency, pipelining: 1 });
+    const fanOutService = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock, backlinkScores: 'sources' });
+    const fanOutServer = await startQueryServer({ service: fanOutService, port: 0 });
+    const fanOutPool = new Pool(fanOutServer.url, { connections: 1, pipelining: 1 });
     const path = `/v1/backlinks?url=${encodeURIComponent(hub)}&limit=${limit}`;
-    const ask = async (): Promise<number> => {
+    const askOn = async (on: Pool): Promise<number> => {
       const s = performance.now();
-      const res = await pool.request({ path, method: 'GET' });
+      const res = await on.request({ path, method: 'GET' });
       const body = (await res.body.json()) as { total: number };
       if (res.statusCode !== 200) throw new Error(`backlinks answered ${res.statusCode}: ${JSON.stringify(body)}`);
       return performance.now() - s;
     };
+    const ask = () => askOn(pool);
     try {
       const first = (await (await pool.request({ path, method: 'GET' })).body.json()) as { total: number };
       for (let i = 0; i < 20; i++) await ask(); // warm-up
@@ -76,9 +88,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       const ts = performance.now();
       await index.gcSweep();
       const compactSeconds = (performance.now() - ts) / 1000;
-      for (let i = 0; i < 20; i++) await ask();
+      for (let i = 0; i < 20; i++) {
+        await ask();
+        await askOn(fanOutPool);
+      }
+      // One-partition path and fan-out path in turn, so that both see the same machine.
       const sequential: number[] = [];
-      for (let i = 0; i < requests; i++) sequential.push(await ask());
+      const fanOut: number[] = [];
+      for (let i = 0; i < requests; i++) {
+        sequential.push(await ask());
+        fanOut.push(await askOn(fanOutPool));
+      }
       const concurrent: number[] = [];
       const end = performance.now() + durationMs;
       const tc = performance.now();
@@ -104,16 +124,33 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         medianMs: round(quantile(sequential, 0.5)),
         p90Ms: round(quantile(sequential, 0.9)),
         p99Ms: round(quantile(sequential, 0.99)),
+        fanOutMedianMs: round(quantile(fanOut, 0.5)),
+        fanOutP90Ms: round(quantile(fanOut, 0.9)),
+        fanOutP99Ms: round(quantile(fanOut, 0.99)),
         concurrency,
         concurrentRequests: concurrent.length,
         qps: Math.round(concurrent.length / concurrentSeconds),
         concurrentMedianMs: round(quantile(concurrent, 0.5)),
         concurrentP99Ms: round(quantile(concurrent, 0.99)),
+        metric: {
+          rounds: metric.rounds,
+          pushes: metric.pushes,
+          messages: metric.messages,
+          bytes: metric.bytes,
+          copies: metric.copies,
+          copiesPerLink: round(metric.copies / graph.linkCount),
+          copyMessages: metric.copyMessages,
+          copyBytes: metric.copyBytes,
+          copyMessageShare: round(metric.copyMessages / Math.max(1, metric.messages)),
+          copyByteShare: round(metric.copyBytes / Math.max(1, metric.bytes)),
+        },
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
       };
     } finally {
       await pool.close();
       await server.close();
+      await fanOutPool.close();
+      await fanOutServer.close();
     }
   } finally {
     await index.stop();

@@ -8,11 +8,13 @@ import { readScores } from '../src/replay/graphFile.js';
 import { graphs, tempDir } from './kit/datasets.js';
 import { pulsarUnavailable } from './kit/brokers.js';
 import { readScoresFile, runCli, seededRandom, type KillPoint } from './kit/cliRun.js';
+import { checkBacklinkCopies } from './kit/backlinkCopies.js';
 
 // The crash matrix of a `shardflow rank` job: killed (SIGKILL) at seeded points during the
 // load and during the metric rounds, or interrupted (SIGINT) during the rounds, over each
 // broker; the same command on the same --data-dir must then end exactly like an
-// uninterrupted run (L1 <= 1e-6 to the reference, exact page, link and backlink counts):
+// uninterrupted run (L1 <= 1e-6 to the reference, exact page, link and backlink counts, every
+// backlink's copy of its source's metric within its bound):
 // repaired from the stores after the in-memory broker, resumed from the broker otherwise.
 
 const redisUrl = process.env.SHARDFLOW_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -109,6 +111,13 @@ function matrix(spec: string, graph: Graph, partitions: number, seed: number): v
         assert.ok(Math.abs(sum - 1) < 1e-9, `scores sum to 1 (${sum})`);
         assert.ok(existsSync(join(dataDir, 'shardflow.json')));
         assert.equal((JSON.parse(readFileSync(join(dataDir, 'shardflow.json'), 'utf8')) as { state: string }).state, 'quiet');
+        // Every backlink holds a copy of its source's x within the bound (COPY_RELATIVE_BOUND),
+        // whatever the kill lost: the copies were committed with the pushes and flushes, and
+        // the re-run's first push (or the repair) sends every page's copy again.
+        const copies = await checkBacklinkCopies(dataDir, partitions);
+        assert.equal(copies.backlinks, graph.links);
+        assert.equal(copies.missing, 0, copies.example);
+        assert.equal(copies.outside, 0, copies.example);
       });
     }
   });

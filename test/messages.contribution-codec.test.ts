@@ -26,6 +26,19 @@ describe('metrics/<q> contribution codec', () => {
       contributionCodec.encode({ type: 'metrics', round: 8, keys: back.keys, deltas, source: { dictionary: 'd-1', indexes: Uint32Array.of(4, 0, 7, 2 ** 32 - 1) } }),
     );
     assert.deepEqual(withSource.source, { dictionary: 'd-1', indexes: Uint32Array.of(4, 0, 7, 2 ** 32 - 1) });
+    assert.equal(withSource.copies, undefined);
+    // Copies of source metrics for backlinks (keys `target 0x00 source`), alone or with contributions.
+    const backlinkKeys = ['http://t.example/\u0000http://s.example/', 'http://ü.example/\u0000http://s.example/ß'];
+    const copies = { keys: packKeys(backlinkKeys.map((k) => Buffer.from(k))), values: Float64Array.of(0.15, 7.25e-3) };
+    for (const value of [
+      { type: 'metrics' as const, round: 9, keys: packKeys([]), deltas: new Float64Array(0), copies },
+      { type: 'metrics' as const, round: 9, keys: back.keys, deltas, copies },
+    ]) {
+      const decoded = contributionCodec.decode(contributionCodec.encode(value));
+      assert.deepEqual([...decoded.copies!.values], [0.15, 7.25e-3]);
+      assert.deepEqual(backlinkKeys.map((_, i) => Buffer.from(packedKey(decoded.copies!.keys, i)).toString()), backlinkKeys);
+      assert.equal(decoded.deltas.length, value.deltas.length);
+    }
   });
 
   it('refuses bytes that are not msgpack, a wrong shape, lengths that differ and offsets out of range', () => {
@@ -41,6 +54,9 @@ describe('metrics/<q> contribution codec', () => {
       ['ends past the bytes', wire({ keyEnds: Buffer.from(Uint32Array.of(1, 3).buffer) })],
       ['indexes without a dictionary', wire({ indexes: Buffer.from(Uint32Array.of(0, 1).buffer) })],
       ['indexes of another length', wire({ dictionary: 'd', indexes: Buffer.from(Uint32Array.of(0).buffer) })],
+      ['copy keys without values', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer) })],
+      ['copy values of another length', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer), copyValues: Buffer.from(Float64Array.of(1, 2).buffer) })],
+      ['copy ends past the bytes', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(3).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer) })],
     ] as const) {
       assert.throws(() => contributionCodec.decode(bytes), UndecodableMessageError, what);
     }

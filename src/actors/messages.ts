@@ -118,6 +118,12 @@ export interface ContributionBatch {
    * a page without hashing the key again. Absent on corrections of graph changes.
    */
   readonly source?: { readonly dictionary: string; readonly indexes: Uint32Array };
+  /**
+   * Copies of source pages' metrics for backlinks of partition q (backlinks/backlinkValue.ts):
+   * `values[i]` (the source's x) for the backlink whose `backlinks` key (`target 0x00
+   * source`) is key i of `keys`. Absent when the message carries none.
+   */
+  readonly copies?: { readonly keys: PackedKeys; readonly values: Float64Array };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -151,12 +157,19 @@ interface ContributionWire {
   readonly dictionary?: string;
   /** Little-endian uint32 array. */
   readonly indexes?: Uint8Array;
+  /** Backlink keys of the copies, packed like keyBytes/keyEnds; their values as LE float64. */
+  readonly copyKeyBytes?: Uint8Array;
+  readonly copyKeyEnds?: Uint8Array;
+  readonly copyValues?: Uint8Array;
 }
 
 const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
   isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && v.keyBytes instanceof Uint8Array &&
   v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array &&
-  (v.dictionary === undefined ? v.indexes === undefined : typeof v.dictionary === 'string' && v.indexes instanceof Uint8Array));
+  (v.dictionary === undefined ? v.indexes === undefined : typeof v.dictionary === 'string' && v.indexes instanceof Uint8Array) &&
+  (v.copyKeyBytes === undefined
+    ? v.copyKeyEnds === undefined && v.copyValues === undefined
+    : v.copyKeyBytes instanceof Uint8Array && v.copyKeyEnds instanceof Uint8Array && v.copyValues instanceof Uint8Array));
 
 const littleEndian = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
 
@@ -189,7 +202,8 @@ function fromWire<A extends Uint32Array | Float64Array>(
 /**
  * Codec of `metrics/<q>` batches.
  * @throws UndecodableMessageError (decode) when keyEnds, deltas (and indexes) differ in
- *   length, or keyEnds decrease or pass the end of keyBytes.
+ *   length, or keyEnds decrease or pass the end of keyBytes (the same for the copies'
+ *   copyKeyEnds, copyValues and copyKeyBytes).
  */
 export const contributionCodec: Codec<ContributionBatch> = {
   encode: (value) =>
@@ -200,6 +214,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
       keyEnds: wireBytes(value.keys.ends),
       deltas: wireBytes(value.deltas),
       ...(value.source ? { dictionary: value.source.dictionary, indexes: wireBytes(value.source.indexes) } : {}),
+      ...(value.copies ? { copyKeyBytes: value.copies.keys.bytes, copyKeyEnds: wireBytes(value.copies.keys.ends), copyValues: wireBytes(value.copies.values) } : {}),
     }),
   decode: (bytes) => {
     const wire = contributionWire.decode(bytes);
@@ -207,12 +222,14 @@ export const contributionCodec: Codec<ContributionBatch> = {
     const ends = fromWire(Uint32Array, wire.keyEnds, 'keyEnds');
     const deltas = fromWire(Float64Array, wire.deltas, 'deltas');
     if (ends.length !== deltas.length) throw new UndecodableMessageError('metrics: keyEnds and deltas differ in length');
-    let previous = 0;
-    const limit = wire.keyBytes.byteLength;
-    for (let i = 0; i < ends.length; i++) {
-      const end = ends[i]!;
-      if (end < previous || end > limit) throw new UndecodableMessageError('metrics: keyEnds must be non-decreasing and within keyBytes');
-      previous = end;
+    checkEnds(ends, wire.keyBytes.byteLength, 'keyEnds');
+    let copies: ContributionBatch['copies'];
+    if (wire.copyKeyBytes !== undefined && wire.copyKeyEnds !== undefined && wire.copyValues !== undefined) {
+      const copyEnds = fromWire(Uint32Array, wire.copyKeyEnds, 'copyKeyEnds');
+      const values = fromWire(Float64Array, wire.copyValues, 'copyValues');
+      if (copyEnds.length !== values.length) throw new UndecodableMessageError('metrics: copyKeyEnds and copyValues differ in length');
+      checkEnds(copyEnds, wire.copyKeyBytes.byteLength, 'copyKeyEnds');
+      copies = { keys: { bytes: wire.copyKeyBytes, ends: copyEnds }, values };
     }
     let source: ContributionBatch['source'];
     if (wire.dictionary !== undefined && wire.indexes !== undefined) {
@@ -220,6 +237,16 @@ export const contributionCodec: Codec<ContributionBatch> = {
       if (indexes.length !== ends.length) throw new UndecodableMessageError('metrics: indexes and keyEnds differ in length');
       source = { dictionary: wire.dictionary, indexes };
     }
-    return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas, ...(source ? { source } : {}) };
+    return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas, ...(source ? { source } : {}), ...(copies ? { copies } : {}) };
   },
 };
+
+/** @throws UndecodableMessageError unless `ends` are non-decreasing and at most `limit` (the packed bytes' length). */
+function checkEnds(ends: Uint32Array, limit: number, what: string): void {
+  let previous = 0;
+  for (let i = 0; i < ends.length; i++) {
+    const end = ends[i]!;
+    if (end < previous || end > limit) throw new UndecodableMessageError(`metrics: ${what} must be non-decreasing and within their key bytes`);
+    previous = end;
+  }
+}

@@ -8,6 +8,7 @@ import { TopK } from './topK.js';
 import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
 import { isAliasRecordValue } from '../actors/partition/redirects.js';
+import { decodeBacklink } from '../actors/backlinks/backlinkValue.js';
 
 /** A page as one partition stores it. */
 export interface StoredPage {
@@ -33,6 +34,11 @@ export interface StoredLink {
 export interface RawLink {
   readonly url: string;
   readonly value: Buffer;
+  /**
+   * Backlinks only: the copy of the source's unnormalised rank estimate x that the target's
+   * partition holds (backlinks/backlinkValue.ts), absent while none has arrived.
+   */
+  readonly metric?: number;
 }
 
 /** The features and weight of a `RawLink`. */
@@ -107,7 +113,7 @@ export class PartitionView {
         this.store.get(ColumnFamilies.frontier, url),
         this.store.get(ColumnFamilies.ranks, url),
       ]),
-      this.#count(ColumnFamilies.backlinks, linkPrefix(url)),
+      this.#countBacklinks(url),
     ]);
     const xr = rank ? decodeFloat64s(rank) : undefined;
     return {
@@ -124,11 +130,35 @@ export class PartitionView {
   }
 
   /**
-   * Backlinks of `url` (their sources), in source key order, not decoded: a page with
-   * thousands of backlinks decodes only the ones it returns.
+   * Backlinks of `url` (their sources), in source key order, each with its source's metric
+   * as this partition knows it (`metric`): for a source on another partition, the copy of
+   * its x kept in the backlink (backlinks/backlinkValue.ts); for a source on this partition,
+   * its x + r from this partition's `ranks` (one multi-get); absent for a source of another
+   * partition whose copy has not arrived. The link's features are not decoded: a page with
+   * thousands of backlinks decodes only the ones it returns. A record holding a copy and no
+   * link (the link was removed, or its add has not arrived) is not a backlink and is left out.
    */
-  backlinks(url: string): Promise<RawLink[]> {
-    return this.#links(ColumnFamilies.backlinks, url);
+  async backlinks(url: string): Promise<RawLink[]> {
+    this.#check();
+    const out: Array<{ url: string; value: Buffer; metric?: number }> = [];
+    const uncopied: number[] = [];
+    const skip = Buffer.byteLength(url, 'utf8') + 1;
+    for await (const { keys, values } of this.store.chunks(ColumnFamilies.backlinks, { prefix: linkPrefix(url), chunkSize: 4096 })) {
+      for (let i = 0; i < keys.length; i++) {
+        const { link, metric } = decodeBacklink(values[i]!);
+        if (!link) continue;
+        if (metric === undefined) uncopied.push(out.length);
+        out.push(metric === undefined ? { url: keys[i]!.toString('utf8', skip), value: link } : { url: keys[i]!.toString('utf8', skip), value: link, metric });
+      }
+    }
+    if (uncopied.length > 0) {
+      // Sources of this partition have their row here; others (copy not arrived) have none.
+      const ranks = await this.store.multiGet(ColumnFamilies.ranks, uncopied.map((i) => out[i]!.url));
+      ranks.forEach((v, k) => {
+        if (v) out[uncopied[k]!]!.metric = scoreOf(v);
+      });
+    }
+    return out;
   }
 
   /**
@@ -224,9 +254,12 @@ export class PartitionView {
     return out;
   }
 
-  async #count(cf: string, prefix: Buffer): Promise<number> {
+  /** Backlinks of `url`: records with a link (a copy without one is not counted; see `backlinks`). */
+  async #countBacklinks(url: string): Promise<number> {
     let n = 0;
-    for await (const { keys } of this.store.chunks(cf, { prefix, keysOnly: true, chunkSize: 8192 })) n += keys.length;
+    for await (const { values } of this.store.chunks(ColumnFamilies.backlinks, { prefix: linkPrefix(url), chunkSize: 8192 })) {
+      for (const v of values) if (decodeBacklink(v).link) n++;
+    }
     return n;
   }
 

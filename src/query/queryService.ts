@@ -18,6 +18,18 @@ export interface QueryServiceOptions {
    * computed. Default 2000 ms.
    */
   readonly summaryTtlMs?: number;
+  /**
+   * What a backlinks query sorts by:
+   * - `copies` (the default): what the target's partition knows of each source
+   *   (docs/ARCHITECTURE.md, "Backlinks carry their source's metric"): for a source on
+   *   another partition, the copy of its x kept in the backlink, within COPY_RELATIVE_BOUND
+   *   (5%) of x once the messages of the last round are applied (x is within the metric's
+   *   tolerance of x + r); for a source on the same partition, its x + r. The query reads the
+   *   target's partition alone; a backlink whose copy has not arrived yet scores 0.
+   * - `sources`: x + r read from each source's own partition (a multi-get per partition
+   *   holding a source: a fan-out per query), for comparison (`npm run bench -- query`).
+   */
+  readonly backlinkScores?: 'copies' | 'sources';
 }
 
 /** A query's answer: found, or not found with why. */
@@ -174,8 +186,9 @@ interface Summary {
  *
  * Scores are normalised at read time: score = (x + r) / the sum of x + r over every live
  * page of every partition (the normaliser comes from the cached summary). Backlinks are
- * sorted by their source's score, which lives on the source's partition: the sources are
- * grouped by partition and their ranks read with one multi-get each.
+ * sorted by the copies of their sources' x kept with them on the target's partition
+ * (`backlinkScores`: or, for comparison, by the sources' x + r read from their partitions
+ * with one multi-get each).
  *
  * Errors: InvalidUrlError and InvalidArgumentError for bad input (HTTP 400); a not-found
  * result for unknown pages and hosts (404); ActorStoppedError when a partition's reader
@@ -241,10 +254,13 @@ export class QueryService {
   }
 
   /**
-   * A page's backlinks, sorted by the source's score (highest first, then by source URL).
-   * The links to its aliases (sources whose link to it is a permanent redirect's, and so on
-   * up the chain) are backlinks too, with the aliases they went through in `via`: the
-   * metric counts them as links to the page. Found when the URL has a page or any
+   * A page's backlinks, sorted by the source's score (highest first, then by source URL):
+   * by default the copies of the sources' metric kept on the page's partition, so only that
+   * partition is read (and the cached summary's normaliser); see `backlinkScores`. The links
+   * to its aliases (sources whose link to it is a permanent redirect's, and so on up the
+   * chain) are backlinks too, with the aliases they went through in `via`: the metric counts
+   * them as links to the page (each alias's backlinks are read on the alias's partition). An
+   * alias has no score of its own: its link scores 0. Found when the URL has a page or any
    * backlink. @throws InvalidUrlError, InvalidArgumentError
    */
   async backlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
@@ -258,7 +274,12 @@ export class QueryService {
       if (missing) return { found: false, reason: missing };
     }
     const links = await this.#throughAliases(url, direct);
-    const [scores, summary] = await Promise.all([this.#rawScores(links.map((l) => l.link.url)), this.#summaryValue()]);
+    const [scores, summary] = await Promise.all([
+      (this.#o.backlinkScores ?? 'copies') === 'copies'
+        ? links.map(({ link }) => (isPermanentRedirect(redirectOfLinkValue(link.value) ?? 0) ? 0 : link.metric ?? 0))
+        : this.#rawScores(links.map((l) => l.link.url)),
+      this.#summaryValue(),
+    ]);
     const order = links.map((_, i) => i);
     order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.link.url < links[b]!.link.url ? -1 : 1) || links[a]!.via.length - links[b]!.via.length);
     const page = order.slice(offset, offset + limit).map((i) => {

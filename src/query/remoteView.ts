@@ -15,7 +15,7 @@ export function remotePartitionView(client: PartitionAsker, p: number): Partitio
     closed: false,
     page: (url) => read('page', url),
     outlinks: (url) => read('outlinks', url),
-    backlinks: async (url) => ((await read('backlinks', url)) as RawLink[]).map((l) => ({ url: l.url, value: Buffer.from(l.value.buffer, l.value.byteOffset, l.value.byteLength) })),
+    backlinks: async (url) => ((await read('backlinks', url)) as RawLink[]).map((l) => ({ url: l.url, value: Buffer.from(l.value.buffer, l.value.byteOffset, l.value.byteLength), ...(typeof l.metric === 'number' ? { metric: l.metric } : {}) })),
     rawScores: (urls) => read('rawScores', urls),
     hostPages: (host, limit) => read('hostPages', host, limit),
     summary: (limit, hostLimit) => read('summary', limit, ...(hostLimit !== undefined ? [hostLimit] : [])),

@@ -6,6 +6,7 @@ import { closeSubscribed, openSubscribed, type SubscribedState } from '../partit
 import { ColumnFamilies, Counters, linkKey, linkKeyOrder } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { encodeLinkValue } from '../indexer/linkValue.js';
+import { encodeBacklinkLink } from './backlinkValue.js';
 import { edgeWeight } from '../indexer/edgeWeight.js';
 import type { WeightFunction } from '../metrics/weights.js';
 
@@ -24,8 +25,9 @@ type BacklinksState = SubscribedState;
 
 /**
  * The backlink store of one partition: consumes `links/<q>` and folds each link operation
- * into `backlinks` (key target 0x00 source): add and update put the link's value, remove
- * deletes it. The target of an added link is registered with the partition's crawl policy
+ * into `backlinks` (key target 0x00 source): add and update merge the link's value into the
+ * backlink's record (backlinkValue.ts: the copy of the source's metric that the metric
+ * actors merge into the same record is kept), remove deletes it. The target of an added link is registered with the partition's crawl policy
  * by a row in `pending`, written in the same batch, so that unseen targets get crawled.
  */
 export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavior<Deliveries, BacklinksState> {
@@ -38,8 +40,8 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
       let discovered = 0;
       await applyExactlyOnce({ ...state, counters: env.counters, namespace: Namespaces.links }, d, linkOpCodec, (batch, value) => {
         let delta = 0;
-        // Puts go in runs, keys `target 0x00 source` built natively (one call per run); a
-        // remove ends the run first, so that operations on one key keep their order.
+        // Merges go in runs (one native call per run); a remove ends the run first, so that
+        // operations on one key keep their order.
         let targets: string[] = [];
         let sources: string[] = [];
         let values: Uint8Array[] = [];
@@ -47,7 +49,8 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
           if (targets.length === 0) return;
           // In key order for the memtable insert hint of `backlinks`.
           const order = linkKeyOrder(targets, sources);
-          batch.putPairs(ColumnFamilies.backlinks, order.map((i) => targets[i]!), order.map((i) => sources[i]!), order.map((i) => values[i]!));
+          // Merges, not puts: the copy of the source's metric in the same record stays.
+          batch.mergeMany(ColumnFamilies.backlinks, order.map((i) => linkKey(targets[i]!, sources[i]!)), order.map((i) => encodeBacklinkLink(values[i]!)));
           targets = [];
           sources = [];
           values = [];

@@ -70,6 +70,13 @@ export class AdjacencyCache {
   #table = new Int32Array(1024).fill(-1);
   /** True once a full traversal has filled the cache. */
   complete = false;
+  /**
+   * Per slot: the x of the page whose copy its backlinks were last sent (NaN: none sent by
+   * this cache, or its outlinks changed since), for the metric actor's copies
+   * (backlinks/backlinkValue.ts). New with the cache, so a process starts by sending every
+   * page's copy once: copies lost with an earlier process's outbox or broker come back.
+   */
+  #copySent = new Float64Array(1024).fill(NaN);
 
   constructor(readonly partitioner: Partitioner) {}
 
@@ -95,10 +102,29 @@ export class AdjacencyCache {
     return adj;
   }
 
-  /** Forgets `url`'s outlinks; call whenever they change. */
+  /** Forgets `url`'s outlinks; call whenever they change (its copy is then sent again, to its new targets too). */
   invalidate(url: string): void {
     const slot = this.#slotOf.get(url);
-    if (slot !== undefined) this.#slots[slot] = undefined;
+    if (slot !== undefined) {
+      this.#slots[slot] = undefined;
+      if (slot < this.#copySent.length) this.#copySent[slot] = NaN;
+    }
+  }
+
+  /** The x last sent as `slot`'s copy to its backlinks (NaN: none since the cache or the page's outlinks are new). */
+  copySent(slot: number): number {
+    return slot < this.#copySent.length ? this.#copySent[slot]! : NaN;
+  }
+
+  /** Records that `slot`'s copy `x` was committed to be sent (call after the write that carries it). */
+  setCopySent(slot: number, x: number): void {
+    if (slot >= this.#copySent.length) {
+      const n = Math.max(slot + 1, 2 * this.#copySent.length);
+      const next = new Float64Array(n).fill(NaN);
+      next.set(this.#copySent);
+      this.#copySent = next;
+    }
+    this.#copySent[slot] = x;
   }
 
   /** The slot of page `url` (assigned on first sight, with no outlinks cached yet). */

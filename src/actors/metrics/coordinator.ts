@@ -86,6 +86,10 @@ export interface RoundSummary {
   /** Payload bytes of those messages (what crossed the broker in the round). */
   readonly bytes: number;
   readonly contributions: number;
+  /** Backlinks sent a copy of their source's x in the round, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
+  readonly copies: number;
+  readonly copyMessages: number;
+  readonly copyBytes: number;
   /** Upper bound of the total |residual| after the round. */
   readonly residual: number;
   readonly bound: number;
@@ -100,6 +104,12 @@ export interface ConvergeResult {
   readonly messages: number;
   readonly contributions: number;
   readonly residual: number;
+  /** Payload bytes of the rounds' messages. */
+  readonly bytes: number;
+  /** Backlinks sent a copy of their source's x, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
+  readonly copies: number;
+  readonly copyMessages: number;
+  readonly copyBytes: number;
 }
 
 /**
@@ -146,6 +156,10 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
   let pushes = 0;
   let messages = 0;
   let contributions = 0;
+  let totalBytes = 0;
+  let totalCopies = 0;
+  let totalCopyBytes = 0;
+  let totalCopyMessages = 0;
   let residual = Infinity;
   const first = options.firstRound ?? 1;
   let round = first;
@@ -177,6 +191,9 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     let sent = 0;
     let bytes = 0;
     let contrib = 0;
+    let copies = 0;
+    let copyBytes = 0;
+    let copyMessages = 0;
     let sumX = 0;
     // Corrections the pushes saw (folded before each partition's push began).
     let corrected = 0;
@@ -189,12 +206,19 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       contrib += r.contributions;
       sent += r.sent.reduce((a, b) => a + b, 0);
       bytes += r.bytes?.reduce((a, b) => a + b, 0) ?? 0;
+      copies += r.copies ?? 0;
+      copyBytes += r.copyBytes ?? 0;
+      copyMessages += r.copyMessages ?? 0;
     }
     const { mass, corrections } = await barrier(round, expected);
     lastPushed = pushed;
     pushes += pushed;
     messages += sent;
     contributions += contrib;
+    totalBytes += bytes;
+    totalCopies += copies;
+    totalCopyBytes += copyBytes;
+    totalCopyMessages += copyMessages;
     // Corrections of graph changes applied since this round's scan began are residual too
     // (as the barrier replies saw them: enough to set the next threshold).
     residual = remaining + mass + Math.max(0, corrections - corrected);
@@ -207,14 +231,14 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       if (options.countPages) n = Math.max(1, await options.countPages());
       bound = boundOf(residual, n, sumX);
     }
-    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, residual, bound });
+    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyMessages, copyBytes, residual, bound });
     if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
-      return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual };
+      return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
     }
     if (quiet) quietRounds++;
     else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
-  return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual };
+  return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
 }
 
 /**

@@ -16,6 +16,7 @@ import { ChunkCursor } from './chunkCursor.js';
 import { RankMirror } from './rankMirror.js';
 import { grown } from './grown.js';
 import { SlotDeltas } from './slotDeltas.js';
+import { MetricCopies, PendingCopies } from './metricCopies.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { walkLivePages } from '../partition/livePages.js';
 import { undampedLinkValue } from '../partition/redirects.js';
@@ -84,6 +85,14 @@ export interface PushReport {
    * the push began: the coordinator counts the ones folded later as residual of the round.
    */
   readonly corrections: number;
+  /**
+   * Backlinks sent a copy of their source's x by this push (metricCopies.ts), and the
+   * messages and payload bytes that carried the copies to other partitions (also in `sent`
+   * and `bytes`); absent in reports stored before copies were sent.
+   */
+  readonly copies?: number;
+  readonly copyMessages?: number;
+  readonly copyBytes?: number;
 }
 
 /** Contributions a partition applied for one round: messages and sum of |delta|. */
@@ -134,6 +143,8 @@ type MetricState = SubscribedState & {
   readonly mirror: { current: RankMirror | undefined };
   /** Contributions folded and not yet committed (written by the next flush). */
   readonly pending: PendingContributions;
+  /** Copies of source metrics folded and not yet committed (merged into `backlinks` by the next flush). */
+  readonly copies: PendingCopies;
   /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
   flushTimer: Cancel | undefined;
   /**
@@ -202,7 +213,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (dropped.length > 0) {
         env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
       }
-      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), flushTimer: undefined, lastPushed: undefined } as MetricState;
+      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -391,10 +402,24 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     if (merged.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, merged), deltas.operands(merged), 2);
     if (fill) cache.complete = true;
 
+    // Copies of the pages' x for their backlinks (metricCopies.ts), for every page whose x
+    // moved past the bound since its copy was last sent (every page, the first time).
+    const copies = new MetricCopies(cache, own);
+    const adjacencyNow = async (slot: number) => cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache));
+    for (const slot of next.slots) {
+      const x = next.x(slot) + deltas.dx(slot);
+      if (copies.due(slot, x)) copies.send(slot, x, await adjacencyNow(slot));
+    }
+    for (const slot of deltas.slots) {
+      if (next.has(slot) || !copies.due(slot, deltas.dx(slot))) continue;
+      copies.send(slot, deltas.dx(slot), await adjacencyNow(slot));
+    }
+
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections };
+    const copied = await copies.write(outbox, batch, round, sent, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -402,6 +427,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const prune = round % PRUNE_EVERY_ROUNDS === 0 ? state.rounds.prunable(round - 1) : 0;
     if (prune > 1) batch.deleteRange(ColumnFamilies.rounds, roundKey(1), roundKey(prune));
     await store.write(batch);
+    copies.commit();
     if (prune > 1) state.rounds.forget(prune);
     state.lastPushed = Math.max(last, round);
     for (const slot of merged) next.add(slot, deltas.dx(slot), deltas.dr(slot));
@@ -424,14 +450,19 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const snapshot = store.snapshot();
     const batch = store.batch();
     const combiner = new Combiner(cache);
+    const copies = new MetricCopies(cache, Number(env.partition));
     let pushed = 0;
     let sumX = 0;
     let contributions = 0;
     try {
       await walkRanksWithOutlinks(store, snapshot, (key, x, r, targets, weights, undamped) => {
         sumX += x + r;
+        const url = key.toString('utf8');
+        const adj = cache.set(url, targets, weights, undamped);
+        // The repair dropped the outboxes: copies go again to every backlink (a new process's cache has none sent).
+        const slot = cache.slotOf(url);
+        if (copies.due(slot, x)) copies.send(slot, x, adj);
         if (x === 0 || targets.length === 0) return;
-        const adj = cache.set(key.toString('utf8'), targets, weights, undamped);
         contributions += combiner.add(adj, adj.undamped ? x : damping * x);
         pushed++;
       });
@@ -441,9 +472,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass };
+    const copied = await copies.write(outbox, batch, round, sent, bytes);
+    const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);
     await store.write(batch);
+    copies.commit();
     state.lastPushed = Math.max(last, round);
     await outbox.publish();
     return report;
@@ -511,6 +544,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       }
       await state.rounds.get(value.round); // the committed count, before adding to it
       const { keys, deltas, source } = value;
+      if (value.copies) state.copies.add(value.copies);
       let mass = 0;
       for (let i = 0; i < deltas.length; i++) {
         const start = i === 0 ? 0 : keys.ends[i - 1]!;
@@ -549,8 +583,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const batch = store.batch();
     if (slots.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, slots), operands, 2);
     pending.record(batch, state.marks);
+    state.copies.record(batch);
     state.rounds.recordCommit(batch, pending.rounds);
     await store.write(batch); // a failure restarts the actor, whose stop() counts them in flight again
+    state.copies.committed();
     state.rounds.committed(pending.rounds);
     const settle = pending.committed();
     if (mirror) {

@@ -1,5 +1,5 @@
 import type { ColumnFamilyOptions } from '../../storage/index.js';
-import { float64Add, int64Add, ttl } from '../../index.js';
+import { float64Add, int64Add, record, ttl } from '../../index.js';
 
 /**
  * The column families of one partition's RocksDB store and how their keys and values are
@@ -15,7 +15,7 @@ import { float64Add, int64Add, ttl } from '../../index.js';
  * |-----------|----------------------|------------------------------------------------|-------------|
  * | pages     | url                  | msgpack PageRecord                             | (put)       |
  * | outlinks  | source 0x00 target   | msgpack LinkFeatures                           | (put)       |
- * | backlinks | target 0x00 source   | msgpack LinkFeatures                           | (put)       |
+ * | backlinks | target 0x00 source   | record {v: link value, m: source's x copy}     | record lww  |
  * | ranks     | url                  | float64 LE [x, r]: rank estimate, residual     | float64 add |
  * | pending   | url                  | empty: discovered, not yet looked at by policy | (put)       |
  * | frontier  | url                  | msgpack FrontierEntry                          | (put)       |
@@ -60,7 +60,9 @@ export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
     // Written a page (or a message's run of link operations) at a time in key order: insert
     // hints (so no range deletes; the GC deletes key by key).
     [ColumnFamilies.outlinks]: { memtableInsertHint: true },
-    [ColumnFamilies.backlinks]: { memtableInsertHint: true },
+    // Records (backlinks/backlinkValue.ts): the link's fields from the backlinks actor and
+    // the copy of the source's metric from the metric actors merge without a read.
+    [ColumnFamilies.backlinks]: { mergeOperator: record({ v: 'lww', m: 'lww' }), memtableInsertHint: true },
     // A push merges its pages in key order: insert hints spare most memtable key
     // comparisons (ranks therefore takes no range deletes; the GC deletes key by key).
     [ColumnFamilies.ranks]: { mergeOperator: float64Add(), memtableInsertHint: true },

@@ -14,7 +14,7 @@ import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
 
 /**
  * Pushes of a local change, at most this fraction of a fresh computation's. Measured on the
- * local-change test's graph at 1e-9: 76,178 of 291,924 (26%, 34 rounds against 86), and
+ * local-change test's graph at 1e-9: 72,523 of 289,627 (25%, 35 rounds against 87, each with its probe round; 76,178 of 291,924 before the residual budget), and
  * 28% (67 rounds against 199) before pushes applied same-partition contributions in place.
  * The fraction stays well above the change's share of the graph (1 page of 4,000) because
  * the global tolerance asks every page's residual under about 1e-12 (docs/ARCHITECTURE.md,

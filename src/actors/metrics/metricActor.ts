@@ -18,6 +18,7 @@ import { grown } from './grown.js';
 import { SlotDeltas } from './slotDeltas.js';
 import { MetricCopies, PendingCopies } from './metricCopies.js';
 import { refreshHostIndex } from './hostIndex.js';
+import { addResidual, emptyHistogram } from './residualHistogram.js';
 import { walkLivePages } from '../partition/livePages.js';
 import { undampedLinkValue } from '../partition/redirects.js';
 
@@ -75,6 +76,12 @@ export interface PushReport {
   readonly pushed: number;
   /** Sum of |r| over pages not pushed (below the threshold). */
   readonly remaining: number;
+  /**
+   * `remaining` by magnitude: per power-of-two bucket of |r|, the sum of |r| of the pages in
+   * it (residualHistogram.ts), from which the coordinator sets the next threshold (absent in
+   * reports stored before it was counted, and in a repair's).
+   */
+  readonly residuals?: number[];
   /** Sum of x over all pages after the push. */
   readonly sumX: number;
   /** Link contributions before combining, and entries after combining per target. */
@@ -391,8 +398,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     // deltas included) and the sum of x, over every page with an entry or a delta.
     let remaining = 0;
     let sumX = 0;
+    const residuals = emptyHistogram();
     const account = (slot: number, x: number) => {
-      remaining += Math.abs(residual(slot));
+      const r = residual(slot);
+      remaining += Math.abs(r);
+      addResidual(residuals, r);
       sumX += x + deltas.dx(slot);
     };
     for (const slot of next.slots) account(slot, next.x(slot));
@@ -419,7 +429,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
     const copied = await copies.write(outbox, batch, round, sent, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
+    const report: PushReport = { round, sent, bytes, pushed, remaining, residuals, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or

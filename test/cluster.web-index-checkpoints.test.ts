@@ -16,6 +16,10 @@ import { readGraph, readScores } from '../src/replay/graphFile.js';
 import { WEB_INDEX_STAGE, webIndexStreamReceiver } from '../src/topology/clusterProtocol.js';
 import { WEB_INDEX_STORES, webIndexApplication, type WebIndexHost } from '../src/topology/webIndexApplication.js';
 import { assertMatchesReference, graphs, memoryLogger, tempDir } from './kit/datasets.js';
+import { skipWithoutRedis } from './kit/cluster.js';
+import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
+import { assertClusterRank, rankCase, withWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
+import type { WorkerProcess } from './kit/clusterRun.js';
 
 /**
  * Issue 16 for the web index: a web-index partition checkpoints its store (commit at
@@ -88,4 +92,53 @@ test('in one process: a host with checkpoints ranks polblogs exactly, hands its 
     await empty.close();
     dir.cleanup();
   }
+});
+
+const CLUSTER_PARTITIONS = 3;
+const LEASE_MS = 3000;
+
+/**
+ * Three `shardflow worker --web-index` processes, each with a data dir of its own (nothing
+ * shared but Redis, which coordinates and carries the streams, and the S3 server, which keeps
+ * the checkpoints), as on three machines.
+ */
+async function withCheckpointedCluster(t: import('node:test').TestContext, body: (c: WebIndexCluster, ws: WorkerProcess[]) => Promise<void>): Promise<void> {
+  if (await skipWithoutRedis(t)) return;
+  if (await skipWithoutS3(t)) return;
+  for (const [k, v] of Object.entries(s3Env())) process.env[k] ??= v; // the workers inherit the AWS environment
+  const prefix = `test-wi-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+  const workerArgs = ['--checkpoints', `s3://${S3_BUCKET}/${prefix}`, '--checkpoint-interval-ms', '5000'];
+  await withWebIndexCluster(t, { partitions: CLUSTER_PARTITIONS, leaseMs: LEASE_MS, workerArgs, ownDataDirs: true }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    await body(c, ws);
+  });
+}
+
+/** The `restored` events of the workers, as `unit reason`. */
+function restores(ws: readonly WorkerProcess[]): string[] {
+  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
+}
+
+test('three workers with their own data dirs and S3 checkpoints rank epa; one SIGKILLed mid-rounds: its partitions are restored elsewhere, the result is exact', { timeout: 420_000 }, async (t) => {
+  await withCheckpointedCluster(t, async (c, ws) => {
+    const expected = await rankCase(graphs.epa, CLUSTER_PARTITIONS);
+    let killedAt: number | undefined;
+    const started = Date.now();
+    const result = await c.rank(expected, {
+      hangMs: 360_000,
+      tolerance: 1e-7,
+      onRound: (r) => {
+        if (r.round !== 3 || killedAt !== undefined) return;
+        killedAt = Date.now();
+        ws[0]!.child.kill('SIGKILL');
+      },
+    });
+    assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
+    assertClusterRank(result, expected);
+    const moved = restores(ws.slice(1));
+    assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
+    t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}`);
+    await c.stopAll();
+  });
 });

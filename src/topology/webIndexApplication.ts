@@ -361,18 +361,18 @@ class WebIndexHostImpl implements WebIndexHost {
         if (entry.checkpoints && CHECKPOINTED_METRIC_REQUESTS.has(r.message?.type)) {
           // A barrier's folded messages are in memory only: commit them, then wait for a checkpoint holding them.
           if (r.message.type === 'await-applied') await askWithRetry(metrics, { type: 'flush' }, this.#clock);
-          await entry.checkpoints.afterCheckpoint();
+          await this.#afterCheckpoint(p, entry.checkpoints);
         }
         return reply;
       }
       case 'republish-links':
-        return this.#checkpointed(entry, askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock));
+        return this.#checkpointed(p, entry, askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock));
       case 'flow':
         return this.#flow(entry);
       case 'read':
         return this.#read(p, r.method, r.args);
       case 'seed':
-        return this.#checkpointed(entry, this.#seed(p, r.urls));
+        return this.#checkpointed(p, entry, this.#seed(p, r.urls));
       case 'drained':
         return askWithRetry(this.#policy(p), { type: 'drained' }, this.#clock) as Promise<CrawlDrain>;
       default:
@@ -381,10 +381,23 @@ class WebIndexHostImpl implements WebIndexHost {
   }
 
   /** `reply`, once a checkpoint holds what it reports (with checkpoints; at once without). */
-  async #checkpointed<T>(entry: Running, reply: Promise<T>): Promise<T> {
+  async #checkpointed<T>(p: number, entry: Running, reply: Promise<T>): Promise<T> {
     const value = await reply;
-    await entry.checkpoints?.afterCheckpoint();
+    if (entry.checkpoints) await this.#afterCheckpoint(p, entry.checkpoints);
     return value;
+  }
+
+  /**
+   * Waits for a checkpoint holding what a reply reports.
+   * @throws ActorStoppedError when the checkpoints end first (the lease lost, the partition
+   *   stopping): the worker nacks the request, and its next owner answers it (asks are idempotent)
+   */
+  async #afterCheckpoint(p: number, checkpoints: PartitionCheckpointer): Promise<void> {
+    try {
+      await checkpoints.afterCheckpoint();
+    } catch (err) {
+      throw new ActorStoppedError(`partition ${p} stopped checkpointing before its reply was covered (${(err as Error)?.message ?? String(err)}): its next owner answers`);
+    }
   }
 
   /** The ref getter of partition p's crawl policy. @throws InvalidArgumentError when this host does not crawl */

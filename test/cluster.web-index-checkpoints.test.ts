@@ -119,20 +119,31 @@ function restores(ws: readonly WorkerProcess[]): string[] {
   return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
 }
 
+/**
+ * Ranks `expected` to 1e-7 (L1 <= 1e-6 to the reference needs no more) and SIGKILLs `ws[0]`
+ * when round 3 ends; `afterKill` gets the workers' event counts at the kill.
+ */
+async function rankKillingAtRound3(c: WebIndexCluster, ws: readonly WorkerProcess[], expected: Awaited<ReturnType<typeof rankCase>>, afterKill?: (eventsBefore: number[]) => void) {
+  let killedAt: number | undefined;
+  const result = await c.rank(expected, {
+    hangMs: 360_000,
+    tolerance: 1e-7,
+    onRound: (r) => {
+      if (r.round !== 3 || killedAt !== undefined) return;
+      killedAt = Date.now();
+      const before = ws.map((w) => w.events.length);
+      ws[0]!.child.kill('SIGKILL');
+      afterKill?.(before);
+    },
+  });
+  return { result, killedAt };
+}
+
 test('three workers with their own data dirs and S3 checkpoints rank epa; one SIGKILLed mid-rounds: its partitions are restored elsewhere, the result is exact', { timeout: 420_000 }, async (t) => {
   await withCheckpointedCluster(t, async (c, ws) => {
     const expected = await rankCase(graphs.epa, CLUSTER_PARTITIONS);
-    let killedAt: number | undefined;
     const started = Date.now();
-    const result = await c.rank(expected, {
-      hangMs: 360_000,
-      tolerance: 1e-7,
-      onRound: (r) => {
-        if (r.round !== 3 || killedAt !== undefined) return;
-        killedAt = Date.now();
-        ws[0]!.child.kill('SIGKILL');
-      },
-    });
+    const { result, killedAt } = await rankKillingAtRound3(c, ws, expected);
     assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
     assertClusterRank(result, expected);
     const moved = restores(ws.slice(1));
@@ -145,34 +156,26 @@ test('three workers with their own data dirs and S3 checkpoints rank epa; one SI
 test('the next owner SIGKILLed as it restores the partitions of a worker SIGKILLed mid-rounds: the last worker restores them all, the result is exact', { timeout: 420_000 }, async (t) => {
   await withCheckpointedCluster(t, async (c, ws) => {
     const expected = await rankCase(graphs.epa, CLUSTER_PARTITIONS);
-    let killedAt: number | undefined;
     let secondKill: Promise<string> | undefined;
-    const result = await c.rank(expected, {
-      hangMs: 360_000,
-      tolerance: 1e-7,
-      onRound: (r) => {
-        if (r.round !== 3 || killedAt !== undefined) return;
-        killedAt = Date.now();
-        const before = ws.map((w) => w.events.length);
-        ws[0]!.child.kill('SIGKILL');
-        // The first survivor to report a restore (its store replaced from the checkpoint, not yet running) is killed at once.
-        secondKill = new Promise<string>((done) => {
-          const poll = setInterval(() => {
-            for (const [i, w] of ws.entries()) {
-              if (i === 0 || !w.events.slice(before[i]).some((e) => e.event.type === 'restored')) continue;
-              clearInterval(poll);
-              w.child.kill('SIGKILL');
-              done(w.name);
-              return;
-            }
-          }, 2);
-        });
-      },
+    const { result, killedAt } = await rankKillingAtRound3(c, ws, expected, (before) => {
+      // The first survivor to report a restore (its store replaced from the checkpoint, not yet running) is killed at once.
+      secondKill = new Promise<string>((done) => {
+        const poll = setInterval(() => {
+          for (const [i, w] of ws.entries()) {
+            if (i === 0 || !w.events.slice(before[i]).some((e) => e.event.type === 'restored')) continue;
+            clearInterval(poll);
+            w.child.kill('SIGKILL');
+            done(w.name);
+            return;
+          }
+        }, 2);
+      });
     });
     const second = await secondKill!;
     assertClusterRank(result, expected);
     const last = ws.find((w) => w.name !== 'w1' && w.name !== second)!;
-    const after = last.events.filter((e) => e.event.type === 'restored' && e.at >= killedAt!);
+    assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
+    const after = last.events.filter((e) => e.event.type === 'restored' && e.at >= killedAt);
     assert.ok(after.length >= 1, `${last.name} restored partitions after the kills: ${restores([last]).join('; ')}`);
     t.diagnostic(`${second} killed during its restore; ${last.name} restored ${restores([last]).join('; ')}; ${result.converge.rounds} rounds`);
   });

@@ -147,7 +147,8 @@ test('three workers with their own data dirs and S3 checkpoints rank epa; one SI
     assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
     assertClusterRank(result, expected);
     const moved = restores(ws.slice(1));
-    assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
+    // A store is restored when missing here, or older than the latest checkpoint (the unit came back after a later owner ran it).
+    assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r) || /owner epoch \d+ \(checkpoint -?\d+\) is older than checkpoint \d+'s \d+$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
     t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}`);
     await c.stopAll();
   });

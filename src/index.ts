@@ -57,7 +57,8 @@ export type { AssignmentInput, AssignmentResult, AssignableWorker, Move } from '
 export type { PartitionUnit, ClusterStage } from './cluster/units.js';
 export { startPartitionHost } from './runtime/topology/partitionHost.js';
 export type { PartitionHost, PartitionHostOptions, PartitionStopOptions, HostedPartition } from './runtime/topology/partitionHost.js';
-export { DEFAULT_CHECKPOINT_INTERVAL_MS, CHECKPOINTS_KEPT, CHECKPOINT_SEQUENCE_KEY, stageCheckpointKey } from './runtime/stream/stageCheckpoints.js';
+export { DEFAULT_CHECKPOINT_INTERVAL_MS, CHECKPOINTS_KEPT, CHECKPOINT_SEQUENCE_KEY, stageCheckpointKey, restoreStageStoreIfBehind, PartitionCheckpointPuts } from './runtime/stream/stageCheckpoints.js';
+export { PartitionCheckpointer, type PartitionCheckpointerOptions } from './runtime/stream/partitionCheckpointer.js';
 export type { StageCheckpointing, StageRestore, StageCheckpointMetadata } from './runtime/stream/stageCheckpoints.js';
 export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
 export { recordOwnerEpoch, readOwnerEpoch, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';

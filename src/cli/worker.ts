@@ -127,7 +127,6 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .action(async (opts: WorkerCliOptions, command: Command) => {
       if ((opts.topology === undefined) === !opts.webIndex) throw new InvalidArgumentError('give --topology MODULE or --web-index (one of them)');
       if (opts.checkpointIntervalMs !== undefined && opts.checkpoints === undefined) throw new InvalidArgumentError('--checkpoint-interval-ms needs --checkpoints');
-      if (opts.checkpoints !== undefined && opts.webIndex) throw new InvalidArgumentError('--checkpoints: the web index does not take checkpoints yet (run its workers on one data dir)');
       if (opts.crawl && !opts.webIndex) throw new InvalidArgumentError('--crawl goes with --web-index');
       if (!opts.crawl) {
         const given = CRAWL_ONLY.filter((o) => command.getOptionValueSource(o) === 'cli');

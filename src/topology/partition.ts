@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Mutex } from 'async-mutex';
 import type { Logger } from 'pino';
-import { onFenced, partitionId, recordOwnerEpoch, SupervisorStrategy, type Behavior, type FlowCounters, type PartitionFence } from '../index.js';
+import { onFenced, partitionId, recordOwnerEpoch, SupervisorStrategy, type Behavior, type FlowCounters, type PartitionCheckpointer, type PartitionFence } from '../index.js';
 import type { Broker } from '../runtime/brokers/index.js';
 import type { SharedResources } from '../storage/index.js';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
@@ -68,12 +68,20 @@ export interface SharedPartitionParts {
  * The environment of partition `p` (its store handle, graph lock, adjacency cache, logger),
  * made the same way by `startWebIndex` (every partition, no fence) and by a cluster host
  * (`webIndexApplication`: one partition at a time, under the fence of its lease, which then
- * guards every write of the store).
+ * guards every write of the store). `checkpoints` (a cluster worker's with a checkpoint store)
+ * hears every write of the store (`noteWrite`) and holds the partition's effects.
  * @throws RangeError for p outside the partitioner's partitions
  */
-export function partitionEnv(shared: SharedPartitionParts, p: number, fence?: PartitionFence): PartitionEnv {
+export function partitionEnv(shared: SharedPartitionParts, p: number, fence?: PartitionFence, checkpoints?: PartitionCheckpointer): PartitionEnv {
   const partition = partitionId(p, shared.partitioner.partitions);
-  const guard = fence ? { writeGuard: () => fence.check() } : {};
+  const guard = fence || checkpoints
+    ? {
+        writeGuard: () => {
+          fence?.check();
+          checkpoints?.noteWrite();
+        },
+      }
+    : {};
   return {
     partition,
     partitioner: shared.partitioner,
@@ -84,6 +92,7 @@ export function partitionEnv(shared: SharedPartitionParts, p: number, fence?: Pa
     graphLock: new Mutex(),
     adjacency: new AdjacencyCache(shared.partitioner),
     ...(fence ? { fence } : {}),
+    ...(checkpoints ? { checkpoints } : {}),
   };
 }
 

@@ -4,13 +4,14 @@ import type { Logger } from 'pino';
 import {
   DataDirError,
   isShardflowError,
-  ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, partitionId, readStreamFlow, recordOwnerEpoch, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
+  ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, PartitionCheckpointer, partitionId, readStreamFlow, recordOwnerEpoch, restoreStageStoreIfBehind, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
   TopicFlowCounters, startInspectionServer,
   type ActorRef, type ApplicationHost, type ApplicationHostOptions, type Clock, type ClusterApplication, type HostedPartition, type InspectionServer, type PartitionFence,
-  type SpawningSupervisorMessage, type StreamFlowReport,
+  type PartitionStopOptions, stageCheckpointKey, type SpawningSupervisorMessage, type StreamFlowReport,
 } from '../index.js';
 import type { Broker } from '../runtime/brokers/index.js';
-import { SharedResources } from '../storage/index.js';
+import { SharedResources, Store } from '../storage/index.js';
+import { ColumnFamilies, partitionColumnFamilies } from '../actors/partition/schema.js';
 import type { GcOptions } from '../actors/gc/gc.js';
 import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { askWithRetry, localMetricEndpoint } from '../actors/metrics/coordinator.js';
@@ -141,6 +142,7 @@ export function webIndexApplication(options: WebIndexApplicationOptions): WebInd
   return {
     name: WEB_INDEX_APPLICATION,
     stages: [{ name: WEB_INDEX_STAGE, namespace: Namespaces.fetches, subscription: 'indexer', partitions: options.partitions, config: webIndexConfig(options) }],
+    supportsCheckpoints: true,
     startHost: (hostOptions) => WebIndexHostImpl.start(options, partitioner, hostOptions),
   };
 }
@@ -149,9 +151,14 @@ interface Running {
   readonly ref: ActorRef<never, void>;
   readonly env: PartitionEnv;
   readonly epoch: number | undefined;
+  /** The partition's checkpoints (a worker given a checkpoint store). */
+  readonly checkpoints: PartitionCheckpointer | undefined;
   /** Set by `stopPartition`: the stop was asked for. */
   requested: boolean;
 }
+
+/** Metric requests whose reply reports a change of the partition's state, or a barrier a restore could take back: replied after a checkpoint holds it. */
+const CHECKPOINTED_METRIC_REQUESTS: ReadonlySet<string> = new Set(['push', 'repair', 'flush', 'index-hosts', 'await-applied']);
 
 class WebIndexHostImpl implements WebIndexHost {
   readonly #running = new Map<number, Running>();
@@ -220,6 +227,7 @@ class WebIndexHostImpl implements WebIndexHost {
     const entry = this.#running.get(partition);
     if (entry?.ref !== ref || entry.requested) return;
     this.#running.delete(partition);
+    void entry.checkpoints?.close();
     this.hostOptions.onPartitionStopped?.(WEB_INDEX_STAGE, partition, reason);
   }
 
@@ -233,18 +241,45 @@ class WebIndexHostImpl implements WebIndexHost {
     if (this.#running.has(p) || this.#starting.has(p)) throw new InvalidArgumentError(`partition ${p} of stage ${stage} runs here already`);
     if (this.#stopping) throw new ActorStoppedError(`the web index host is stopping`);
     this.#starting.add(p);
+    let checkpoints: PartitionCheckpointer | undefined;
     try {
       fence.check();
-      const env = partitionEnv({ partitioner: this.partitioner, broker: this.broker, counters: this.counters, resources: this.resources, log: this.options.log, dataDir: this.#storesDir }, p, fence);
+      const shared = { partitioner: this.partitioner, broker: this.broker, counters: this.counters, resources: this.resources, log: this.options.log, dataDir: this.#storesDir };
+      const storePath = partitionEnv(shared, p).store.path;
+      const checkpointing = this.hostOptions.checkpoints;
+      let restoredSequence: number | undefined;
+      if (checkpointing) {
+        // The latest checkpoint replaces a local store that is missing or older (another
+        // machine's data dir held the partition, or this one's copy is stale): a damaged one
+        // throws CheckpointDamagedError and leaves the local store as it was.
+        const restored = await restoreStageStoreIfBehind(checkpointing, WEB_INDEX_STAGE, p, storePath,
+          (path) => Store.open({ path, columnFamilies: partitionColumnFamilies(), resources: this.resources, createIfMissing: false }), ColumnFamilies.meta);
+        restoredSequence = restored?.sequence;
+      }
       // An earlier owner started this partition (the cluster recorded it); without its store
-      // here (another machine's data dir, or a wiped one) the partition would start from
-      // nothing and every score after would be wrong: refuse, with the reason, instead.
-      if (fence.startedBefore === true && !existsSync(env.store.path)) {
+      // here (another machine's data dir, or a wiped one) and no checkpoint to restore, the
+      // partition would start from nothing and every score after would be wrong: refuse, with
+      // the reason, instead.
+      if (fence.startedBefore === true && !existsSync(storePath)) {
         throw new DataDirError(
-          `partition ${p} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${env.store.path} is not in this worker's data dir: ` +
-            'its state is in another machine\'s data dir (the web index does not move state between machines yet: run its workers on one data dir), or the data dir was wiped',
+          checkpointing
+            ? `partition ${p} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir and the checkpoint store has no checkpoint of it (${stageCheckpointKey(checkpointing.keyPrefix, WEB_INDEX_STAGE, p)}): its state is only in the data dir of the worker that ran it (started before checkpoints were on?), or the checkpoints were removed`
+            : `partition ${p} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir: ` +
+              'its state is in another machine\'s data dir (give the workers a checkpoint store, --checkpoints, to move it; or run them on one data dir), or the data dir was wiped',
         );
       }
+      let env: PartitionEnv | undefined;
+      if (checkpointing) {
+        checkpoints = new PartitionCheckpointer({
+          checkpointing, stage: WEB_INDEX_STAGE, partition: p, metaFamily: ColumnFamilies.meta, fence,
+          ...(restoredSequence !== undefined ? { restoredSequence } : {}),
+          acquire: () => env!.store.acquire(),
+          release: () => env!.store.release(),
+          logger: this.options.log.child({ partition: p }),
+          clock: this.#clock,
+        });
+      }
+      env = partitionEnv(shared, p, fence, checkpoints);
       // Hold the store from the checks until the partition holds it too (no close and reopen).
       const store = await env.store.acquire();
       try {
@@ -255,16 +290,26 @@ class WebIndexHostImpl implements WebIndexHost {
         // refusal there stops it at once, so it is made here first, to reject the start.
         await recordOwnerEpoch(store, fence.epoch, PARTITION_STREAM_FAMILIES.meta);
         const ref = (await this.supervisor.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision: stopWhenFenced(partitionSupervision) } })) as ActorRef<never, void>;
-        this.#running.set(p, { ref, env, epoch: fence.epoch, requested: false });
+        this.#running.set(p, { ref, env, epoch: fence.epoch, checkpoints, requested: false });
+        checkpoints?.start();
       } finally {
         await env.store.release();
       }
+    } catch (err) {
+      await checkpoints?.close();
+      throw err;
     } finally {
       this.#starting.delete(p);
     }
   }
 
-  async stopPartition(stage: string, partition: number): Promise<void> {
+  /**
+   * Stops partition p: the metric actor commits what it folded, then (a planned hand-back,
+   * `options.checkpoint`, with checkpoints) a last checkpoint is taken and what it covers is
+   * published and acked, then the partition's actors stop (what they commit after that
+   * checkpoint is replayed by the next owner), then its checkpoints.
+   */
+  async stopPartition(stage: string, partition: number, options?: PartitionStopOptions): Promise<void> {
     const p = this.#partition(stage, partition);
     const entry = this.#running.get(p);
     if (!entry) return;
@@ -272,8 +317,14 @@ class WebIndexHostImpl implements WebIndexHost {
     try {
       // Commit what the metric actor folded, so that a hand-back leaves nothing it applied in memory only.
       await this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 }).catch(() => undefined);
+      if (options?.checkpoint && entry.checkpoints) {
+        await entry.checkpoints.afterCheckpoint().catch((err: unknown) => {
+          this.options.log.warn({ partition: p, err }, `the hand-back checkpoint of partition ${p} failed: its next owner restores the one before and the broker redelivers what followed`);
+        });
+      }
       await entry.ref.stop();
     } finally {
+      await entry.checkpoints?.close();
       if (this.#running.get(p) === entry) this.#running.delete(p);
     }
   }
@@ -304,20 +355,48 @@ class WebIndexHostImpl implements WebIndexHost {
     const entry = this.#entry(p);
     const r = request as WebIndexRequest;
     switch (r?.kind) {
-      case 'metrics':
-        return localMetricEndpoint(this.#child<MetricMessage, unknown>(p, 'metrics'), this.#clock)(r.message);
+      case 'metrics': {
+        const metrics = this.#child<MetricMessage, unknown>(p, 'metrics');
+        const reply = await localMetricEndpoint(metrics, this.#clock)(r.message);
+        if (entry.checkpoints && CHECKPOINTED_METRIC_REQUESTS.has(r.message?.type)) {
+          // A barrier's folded messages are in memory only: commit them, then wait for a checkpoint holding them.
+          if (r.message.type === 'await-applied') await askWithRetry(metrics, { type: 'flush' }, this.#clock);
+          await this.#afterCheckpoint(p, entry.checkpoints);
+        }
+        return reply;
+      }
       case 'republish-links':
-        return askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock);
+        return this.#checkpointed(p, entry, askWithRetry(this.#child<IndexerMessage, unknown>(p, 'indexer'), { type: 'republish-links' }, this.#clock));
       case 'flow':
         return this.#flow(entry);
       case 'read':
         return this.#read(p, r.method, r.args);
       case 'seed':
-        return this.#seed(p, r.urls);
+        return this.#checkpointed(p, entry, this.#seed(p, r.urls));
       case 'drained':
         return askWithRetry(this.#policy(p), { type: 'drained' }, this.#clock) as Promise<CrawlDrain>;
       default:
         throw new InvalidArgumentError(`not a web index request: ${JSON.stringify(request)?.slice(0, 200)} (kinds: metrics, flow, republish-links, read, seed, drained)`);
+    }
+  }
+
+  /** `reply`, once a checkpoint holds what it reports (with checkpoints; at once without). */
+  async #checkpointed<T>(p: number, entry: Running, reply: Promise<T>): Promise<T> {
+    const value = await reply;
+    if (entry.checkpoints) await this.#afterCheckpoint(p, entry.checkpoints);
+    return value;
+  }
+
+  /**
+   * Waits for a checkpoint holding what a reply reports.
+   * @throws ActorStoppedError when the checkpoints end first (the lease lost, the partition
+   *   stopping): the worker nacks the request, and its next owner answers it (asks are idempotent)
+   */
+  async #afterCheckpoint(p: number, checkpoints: PartitionCheckpointer): Promise<void> {
+    try {
+      await checkpoints.afterCheckpoint();
+    } catch (err) {
+      throw new ActorStoppedError(`partition ${p} stopped checkpointing before its reply was covered (${(err as Error)?.message ?? String(err)}): its next owner answers`);
     }
   }
 
@@ -375,6 +454,7 @@ class WebIndexHostImpl implements WebIndexHost {
       for (const entry of this.#running.values()) entry.requested = true;
       await Promise.allSettled([...this.#running.keys()].map(async (p) => this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 })));
       await this.system.terminate();
+      await Promise.all([...this.#running.values()].map((e) => e.checkpoints?.close()));
       this.#running.clear();
       await this.fetcher?.close();
       await this.inspection?.close();

@@ -57,8 +57,11 @@ export class WebIndexCluster {
   #broker: Promise<Broker> | undefined;
   #client: Promise<ClusterClient> | undefined;
 
-  /** @param extraWorkerArgs more arguments of every worker (e.g. `--crawl …`) */
-  constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL, readonly extraWorkerArgs: readonly string[] = []) {
+  /**
+   * @param extraWorkerArgs more arguments of every worker (e.g. `--crawl …`)
+   * @param ownDataDirs each worker gets a data dir of its own (`<dataDir>/<name>`), as on separate machines
+   */
+  constructor(readonly partitions: number, readonly leaseMs: number, readonly brokerSpec: string = REDIS_URL, readonly extraWorkerArgs: readonly string[] = [], readonly ownDataDirs = false) {
     this.identity = clusterBrokerIdentity(brokerSpec, this.clusterName);
   }
 
@@ -71,7 +74,7 @@ export class WebIndexCluster {
     return [
       resolve(repoRoot, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(this.partitions),
       '--cluster', REDIS_URL, '--cluster-name', this.clusterName, '--key-prefix', this.keyPrefix, '--broker', this.brokerSpec,
-      '--data-dir', this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--json', ...this.extraWorkerArgs,
+      '--data-dir', this.ownDataDirs ? join(this.dataDir, name) : this.dataDir, '--name', name, '--lease-ms', String(this.leaseMs), '--json', ...this.extraWorkerArgs,
     ];
   }
 
@@ -113,7 +116,7 @@ export class WebIndexCluster {
    * rounds, so that a hang fails with what it waited for (and the workers' stderr, printed by
    * `withWebIndexCluster`) instead of the test's bare timeout.
    */
-  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job'>> & { hangMs?: number } = {}): Promise<ClusterRankResult> {
+  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job' | 'tolerance'>> & { hangMs?: number } = {}): Promise<ClusterRankResult> {
     const { hangMs = 200_000, ...rest } = options;
     const stop = new AbortController();
     const rounds: string[] = [];
@@ -163,8 +166,8 @@ export function assertClusterRank(result: Pick<ClusterRankResult, 'scores' | 'pa
 }
 
 /** Runs `body` on a fresh {@link WebIndexCluster}; prints the workers' stderr on failure; always runs `beforeClose` (stop the clients that use the cluster), then cleans up. */
-export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string; workerArgs?: readonly string[] }, body: (c: WebIndexCluster) => Promise<void>, beforeClose?: () => Promise<void>): Promise<void> {
-  const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker, o.workerArgs);
+export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string; workerArgs?: readonly string[]; ownDataDirs?: boolean }, body: (c: WebIndexCluster) => Promise<void>, beforeClose?: () => Promise<void>): Promise<void> {
+  const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker, o.workerArgs, o.ownDataDirs);
   try {
     await body(c);
   } catch (err) {

@@ -106,6 +106,8 @@ interface CrawlPolicyState {
 }
 
 const packr = new Packr({ useRecords: false });
+/** Unacked bound of the policy's consumer of fetch results. */
+const FETCHES_RECEIVER_QUEUE = 256;
 const REQUESTS_PER_MESSAGE = 32;
 const SCAN_CHUNK = 1024;
 
@@ -153,7 +155,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       let consumer: Consumer | undefined;
       try {
         outbox = await openPartitionOutbox(env, store, owner);
-        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: 256 });
+        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: FETCHES_RECEIVER_QUEUE });
         const c = consumer;
         const feed = feedDeliveries(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
         const state: CrawlPolicyState = {
@@ -212,6 +214,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       state.timer?.cancel();
       state.timer = undefined;
       state.feed.unsubscribe();
+      env.checkpoints?.dropHeld(state.consumer);
       state.held = adjust(state.held, 0);
       await state.consumer.close();
       await state.outbox.close();
@@ -394,7 +397,12 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       state.marks.record(batch, m.producer, m.sequence);
     }
     await state.store.write(batch);
-    for (const m of d.messages) await d.consumer.ack(m);
+    const settle = async () => {
+      for (const m of d.messages) await d.consumer.ack(m);
+    };
+    // With checkpoints, the acks wait for the checkpoint that holds the marks.
+    if (env.checkpoints) env.checkpoints.hold(d.consumer, d.messages.length, settle, FETCHES_RECEIVER_QUEUE);
+    else await settle();
   }
 
   async function applyResult(

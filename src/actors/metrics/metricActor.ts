@@ -143,6 +143,8 @@ type MetricState = SubscribedState & {
 };
 
 const packr = new Packr({ useRecords: false });
+/** Unacked bound of the metric actor's consumer of `metrics/<p>`. */
+const METRICS_RECEIVER_QUEUE = 256;
 /** Folded messages that force a commit (half the consumer's unacked bound of 256). */
 const MAX_PENDING_MESSAGES = 128;
 /**
@@ -193,7 +195,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
   return {
     kind: 'metrics',
     async start(ctx) {
-      const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: 256, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
+      const opened = await openSubscribed(env, ctx, { owner, namespace: Namespaces.metrics, receiverQueueSize: METRICS_RECEIVER_QUEUE, batching: { maxCount: 64, maxDelayMs: 0 }, withOutbox: true });
       await dropLegacyReports(opened.store);
       const rounds = new RoundBook(opened.store, brokerToken(env.broker), env.broker.kind !== 'memory');
       const dropped = await rounds.load();
@@ -488,8 +490,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (verdict.kind !== 'new') {
         // committed before (a redelivery after a lost ack), or from a fenced-off older
         // producer incarnation: dead-lettered with the reason, its mark left as it is
-        if (verdict.kind === 'applied') await consumer.ack(m);
-        else await consumer.deadLetter(m, verdict.reason);
+        // (with checkpoints, both wait for one: the mark that skips it may not be in one yet)
+        const settle = () => (verdict.kind === 'applied' ? consumer.ack(m) : consumer.deadLetter(m, verdict.reason));
+        if (env.checkpoints) env.checkpoints.hold(consumer, 1, settle, METRICS_RECEIVER_QUEUE);
+        else await settle();
         env.counters.onSettled(Namespaces.metrics, messageKey(m));
         continue;
       }
@@ -557,12 +561,17 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     await settleCommitted(state, settle);
   }
 
-  /** Acks (or dead-letters) messages whose effects committed. */
+  /** Acks (or dead-letters) messages whose effects committed; with checkpoints, once a checkpoint holds the commit. */
   async function settleCommitted(state: MetricState, settle: ReadonlyArray<{ message: BrokerMessage; reason?: string }>): Promise<void> {
-    for (const { message, reason } of settle) {
-      if (reason !== undefined) await state.consumer.deadLetter(message, reason);
-      else await state.consumer.ack(message);
-    }
+    const { consumer } = state;
+    const run = async () => {
+      for (const { message, reason } of settle) {
+        if (reason !== undefined) await consumer.deadLetter(message, reason);
+        else await consumer.ack(message);
+      }
+    };
+    if (env.checkpoints) env.checkpoints.hold(consumer, settle.length, run, METRICS_RECEIVER_QUEUE);
+    else await run();
   }
 }
 

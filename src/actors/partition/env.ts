@@ -1,5 +1,5 @@
 import type { Broker } from '../../runtime/brokers/index.js';
-import type { FlowCounters, PartitionFence, PartitionId } from '../../index.js';
+import type { FlowCounters, PartitionCheckpointer, PartitionFence, PartitionId } from '../../index.js';
 import type { Partitioner } from './hostPartitioner.js';
 import type { Logger } from 'pino';
 import type { Mutex } from 'async-mutex';
@@ -33,4 +33,12 @@ export interface PartitionEnv {
    * it before each send, and the partition records the epoch in `meta` at each start.
    */
   readonly fence?: PartitionFence;
+  /**
+   * The partition's checkpoints, on a cluster worker given a checkpoint store
+   * (`webIndexApplication`, docs/checkpoints.md, "The web index"). With it, every effect
+   * visible outside the partition waits for a checkpoint that holds it: outboxes are opened
+   * `heldForCheckpoint` and registered, acks and dead letters go through `hold` after their
+   * commit, and the host's replies to asks that change state wait for `afterCheckpoint`.
+   */
+  readonly checkpoints?: PartitionCheckpointer;
 }

@@ -17,11 +17,12 @@ export const PARTITION_STREAM_FAMILIES: StreamColumnFamilyNames = Object.freeze(
  * Opens the transactional outbox of actor `owner` (e.g. `indexer`) in its partition's store,
  * as broker producer `<owner>@<partition>`, and publishes what a previous incarnation left.
  * Under a cluster fence (`env.fence`) its sequences carry the fence's epoch and each send
- * checks the fence first.
+ * checks the fence first. With checkpoints (`env.checkpoints`) its rows, those left included,
+ * are published by the checkpointer once a durable checkpoint holds them.
  * @throws the store's and the broker's errors; FencedError from the fence
  */
-export function openPartitionOutbox(env: PartitionEnv, store: Store, owner: string): Promise<StreamOutbox> {
-  return StreamOutbox.open({
+export async function openPartitionOutbox(env: PartitionEnv, store: Store, owner: string): Promise<StreamOutbox> {
+  const outbox = await StreamOutbox.open({
     store,
     broker: env.broker,
     owner,
@@ -29,7 +30,10 @@ export function openPartitionOutbox(env: PartitionEnv, store: Store, owner: stri
     counters: env.counters,
     columnFamilies: PARTITION_STREAM_FAMILIES,
     ...(env.fence ? { epoch: env.fence.epoch, fence: env.fence } : {}),
+    ...(env.checkpoints ? { heldForCheckpoint: true } : {}),
   });
+  env.checkpoints?.register(outbox);
+  return outbox;
 }
 
 /** The applied marks of consumer `owner` (e.g. `indexer`) in a partition store. */

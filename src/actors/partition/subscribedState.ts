@@ -14,6 +14,8 @@ export interface SubscribedState {
   readonly feed: Subscription;
   /** Present when the actor sends messages (`withOutbox`). */
   readonly outbox?: StreamOutbox;
+  /** With checkpoints (`env.checkpoints`): hands a committed batch's settle to the checkpointer (`ExactlyOnceContext.holdSettle`). */
+  readonly holdSettle?: (consumer: Consumer, messages: number, settle: () => Promise<void>) => void;
 }
 
 /** Options of `openSubscribed`. */
@@ -48,7 +50,9 @@ export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, 
       receiverQueueSize: options.receiverQueueSize,
     });
     const feed = feedDeliveries(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
-    return { store, consumer, feed, marks: partitionMarks(store, options.owner), ...(outbox ? { outbox } : {}) };
+    const checkpoints = env.checkpoints;
+    const holdSettle = checkpoints ? (c: Consumer, messages: number, settle: () => Promise<void>) => checkpoints.hold(c, messages, settle, options.receiverQueueSize) : undefined;
+    return { store, consumer, feed, marks: partitionMarks(store, options.owner), ...(outbox ? { outbox } : {}), ...(holdSettle ? { holdSettle } : {}) };
   } catch (err) {
     await outbox?.close();
     await env.store.release();
@@ -56,9 +60,10 @@ export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, 
   }
 }
 
-/** The `stop()` matching `openSubscribed`: stops the feed, leaves the subscription, releases the store. */
+/** The `stop()` matching `openSubscribed`: stops the feed, drops its held settles (redelivered), leaves the subscription, releases the store. */
 export async function closeSubscribed(env: PartitionEnv, state: SubscribedState): Promise<void> {
   state.feed.unsubscribe();
+  env.checkpoints?.dropHeld(state.consumer);
   await state.consumer.close();
   await state.outbox?.close();
   await env.store.release();

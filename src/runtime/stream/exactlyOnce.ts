@@ -16,6 +16,12 @@ export interface ExactlyOnceContext {
   readonly counters: FlowCounters;
   /** Namespace of the consumed topic: the flow counters settle each message under it. */
   readonly namespace: string;
+  /**
+   * With checkpoints (partitionCheckpointer.ts): takes the batch's settle (acks, dead letters,
+   * flow counts) after the commit, to run it once a checkpoint holds the commit. Absent: the
+   * batch is settled at once.
+   */
+  readonly holdSettle?: (consumer: Consumer, messages: number, settle: () => Promise<void>) => void;
 }
 
 /**
@@ -26,7 +32,8 @@ export interface ExactlyOnceContext {
  * undecodable one is dead-lettered with the codec's reason, and its mark moves past it),
  * lets `apply` add the message's effects to one write batch, records the marks in it,
  * commits, publishes the outbox, then acks or dead-letters every message of the batch and
- * counts it settled in `counters` (by key: a copy settles nothing twice).
+ * counts it settled in `counters` (by key: a copy settles nothing twice); with `holdSettle`,
+ * the settle is handed over to run after the checkpoint that holds the commit.
  *
  * @param deliveries the consumer the messages came from and the messages, in delivery order
  * @param apply adds one message's effects to `batch` (and may enqueue outbox messages in it)
@@ -69,11 +76,15 @@ export async function applyExactlyOnce<T>(
   await outbox?.publish();
   // Count each message as settled once the broker took its ack: if an ack fails midway,
   // the acked ones are done and the rest come back (and are counted then).
-  for (const m of deliveries.messages) {
-    const reason = dead.get(m);
-    if (reason !== undefined) await deliveries.consumer.deadLetter(m, reason);
-    else await deliveries.consumer.ack(m);
-    counters.onSettled(namespace, messageKey(m));
-  }
+  const settle = async () => {
+    for (const m of deliveries.messages) {
+      const reason = dead.get(m);
+      if (reason !== undefined) await deliveries.consumer.deadLetter(m, reason);
+      else await deliveries.consumer.ack(m);
+      counters.onSettled(namespace, messageKey(m));
+    }
+  };
+  if (ctx.holdSettle) ctx.holdSettle(deliveries.consumer, deliveries.messages.length, settle);
+  else await settle();
   return applied;
 }

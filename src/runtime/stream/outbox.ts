@@ -41,6 +41,15 @@ export interface StreamOutboxOptions {
    * next `publish()`.
    */
   readonly publishOnOpen?: boolean;
+  /**
+   * Publishing waits for checkpoints taken while other writers commit to the same store (a
+   * web-index partition's actors, partitionCheckpointer.ts): `publish()` then sends nothing
+   * and only marks the rows it would have sent as committed; `committedRows` and
+   * `publishCommitted(n)` let the checkpointer publish exactly the rows a durable checkpoint
+   * holds. Rows left by an earlier incarnation are committed at `open` (implies
+   * `publishOnOpen: false`). Default false.
+   */
+  readonly heldForCheckpoint?: boolean;
 }
 
 interface Pending {
@@ -67,6 +76,9 @@ export class StreamOutbox {
   readonly #producers = new Map<string, Producer>();
   readonly #next = new Map<string, number>();
   #pending: Pending[] = [];
+  /** With `heldForCheckpoint`: committed rows, in commit order, waiting for a checkpoint that holds them. */
+  #committed: Pending[] = [];
+  #closed = false;
 
   readonly #families: StreamColumnFamilyNames;
 
@@ -87,9 +99,11 @@ export class StreamOutbox {
     const prefix = `${options.owner}|`;
     for await (const [key, value] of options.store.iterate(outbox.#families.outbox, { prefix })) {
       const { topic, seq } = parseOutboxKey(key);
-      outbox.#pending.push({ topic: parseTopic(topic.slice(prefix.length)), seq, payload: value });
+      const row = { topic: parseTopic(topic.slice(prefix.length)), seq, payload: value };
+      if (options.heldForCheckpoint) outbox.#committed.push(row);
+      else outbox.#pending.push(row);
     }
-    if (options.publishOnOpen ?? true) await outbox.publish();
+    if ((options.publishOnOpen ?? true) && !options.heldForCheckpoint) await outbox.publish();
     return outbox;
   }
 
@@ -117,9 +131,18 @@ export class StreamOutbox {
     return seq;
   }
 
-  /** Publishes every committed message, in sequence order per topic, then deletes their rows. */
+  /**
+   * Publishes every committed message, in sequence order per topic, then deletes their rows.
+   * With `heldForCheckpoint`, sends nothing: the enqueued rows (whose batch committed before
+   * this call) join `committedRows`, for `publishCommitted` after a checkpoint holds them.
+   */
   async publish(): Promise<void> {
     if (this.#pending.length === 0) return;
+    if (this.options.heldForCheckpoint) {
+      for (const m of this.#pending) this.#committed.push(m);
+      this.#pending = [];
+      return;
+    }
     const pending = this.#pending;
     this.#pending = [];
     const { store, counters, owner } = this.options;
@@ -140,8 +163,51 @@ export class StreamOutbox {
     return this.#pending.length;
   }
 
+  /** With `heldForCheckpoint`: rows committed (in the store) and not yet published, oldest first. */
+  get committedRows(): number {
+    return this.#committed.length;
+  }
+
+  /** True once `close()` was called (its producers are gone; a new incarnation's outbox publishes the rows). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * With `heldForCheckpoint`: publishes the `count` oldest committed rows (those a durable
+   * checkpoint holds), one at a time in commit order, each dropped from `committedRows` once
+   * the broker took it, then deletes their rows in one write. A failure leaves the rest for
+   * the next call; rows sent and not yet deleted are sent again then with their sequences,
+   * which the receivers' applied marks skip.
+   * @param beforeDelete called synchronously right before the write that deletes the published rows
+   * @throws the broker's errors; the fence's FencedError; the store's errors
+   */
+  async publishCommitted(count: number, beforeDelete?: () => void): Promise<void> {
+    const { store, counters, owner } = this.options;
+    const done = store.batch();
+    let sent = 0;
+    try {
+      while (sent < count && sent < this.#committed.length) {
+        const m = this.#committed[sent]!;
+        const name = topicName(m.topic);
+        const producer = await this.#producer(m.topic);
+        this.options.fence?.check();
+        await counters.sending(m.topic.namespace, { producer: this.options.producer, topic: name, sequence: m.seq }, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
+        done.delete(this.#families.outbox, outboxKey(`${owner}|${name}`, m.seq));
+        sent++;
+      }
+    } finally {
+      this.#committed.splice(0, sent);
+      if (sent > 0) {
+        beforeDelete?.();
+        await store.write(done);
+      }
+    }
+  }
+
   /** Closes this outbox's broker producers. */
   async close(): Promise<void> {
+    this.#closed = true;
     const producers = [...this.#producers.values()];
     this.#producers.clear();
     await Promise.all(producers.map((p) => p.close()));

@@ -99,12 +99,15 @@ export function readStageCheckpointMetadata(manifest: CheckpointManifest, stage:
  * is replaced: the checkpoint is restored into a sibling folder (checked file by file) and
  * renamed into place only then, so a damaged checkpoint leaves the local store as it was.
  * @param openLocal opens the local store read-write without creating it (the caller's column families)
+ * @param metaFamily column family of the owner epoch and checkpoint sequence (default `sf.meta`)
  * @returns the restore, or undefined when the local store is kept or no checkpoint exists
  * @throws CheckpointDamagedError (a file missing or different, metadata not this partition's);
  *   the checkpoint store's and the filesystem's errors
  */
 export async function restoreStageStoreIfBehind(
   checkpointing: StageCheckpointing, stage: string, partition: number, storePath: string, openLocal: (path: string) => Promise<Store>,
+  /** Column family of the owner epoch and checkpoint sequence (the web index's is `meta`). */
+  metaFamily: string = StreamColumnFamilies.meta,
 ): Promise<StageRestore | undefined> {
   const key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
   const latest = await checkpointing.store.latest(key);
@@ -116,8 +119,8 @@ export async function restoreStageStoreIfBehind(
     let epoch: number;
     let sequence: number;
     try {
-      epoch = await readOwnerEpoch(local);
-      const s = await local.get(StreamColumnFamilies.meta, CHECKPOINT_SEQUENCE_KEY);
+      epoch = await readOwnerEpoch(local, metaFamily);
+      const s = await local.get(metaFamily, CHECKPOINT_SEQUENCE_KEY);
       sequence = s ? Number(decodeInt64(s)) : -1;
     } finally {
       await local.close();
@@ -154,7 +157,7 @@ export class StageCheckpointer {
   #heldMessages = 0;
   /** The store was written since the last durable checkpoint (or not known equal to one). */
   #changed: boolean;
-  #lastSequence: number | undefined;
+  readonly #puts: PartitionCheckpointPuts;
   /** The last `checkpoint()` failed after its put was durable (publishing or settling): the caller must restart the partition. */
   failedAfterPut = false;
 
@@ -167,9 +170,9 @@ export class StageCheckpointer {
     /** The checkpoint the store was just restored from (then it equals it: nothing to put until it changes). */
     restoredSequence: number | undefined,
   ) {
-    this.key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
+    this.#puts = new PartitionCheckpointPuts(checkpointing, stage, partition, fence, restoredSequence, StreamColumnFamilies.meta);
+    this.key = this.#puts.key;
     this.#changed = restoredSequence === undefined;
-    this.#lastSequence = restoredSequence;
   }
 
   /** Messages applied (or skipped) whose acks wait for a checkpoint. */
@@ -205,19 +208,8 @@ export class StageCheckpointer {
     this.fence?.check();
     let put: number | undefined;
     if (this.#changed) {
-      if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
-      put = Math.max(this.#lastSequence + 1, epochSequence(this.fence?.epoch ?? 0, 0));
-      await this.store.put(StreamColumnFamilies.meta, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
-      const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
-      this.fence?.check();
-      await this.checkpointing.store.put(this.key, this.store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
-      this.#lastSequence = put;
+      put = await this.#puts.put(this.store, logger);
       this.#changed = false;
-      try {
-        await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT);
-      } catch (err) {
-        logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} failed (the next put collects again)`);
-      }
     }
     try {
       if (outbox.size > 0) {
@@ -233,6 +225,71 @@ export class StageCheckpointer {
       throw err;
     }
     return put;
+  }
+}
+
+/**
+ * The puts of one partition's checkpoints, shared by the stage actor's checkpointer and the
+ * web index's partition checkpointer (partitionCheckpointer.ts): each put gets a sequence
+ * above the key's latest and at least `epoch * 2^32` (so a newer owner's checkpoints rank
+ * above an older one's), records it in the store's meta family (`checkpoint-sequence`, read
+ * back by `restoreStageStoreIfBehind`), puts the store under the fence with the
+ * {@link StageCheckpointMetadata}, then collects all but the `keep` newest.
+ */
+export class PartitionCheckpointPuts {
+  readonly key: string;
+  #lastSequence: number | undefined;
+
+  constructor(
+    readonly checkpointing: StageCheckpointing,
+    readonly stage: string,
+    readonly partition: number,
+    readonly fence: PartitionFence | undefined,
+    /** The checkpoint the store was restored from, if it was (the key's latest then). */
+    restoredSequence: number | undefined,
+    /** Column family of `checkpoint-sequence` (`sf.meta` for a stage, `meta` for the web index). */
+    readonly metaFamily: string,
+  ) {
+    this.key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
+    this.#lastSequence = restoredSequence;
+  }
+
+  /** The sequence of the last put of this incarnation (or the restored one), if any. */
+  get lastSequence(): number | undefined {
+    return this.#lastSequence;
+  }
+
+  /**
+   * Puts `store` as the key's next checkpoint; a failed `collect` is logged (the next put collects again).
+   * @param options.collect false: leave the collect to the caller (`collect`), off the put's critical path
+   * @param beforeSequenceWrite called synchronously right before the write of `checkpoint-sequence` (a caller that counts writes through the store's write guard leaves that one out)
+   * @returns its sequence
+   * @throws FencedError from the fence; the store's and the checkpoint store's errors (nothing
+   *   is durable then but files no manifest lists)
+   */
+  async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean } = {}): Promise<number> {
+    this.fence?.check();
+    if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
+    const put = Math.max(this.#lastSequence + 1, epochSequence(this.fence?.epoch ?? 0, 0));
+    beforeSequenceWrite?.();
+    await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
+    const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
+    this.fence?.check();
+    await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+    this.#lastSequence = put;
+    if (options.collect === false) return put;
+    await this.collect(logger);
+    return put;
+  }
+
+  /** Removes all but the `keep` newest checkpoints of the key and the files only they list; a failure is logged (the next collect removes them). */
+  async collect(logger: Logger): Promise<void> {
+    try {
+      await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT);
+    } catch (err) {
+      logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} failed (the next put collects again)`);
+    }
+
   }
 }
 

@@ -1,0 +1,285 @@
+import { ActorStoppedError } from '../../errors.js';
+import type { Store } from '../../storage/index.js';
+import type { Logger } from '../actor/logger.js';
+import { systemClock, type Cancel, type Clock } from '../clock.js';
+import type { PartitionFence } from './ownerEpoch.js';
+import type { StreamOutbox } from './outbox.js';
+import { isFenced, PartitionCheckpointPuts, type StageCheckpointing } from './stageCheckpoints.js';
+
+/** Options of {@link PartitionCheckpointer}. */
+export interface PartitionCheckpointerOptions {
+  readonly checkpointing: StageCheckpointing;
+  /** The unit's stage (the checkpoint key is `<keyPrefix>/<stage>/p<partition>`). */
+  readonly stage: string;
+  readonly partition: number;
+  /** Column family of the owner epoch and `checkpoint-sequence` in the store (the web index's `meta`). */
+  readonly metaFamily: string;
+  /** The ownership the checkpoints are put under (checked before each put and each publish). */
+  readonly fence?: PartitionFence;
+  /** The checkpoint the store was just restored from, if it was. */
+  readonly restoredSequence?: number;
+  /** Gives the partition's open store for one checkpoint (opening it when no actor holds it); `release` gives it back. */
+  readonly acquire: () => Promise<Store>;
+  readonly release: () => Promise<void>;
+  readonly logger: Logger;
+  /** Timers of the periodic checkpoints (default the system clock). */
+  readonly clock?: Clock;
+}
+
+/** Wait before a checkpoint is tried again after its publishes failed (a broker away), ms. */
+const PUBLISH_RETRY_MS = 250;
+
+/** Puts between two collects of old checkpoints (a collect lists and reads manifests: off every put's path). */
+const COLLECT_EVERY = 4;
+
+interface Held {
+  readonly consumer: object;
+  readonly messages: number;
+  readonly settle: () => Promise<void>;
+}
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * The checkpoints of a partition whose store several actors write at once (a web-index
+ * partition: indexer, backlinks, metrics, gc, crawl policy; docs/checkpoints.md, "The web
+ * index"). The Kafka Streams commit-at-checkpoint model of `StageCheckpointer`, for many
+ * writers: every effect visible outside the partition waits for a durable checkpoint that
+ * holds it.
+ *
+ * - Acks and dead letters of committed input messages are handed to `hold` after their commit;
+ *   outbox rows join their outbox's `committedRows` after their commit (`heldForCheckpoint`);
+ *   a reply waits on `afterCheckpoint()`, called after the commit it reports.
+ * - A checkpoint first takes its **cut**: the held settles, the number of committed rows of
+ *   each registered outbox, and the waiting replies, all registered after their commits and so
+ *   all held by the store before the local RocksDB checkpoint begins. Then it puts the store
+ *   (`PartitionCheckpointPuts`), and only once that is durable publishes those rows (not the
+ *   ones committed since: the checkpoint may or may not hold them), settles those messages
+ *   and resolves those replies. Writes that land between the cut and the local checkpoint are
+ *   in the checkpoint without their effects being released: they are released by the next
+ *   checkpoint, and after a restore the redelivery is skipped by the applied marks and the
+ *   outbox rows are published from the restored store.
+ * - When: every `intervalMs` if anything is waiting or the store was written; at once when a
+ *   reply waits (`afterCheckpoint`) or a consumer holds half its unacked bound (`hold`). One
+ *   checkpoint runs at a time; a request during one runs another right after it.
+ * - A failed put is logged; nothing is released and the next trigger tries again (replies
+ *   wait). A fence stops the checkpoints for good (waiting replies get the FencedError).
+ */
+export class PartitionCheckpointer {
+  readonly #puts: PartitionCheckpointPuts;
+  readonly #clock: Clock;
+  #held: Held[] = [];
+  readonly #heldBy = new Map<object, number>();
+  readonly #outboxes = new Set<StreamOutbox>();
+  #waiters: Waiter[] = [];
+  /** The store was written (by anyone but the checkpointer's own writes: the sequence, the deletes of published rows) since the last cut. */
+  #changed: boolean;
+  #skipWrite = false;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #timer: Cancel | undefined;
+  #closed: unknown;
+  #checkpoints = 0;
+
+  constructor(readonly options: PartitionCheckpointerOptions) {
+    this.#puts = new PartitionCheckpointPuts(options.checkpointing, options.stage, options.partition, options.fence, options.restoredSequence, options.metaFamily);
+    this.#clock = options.clock ?? systemClock;
+    this.#changed = options.restoredSequence === undefined;
+  }
+
+  /** The checkpoint key (`<keyPrefix>/<stage>/p<partition>`). */
+  get key(): string {
+    return this.#puts.key;
+  }
+
+  /** Checkpoints put by this incarnation. */
+  get checkpoints(): number {
+    return this.#checkpoints;
+  }
+
+  /** Messages whose acks (or dead letters) wait for a checkpoint. */
+  get heldMessages(): number {
+    let n = 0;
+    for (const h of this.#held) n += h.messages;
+    return n;
+  }
+
+  /** Starts the periodic checkpoints (every `checkpointing.intervalMs`). */
+  start(): void {
+    if (this.#closed !== undefined || this.#timer) return;
+    const tick = () => {
+      this.#timer = undefined;
+      if (this.#closed !== undefined) return;
+      if (this.#changed || this.#held.length > 0 || this.#waiters.length > 0 || this.#rows() > 0) this.#request();
+      this.#timer = this.#clock.setTimeout(tick, this.options.checkpointing.intervalMs);
+    };
+    this.#timer = this.#clock.setTimeout(tick, this.options.checkpointing.intervalMs);
+  }
+
+  /** For the store's write guard: called before every write of the partition's store. */
+  noteWrite(): void {
+    if (this.#skipWrite) this.#skipWrite = false;
+    else this.#changed = true;
+  }
+
+  /** Publishes `outbox`'s committed rows after the checkpoints that hold them (it must be opened with `heldForCheckpoint`). A closed outbox is dropped. */
+  register(outbox: StreamOutbox): void {
+    this.#outboxes.add(outbox);
+  }
+
+  /**
+   * Holds the settle (acks, dead letters) of committed input messages until a checkpoint
+   * covers their commit. Call after the commit.
+   * @param consumer the consumer that delivered them (see `dropHeld`)
+   * @param unackedBound the consumer's unacked bound: holding half of it checkpoints at once
+   */
+  hold(consumer: object, messages: number, settle: () => Promise<void>, unackedBound: number): void {
+    if (this.#closed !== undefined) return; // stopped: the broker delivers them again to the next owner
+    this.#held.push({ consumer, messages, settle });
+    const held = (this.#heldBy.get(consumer) ?? 0) + messages;
+    this.#heldBy.set(consumer, held);
+    if (held * 2 >= unackedBound) this.#request();
+  }
+
+  /** Forgets the held settles of `consumer` (it closed: the broker delivers those messages again). */
+  dropHeld(consumer: object): void {
+    this.#held = this.#held.filter((h) => h.consumer !== consumer);
+    this.#heldBy.delete(consumer);
+  }
+
+  /**
+   * Resolves once a checkpoint whose cut was taken after this call is durable and has
+   * published and settled what it covers: call it after a commit whose outcome a reply
+   * reports. Starts that checkpoint at once (after the one running, if any).
+   * @throws (rejects) the fence's FencedError; ActorStoppedError when the checkpointer closes first
+   */
+  afterCheckpoint(): Promise<void> {
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    this.#request();
+    return done;
+  }
+
+  /**
+   * Stops the periodic checkpoints and drops what waits (held settles are left to the broker's
+   * redelivery; waiting replies reject with ActorStoppedError), after the checkpoint running.
+   */
+  async close(): Promise<void> {
+    this.#closeWith(new ActorStoppedError(`the checkpoints of ${this.key} stopped`));
+    await this.#running?.catch(() => undefined);
+  }
+
+  #closeWith(reason: unknown): void {
+    this.#closed ??= reason;
+    this.#timer?.();
+    this.#timer = undefined;
+    this.#held = [];
+    this.#heldBy.clear();
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w.reject(this.#closed);
+  }
+
+  #rows(): number {
+    let n = 0;
+    for (const o of this.#outboxes) n += o.closed ? 0 : o.committedRows;
+    return n;
+  }
+
+  #request(): void {
+    if (this.#closed !== undefined) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        await this.#once();
+      } while (this.#again && this.#closed === undefined);
+    })().finally(() => {
+      this.#running = undefined;
+    });
+  }
+
+  /** One checkpoint: the cut, the put, then the release of what the cut listed. Never throws. */
+  async #once(): Promise<void> {
+    // The cut: every entry below was registered after its commit, so the store holds it now.
+    for (const o of this.#outboxes) if (o.closed) this.#outboxes.delete(o);
+    const rows = new Map<StreamOutbox, number>();
+    for (const o of this.#outboxes) if (o.committedRows > 0) rows.set(o, o.committedRows);
+    const held = this.#held;
+    this.#held = [];
+    this.#heldBy.clear();
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    const changed = this.#changed;
+    this.#changed = false;
+    if (!changed && held.length === 0 && waiters.length === 0 && rows.size === 0) return;
+    const { logger } = this.options;
+    try {
+      const store = await this.options.acquire();
+      try {
+        await this.#puts.put(store, logger, () => {
+          this.#skipWrite = true;
+        }, { collect: false });
+      } finally {
+        this.#skipWrite = false;
+        await this.options.release();
+      }
+      this.#checkpoints++;
+    } catch (err) {
+      // Nothing was released: it all waits for the next try.
+      this.#changed ||= changed;
+      this.#held = held.concat(this.#held);
+      for (const h of this.#held) this.#heldBy.set(h.consumer, (this.#heldBy.get(h.consumer) ?? 0) + h.messages);
+      this.#waiters = waiters.concat(this.#waiters);
+      if (isFenced(err)) {
+        this.#closeWith(err);
+        return;
+      }
+      logger.warn({ key: this.key, err }, `checkpoint of ${this.key} failed; its publishes, acks and replies wait for the next one`);
+      return;
+    }
+    // Durable: release what the cut listed, in order (publishes before the acks of the inputs that caused them).
+    let failed: unknown;
+    for (const [outbox, count] of rows) {
+      try {
+        // The deletes of published rows need no checkpoint of their own: rows a restore brings
+        // back are published again with their sequences, and the receivers' marks skip them.
+        await outbox.publishCommitted(count, () => {
+          this.#skipWrite = true;
+        });
+      } catch (err) {
+        failed ??= err; // the rows stay committed: the next checkpoint publishes them
+      } finally {
+        this.#skipWrite = false;
+      }
+    }
+    for (const h of held) {
+      try {
+        await h.settle();
+      } catch (err) {
+        // its consumer closed (the actor restarted): the broker delivers those messages again
+        logger.debug({ key: this.key, err }, 'a held ack failed after its checkpoint (the broker redelivers, the marks skip)');
+      }
+    }
+    if (failed === undefined) {
+      for (const w of waiters) w.resolve();
+      // Old checkpoints go after the replies, every COLLECT_EVERY puts (`keep` newest stay then).
+      if (this.#checkpoints % COLLECT_EVERY === 0) await this.#puts.collect(logger);
+      return;
+    }
+    if (isFenced(failed)) {
+      for (const w of waiters) w.reject(failed);
+      this.#closeWith(failed);
+      return;
+    }
+    logger.warn({ key: this.key, err: failed }, `publishing the outbox after checkpoint of ${this.key} failed; the next checkpoint publishes again`);
+    this.#waiters = waiters.concat(this.#waiters);
+    this.#clock.setTimeout(() => this.#request(), PUBLISH_RETRY_MS);
+  }
+}

@@ -1,0 +1,144 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  DataDirError, FencedError, MemoryBroker, stageCheckpointKey, systemClock, waitStreamsQuiet,
+  type PartitionFence, type SentStream, type StageRestore, type StreamFlowReport,
+} from '../src/index.js';
+import { openCheckpointStore } from '../src/storage/index.js';
+import { collectScores, converge, type MetricEndpoint } from '../src/actors/metrics/coordinator.js';
+import type { PartitionCounts } from '../src/actors/metrics/metricActor.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
+import { readGraph, readScores } from '../src/replay/graphFile.js';
+import { WEB_INDEX_STAGE, webIndexStreamReceiver } from '../src/topology/clusterProtocol.js';
+import { WEB_INDEX_STORES, webIndexApplication, type WebIndexHost } from '../src/topology/webIndexApplication.js';
+import { assertMatchesReference, graphs, memoryLogger, tempDir } from './kit/datasets.js';
+import { skipWithoutRedis } from './kit/cluster.js';
+import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
+import { assertClusterRank, rankCase, withWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
+import type { WorkerProcess } from './kit/clusterRun.js';
+
+/**
+ * Issue 16 for the web index: a web-index partition checkpoints its store (commit at
+ * checkpoint: publishes, acks and state-changing replies wait for a checkpoint holding them)
+ * and its next owner, on a host with its own data dir, restores it.
+ */
+
+/** A lease as the tests drive it: an epoch and a check that throws once `lost` is set. */
+class TestFence implements PartitionFence {
+  lost = false;
+  constructor(readonly epoch: number, readonly startedBefore = false) {}
+  check(): void {
+    if (this.lost) throw new FencedError(`test lease of epoch ${this.epoch} lost`, this.epoch);
+  }
+}
+
+const PARTITIONS = 4;
+const ps = Array.from({ length: PARTITIONS }, (_, p) => p);
+const flows = (host: WebIndexHost) => () => Promise.all(ps.map((p) => host.ask(WEB_INDEX_STAGE, p, { kind: 'flow' }) as Promise<StreamFlowReport>));
+const endpoints = (host: WebIndexHost): MetricEndpoint[] => ps.map((p) => (message) => host.ask(WEB_INDEX_STAGE, p, { kind: 'metrics', message }));
+
+test('in one process: a host with checkpoints ranks polblogs exactly, hands its partitions back with a last checkpoint, and a host with another data dir restores them (or refuses one it has no checkpoint of)', { timeout: 240_000 }, async () => {
+  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
+  const reference = await readScores(join(graphs.polblogs, 'pagerank.tsv'));
+  const dir = tempDir('sf-wi-ckpt-');
+  const checkpoints = openCheckpointStore(pathToFileURL(join(dir.dir, 'checkpoints')).href);
+  const empty = openCheckpointStore(pathToFileURL(join(dir.dir, 'no-checkpoints')).href);
+  const broker = new MemoryBroker();
+  const app = webIndexApplication({ partitions: PARTITIONS, weigh: uniformWeights, log: memoryLogger().log });
+  assert.equal(app.supportsCheckpoints, true);
+  const restores: StageRestore[] = [];
+  const checkpointing = { store: checkpoints, keyPrefix: 'wi-test', intervalMs: 200, onRestored: (r: StageRestore) => restores.push(r) };
+  const first = await app.startHost({ broker, dataDir: join(dir.dir, 'a'), checkpoints: checkpointing });
+  let second: WebIndexHost | undefined;
+  let third: WebIndexHost | undefined;
+  try {
+    for (const p of ps) await first.startPartition(WEB_INDEX_STAGE, p, new TestFence(1));
+    const sent: SentStream[] = await publishFetches(first.broker, first.partitioner, first.counters, graphPages(graph));
+    await waitStreamsQuiet(flows(first), { receiver: webIndexStreamReceiver, external: sent, timeoutMs: 120_000, pollMs: 20 });
+    const metrics = endpoints(first);
+    const counts = (await Promise.all(metrics.map((m) => m({ type: 'counts' })))) as PartitionCounts[];
+    const started = Date.now();
+    const result = await converge(metrics, { pages: counts.reduce((a, c) => a + c.pages, 0), clock: systemClock, damping: 0.85, firstRound: 1 });
+    const seconds = (Date.now() - started) / 1000;
+    assertMatchesReference({ converge: result, scores: await collectScores(metrics) }, reference);
+    // Each round waits for two checkpoints (the pushes' replies, then the barriers'), not the 200 ms interval.
+    assert.ok(seconds / result.rounds < 2, `${result.rounds} rounds in ${seconds.toFixed(1)} s`);
+    for (const p of ps) assert.ok((await checkpoints.latest(stageCheckpointKey('wi-test', WEB_INDEX_STAGE, p))) !== undefined, `partition ${p} has a checkpoint`);
+
+    // A planned hand-back of every partition; the next host has its own (empty) data dir.
+    for (const p of ps) await first.stopPartition(WEB_INDEX_STAGE, p, { checkpoint: true });
+    await first.stop();
+    second = await app.startHost({ broker, dataDir: join(dir.dir, 'b'), checkpoints: checkpointing });
+    for (const p of ps) await second.startPartition(WEB_INDEX_STAGE, p, new TestFence(2, true));
+    assert.deepEqual(restores.map((r) => [r.partition, r.reason, r.ownerEpoch]).sort(), ps.map((p) => [p, 'missing', 1]));
+    assert.ok(existsSync(join(dir.dir, 'b', WEB_INDEX_STORES, 'p0', 'CURRENT')));
+    const after = endpoints(second);
+    assert.deepEqual(await Promise.all(after.map((m) => m({ type: 'counts' }))), counts, 'the restored partitions hold every page, outlink and backlink');
+    assertMatchesReference({ converge: result, scores: await collectScores(after) }, reference);
+
+    // A partition an earlier owner started, with neither a local store nor a checkpoint: refused with the reason.
+    third = await app.startHost({ broker, dataDir: join(dir.dir, 'c'), checkpoints: { store: empty, keyPrefix: 'wi-test', intervalMs: 200 } });
+    await assert.rejects(third.startPartition(WEB_INDEX_STAGE, 1, new TestFence(3, true)), (err: unknown) => err instanceof DataDirError && /the checkpoint store has no checkpoint of it \(wi-test\/index\/p1\)/.test(err.message));
+  } finally {
+    await first.stop();
+    await second?.stop();
+    await third?.stop();
+    await broker.close();
+    await checkpoints.close();
+    await empty.close();
+    dir.cleanup();
+  }
+});
+
+const CLUSTER_PARTITIONS = 3;
+const LEASE_MS = 3000;
+
+/**
+ * Three `shardflow worker --web-index` processes, each with a data dir of its own (nothing
+ * shared but Redis, which coordinates and carries the streams, and the S3 server, which keeps
+ * the checkpoints), as on three machines.
+ */
+async function withCheckpointedCluster(t: import('node:test').TestContext, body: (c: WebIndexCluster, ws: WorkerProcess[]) => Promise<void>): Promise<void> {
+  if (await skipWithoutRedis(t)) return;
+  if (await skipWithoutS3(t)) return;
+  for (const [k, v] of Object.entries(s3Env())) process.env[k] ??= v; // the workers inherit the AWS environment
+  const prefix = `test-wi-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+  const workerArgs = ['--checkpoints', `s3://${S3_BUCKET}/${prefix}`, '--checkpoint-interval-ms', '5000'];
+  await withWebIndexCluster(t, { partitions: CLUSTER_PARTITIONS, leaseMs: LEASE_MS, workerArgs, ownDataDirs: true }, async (c) => {
+    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
+    await c.allRunningOn(ws);
+    await body(c, ws);
+  });
+}
+
+/** The `restored` events of the workers, as `unit reason`. */
+function restores(ws: readonly WorkerProcess[]): string[] {
+  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
+}
+
+test('three workers with their own data dirs and S3 checkpoints rank epa; one SIGKILLed mid-rounds: its partitions are restored elsewhere, the result is exact', { timeout: 420_000 }, async (t) => {
+  await withCheckpointedCluster(t, async (c, ws) => {
+    const expected = await rankCase(graphs.epa, CLUSTER_PARTITIONS);
+    let killedAt: number | undefined;
+    const started = Date.now();
+    const result = await c.rank(expected, {
+      hangMs: 360_000,
+      tolerance: 1e-7,
+      onRound: (r) => {
+        if (r.round !== 3 || killedAt !== undefined) return;
+        killedAt = Date.now();
+        ws[0]!.child.kill('SIGKILL');
+      },
+    });
+    assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
+    assertClusterRank(result, expected);
+    const moved = restores(ws.slice(1));
+    assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
+    t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}`);
+    await c.stopAll();
+  });
+});

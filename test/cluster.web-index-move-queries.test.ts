@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { readGraph, type WebGraph } from '../src/replay/graphFile.js';
 import { ReplayServer } from '../src/replay/replayServer.js';
 import { canonicalUrl } from '../src/actors/crawler/canonicalUrl.js';
@@ -82,8 +83,21 @@ async function owners(c: WebIndexCluster): Promise<Map<number, string | undefine
   return new Map(s.partitions.filter((p) => p.stage === WEB_INDEX_STAGE).map((p) => [p.partition, p.owner ?? undefined]));
 }
 
-test('a fourth worker joins mid-crawl: every query on the moving partitions is answered 200 with the page\'s data', { timeout: 240_000 }, async (t) => {
+/** How the workers keep their partitions: one shared data dir, or each its own with checkpoints in a directory. */
+type Variant = { readonly ownDataDirs: false } | { readonly ownDataDirs: true; readonly checkpointIntervalMs: number };
+
+test('a fourth worker joins mid-crawl, then one stops: every query on the moving partitions is answered 200 with the page\'s data (one data dir)', { timeout: 240_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
+  await moveQueries(t, { ownDataDirs: false });
+});
+
+test('the same with a data dir per worker: partitions move through checkpoints (file:///)', { timeout: 300_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await moveQueries(t, { ownDataDirs: true, checkpointIntervalMs: 1000 });
+});
+
+/** The scenario of this file (top comment), its workers keeping their partitions as `variant` says. */
+async function moveQueries(t: import('node:test').TestContext, variant: Variant): Promise<void> {
   const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
   const outlinks = expectedOutlinks(graph);
   const partitioner = hostPartitioner(PARTITIONS);
@@ -101,8 +115,11 @@ test('a fourth worker joins mid-crawl: every query on the moving partitions is a
   let polling = true;
   try {
     await withWebIndexCluster(t, {
-      partitions: PARTITIONS, leaseMs: LEASE_MS,
-      workerArgs: ['--crawl', '--any-host', '--per-host', '256', '--delay-ms', '0', '--crawlers', '2', '--map-file', mapFile],
+      partitions: PARTITIONS, leaseMs: LEASE_MS, ownDataDirs: variant.ownDataDirs,
+      workerArgs: [
+        '--crawl', '--any-host', '--per-host', '256', '--delay-ms', '0', '--crawlers', '2', '--map-file', mapFile,
+        ...(variant.ownDataDirs ? ['--checkpoints', pathToFileURL(join(dir.dir, 'checkpoints')).href, '--checkpoint-interval-ms', String(variant.checkpointIntervalMs)] : []),
+      ],
     }, async (c) => {
       const ws: WorkerProcess[] = await Promise.all(['w1', 'w2', 'w3'].map((n) => c.startWorker(n)));
       crawlClient = startCrawlClient(c, graph); // it waits for every partition to run
@@ -128,7 +145,7 @@ test('a fourth worker joins mid-crawl: every query on the moving partitions is a
           else assert.equal(r.status, 404, `a page not stored yet is 404: ${JSON.stringify(r.body)}`);
         }));
         return tracked.length === PER_PARTITION * PARTITIONS;
-      }, 60_000);
+      }, 120_000).catch((err: Error) => Promise.reject(new Error(`${err.message}: ${fetched.length} pages fetched, ${tracked.length} of ${PER_PARTITION * PARTITIONS} chosen (${JSON.stringify(tracked)})`)));
       const byPartition = new Map<number, string[]>();
       for (const { url, partition } of tracked) byPartition.set(partition, [...(byPartition.get(partition) ?? []), url]);
       step('pages chosen');
@@ -203,6 +220,7 @@ test('a fourth worker joins mid-crawl: every query on the moving partitions is a
         // When the hand-back began: the leader's round that moved the unit, or w1's SIGTERM.
         const asked = m.why === 'w1 stopped' ? stoppedAt : ws.flatMap((w) => w.events).filter((e) => e.event.type === 'assigned' && e.event.moves.some((x) => x.unit === unit && x.to === m.to)).at(-1)?.at;
         const across = answers.filter((a) => a.partition === m.partition && a.sentAt <= started && a.at >= released);
+        if (variant.ownDataDirs) assert.ok(to.events.some((e) => e.event.type === 'restored' && e.event.unit === unit), `${unit}: ${to.name} restored its checkpoint (its own data dir)`);
         assert.ok(across.length >= 1, `${unit}: a read asked across its move (released ${released}, started ${started})`);
         const waits = across.map((a) => a.at - a.sentAt);
         lines.push(`${unit} ${from.name} -> ${to.name} (${m.why}, ${handedBack!.event.type}): hand-back ${asked === undefined ? '?' : released - asked} ms, released to started ${started - released} ms, ${across.length} requests across it${waits.length ? ` (longest ${Math.max(...waits)} ms)` : ''}`);
@@ -227,4 +245,4 @@ test('a fourth worker joins mid-crawl: every query on the moving partitions is a
     await server.close();
     dir.cleanup();
   }
-});
+}

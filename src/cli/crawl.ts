@@ -16,7 +16,7 @@ import { startQueryServer, type QueryServer } from '../query/server.js';
 import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 import { clusterName, clusterUrl } from './worker.js';
-import { serveCluster } from './query.js';
+import { openClusterQueryServer, untilSignal, type ClusterQueryServer } from './query.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 import { crawlOnClusterCli } from './crawlCluster.js';
 import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
@@ -255,7 +255,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
     .option('--max-outlinks <n>', 'most distinct outlinks stored per page; a page with more keeps its first ones and says so', positiveInt, 10_000)
     .option('--weights <name>', 'link weights: reasonable, uniform, or a weight table .json (docs/crawling.md)', parseWeights, 'reasonable')
     .option('--no-rank', 'skip the metric after the crawl')
-    .option('--serve <port>', 'after the crawl, serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
+    .option('--serve <port>', 'after the crawl (with --cluster: from the start), serve the query API on 127.0.0.1:<port> until interrupted (0: any port)', count);
   return addTokenOptions(command, 'server')
     .option('--json', 'print the summary as one JSON object', false)
     .option('--broker <spec>', 'broker: memory, or with --cluster the workers\' redis://host:port or pulsar://host:port (default there: the --cluster Redis)', 'memory')
@@ -348,7 +348,15 @@ async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setEx
   const onSignal = (signal: NodeJS.Signals) => stop.abort(Object.assign(new Error(`${signal}: the client stopped (the workers keep crawling: run the same command again to resume)`), { code: 'SF_ERR_INTERRUPTED', signal }));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // --serve: the query API of the cluster from the start (each read asked of its key's owner,
+  // so it answers during the crawl and while partitions move), until interrupted after it.
+  let served: ClusterQueryServer | undefined;
+  let crawled = false;
   try {
+    if (opts.serve !== undefined) {
+      served = await openClusterQueryServer({ ...opts, clusterName: clusterNameValue, host: '127.0.0.1', port: opts.serve, allowedHost: [], insecure: false, waitMs: 300_000 }, resolveToken(opts), stop.signal);
+      console.error(`shardflow crawl: query API on ${served.url} during the crawl (each read asked of its key's owner)`);
+    }
     const t0 = performance.now();
     const result = await crawlOnClusterCli({
       cluster: opts.cluster, clusterName: clusterNameValue, keyPrefix: opts.keyPrefix, broker: opts.broker, seeds: opts.seed, rank: opts.rank,
@@ -366,12 +374,20 @@ async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setEx
     if (opts.json) console.log(JSON.stringify({ cluster: clusterNameValue, ...summary, seconds: (performance.now() - t0) / 1000 }));
     else printSummary(where, summary);
     setExit(converged === false ? 1 : 0);
+    crawled = true;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    if (!crawled) await served?.close();
   }
-  // --serve: the query API of the cluster, each read asked of its key's owner, until interrupted.
-  if (opts.serve !== undefined) await serveCluster({ ...opts, clusterName: clusterNameValue, host: '127.0.0.1', port: opts.serve, allowedHost: [], insecure: false }, resolveToken(opts));
+  if (served) {
+    try {
+      console.log(`query API on ${served.url} (${served.partitions} partitions of cluster ${clusterNameValue}, each read asked of its owner)`);
+      await untilSignal();
+    } finally {
+      await served.close();
+    }
+  }
 }
 
 function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {

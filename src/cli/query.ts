@@ -7,10 +7,10 @@ import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
 import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
-import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock } from '../index.js';
+import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock, type ClusterClient } from '../index.js';
+import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { remotePartitionView } from '../query/remoteView.js';
-import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import { clusterName, clusterUrl } from './worker.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 
@@ -144,33 +144,98 @@ export function serveCommand(setExit: (code: number) => void): Command {
     });
 }
 
+/** A cluster's query API opened by {@link openClusterQueryServer}. */
+export interface ClusterQueryServer {
+  /** Where it listens, e.g. `http://127.0.0.1:7070`. */
+  readonly url: string;
+  /** The web index's partition count (from the stage the workers recorded). */
+  readonly partitions: number;
+  /** Closes the HTTP server, then the cluster client and its broker. Idempotent. */
+  close(): Promise<void>;
+}
+
 /**
- * `serve --cluster`: the query API of a cluster's web index, from any process: every read is
- * asked of its key's owner (`remotePartitionView`), so answers follow partitions as they move.
- * Runs until SIGINT or SIGTERM. No admin routes (dropping a host needs a crawl on the cluster).
- * @throws commander's InvalidArgumentError when the cluster runs no web index
+ * The query API of a cluster's web index, from any process: every read is asked of its key's
+ * owner (`remotePartitionView`), so answers follow partitions as they move (a read asked
+ * during a move waits in the partition's request topic for its next owner). Opens a broker in
+ * the cluster's scope and a cluster client; with `opts.waitMs` (ms, default 0), waits that long
+ * for a first worker to record the web index's stage (a client started before its workers).
+ * @throws commander's InvalidArgumentError for the memory broker or a cluster that runs no web
+ *   index (none recorded after `waitMs`); the abort reason when `signal` aborts; the listen error
  */
-export async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
+export async function openClusterQueryServer(opts: Record<string, any>, token: string | undefined, signal?: AbortSignal): Promise<ClusterQueryServer> {
   const name: string = opts.clusterName ?? WEB_INDEX_CLUSTER;
   if (opts.broker === 'memory') throw new CommanderArgumentError('--cluster needs the workers\' broker: --broker redis://HOST:PORT or pulsar://HOST:PORT (the memory broker does not cross processes)');
-  const broker = await connectBroker(clusterBrokerIdentity(opts.broker ?? opts.cluster, name));
+  const brokerSpec: string = opts.broker ?? opts.cluster;
+  const broker = await connectBroker(clusterBrokerIdentity(brokerSpec, name));
+  let client: ClusterClient | undefined;
   try {
-    const client = await connectClusterClient({ cluster: opts.cluster, clusterName: name, broker, keyPrefix: opts.keyPrefix });
-    try {
-      const stage = (await client.status()).stages?.find((s) => s.name === WEB_INDEX_STAGE);
-      if (!stage) throw new CommanderArgumentError(`cluster ${name} runs no web index (start its workers with \`shardflow worker --web-index\`)`);
-      const service = new QueryService({ partitioner: hostPartitioner(stage.partitions), view: async (p) => remotePartitionView(client, p), clock: systemClock });
-      const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
-      console.log(`query API on ${server.url} (${stage.partitions} partitions of cluster ${name}, each read asked of its owner)`);
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
-      await server.close();
-    } finally {
-      await client.close();
-    }
-  } finally {
+    client = await connectClusterClient({ cluster: opts.cluster, clusterName: name, broker, keyPrefix: opts.keyPrefix });
+    const partitions = await webIndexPartitions(client, name, opts.waitMs ?? 0, signal);
+    const asker = client;
+    const service = new QueryService({ partitioner: hostPartitioner(partitions), view: async (p) => remotePartitionView(asker, p), clock: systemClock });
+    const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
+    let closing: Promise<void> | undefined;
+    return {
+      url: server.url,
+      partitions,
+      close: () => (closing ??= (async () => {
+        try {
+          await server.close();
+        } finally {
+          await asker.close();
+          await broker.close();
+        }
+      })()),
+    };
+  } catch (err) {
+    await client?.close();
     await broker.close();
+    throw err;
   }
+}
+
+/**
+ * The partition count of the cluster's web index, once a worker recorded its stage (polled
+ * every 200 ms for `waitMs`).
+ * @throws commander's InvalidArgumentError when the cluster runs other stages, or none after `waitMs`
+ */
+async function webIndexPartitions(client: ClusterClient, name: string, waitMs: number, signal: AbortSignal | undefined): Promise<number> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    signal?.throwIfAborted();
+    const stages = (await client.status()).stages;
+    const stage = stages?.find((s) => s.name === WEB_INDEX_STAGE);
+    if (stage) return stage.partitions;
+    if (stages || Date.now() >= deadline) throw new CommanderArgumentError(`cluster ${name} runs no web index (start its workers with \`shardflow worker --web-index\`)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * `serve --cluster`: {@link openClusterQueryServer} until SIGINT or SIGTERM. No admin routes
+ * (dropping a host needs a crawl on the cluster).
+ * @throws as `openClusterQueryServer`
+ */
+export async function serveCluster(opts: Record<string, any>, token: string | undefined): Promise<void> {
+  const served = await openClusterQueryServer(opts, token);
+  try {
+    console.log(`query API on ${served.url} (${served.partitions} partitions of cluster ${opts.clusterName ?? WEB_INDEX_CLUSTER}, each read asked of its owner)`);
+    await untilSignal();
+  } finally {
+    await served.close();
+  }
+}
+
+/** Resolves at the next SIGINT or SIGTERM. */
+export function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
 }

@@ -14,6 +14,11 @@ export class Ownership {
   state: OwnershipState = 'opening';
   /** The transition under way, if any. */
   busy: Promise<void> | undefined;
+  /**
+   * A planned hand-back is under way: its lease is still renewed every heartbeat until it is
+   * released, so that a slow stop (flush, last checkpoint) is not fenced half-way.
+   */
+  handingBack = false;
   /** A `waiting` event was reported already for this lease. */
   waitingReported = false;
   readonly partition: PartitionUnit;

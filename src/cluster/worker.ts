@@ -282,7 +282,13 @@ class ClusterWorker implements Worker {
       await this.#ticking;
       await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
       await this.#guard('resign', () => this.#leader.resign());
-      await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      // The heartbeats stopped: renew the leases of the units being handed back meanwhile.
+      const renewal = setInterval(() => void this.#guard('renew', () => renewLeases(this.redis, this.#handingBack().map((o) => o.lease), this.timing.leaseMs)), this.heartbeatMs);
+      try {
+        await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      } finally {
+        clearInterval(renewal);
+      }
       await this.#asks.closeAll();
       await this.#host.stop();
       if (this.checkpoints?.ownStore) await this.#guard('close the checkpoint store', () => this.checkpoints!.store.close());
@@ -303,12 +309,17 @@ class ClusterWorker implements Worker {
     }, Math.max(0, lastStart + this.heartbeatMs - Date.now()));
   }
 
+  /** Units in a planned hand-back whose lease is still held (renewed until released). */
+  #handingBack(): Ownership[] {
+    return [...this.#owned.values()].filter((o) => o.handingBack && o.lease.held);
+  }
+
   /** One heartbeat (see `startWorker`). Never rejects: a failed step is logged and tried again at the next. */
   async #tick(): Promise<void> {
     const { redis, keys, timing } = this;
     await this.#guard('heartbeat', () => heartbeat(redis, keys, this.#report(), timing.leaseMs));
     const held = [...this.#owned.values()].filter((o) => o.state !== 'stopping');
-    await this.#guard('renew', () => renewLeases(redis, held.map((o) => o.lease), timing.leaseMs));
+    await this.#guard('renew', () => renewLeases(redis, [...held, ...this.#handingBack()].map((o) => o.lease), timing.leaseMs));
     for (const o of held) if (!o.lease.held) this.#fence(o);
     const round = await this.#guard('lead', () => this.#leader.tick());
     if (round?.becameLeader) this.#emit({ type: 'leader', worker: this.id, epoch: this.#leader.epoch ?? 0 });
@@ -370,12 +381,14 @@ class ClusterWorker implements Worker {
 
   /**
    * A planned hand-back: stop the partition (with checkpoints: its last checkpoint taken after
-   * its last batch settled; store flushed and closed), then release its lease. Reported `released` when the lease was still held throughout, else `fenced` (a
+   * its last batch settled; store flushed and closed), then release its lease, renewed
+   * meanwhile (by the heartbeats, or by `stop()`'s renewal while it hands everything back). Reported `released` when the lease was still held throughout, else `fenced` (a
    * process that woke up after its lease ran out finds its units assigned elsewhere).
    */
   #handBack(o: Ownership): Promise<void> {
     if (o.state === 'stopping') return o.busy ?? Promise.resolve();
     o.state = 'stopping';
+    o.handingBack = true;
     return o.run(async () => {
       await this.#guard('close ask requests', () => this.#asks.close(o.unit));
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition, { checkpoint: true }));

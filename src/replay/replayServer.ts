@@ -30,6 +30,8 @@ export class ReplayServer {
   readonly overrides = new Map<string, ReplayOverride>();
   /** Requests answered, by status. */
   readonly served = new Map<number, number>();
+  /** Hears every graph page answered 200, with its graph URL (tests pick pages a crawl fetched). */
+  onPageServed: ((url: string) => void) | undefined;
 
   constructor(readonly graph: WebGraph) {
     for (const url of graph.pages) {
@@ -62,6 +64,7 @@ export class ReplayServer {
       this.#count(200);
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(this.html(page));
+      this.onPageServed?.(page);
     });
   }
 

@@ -165,8 +165,8 @@ export function assertClusterRank(result: Pick<ClusterRankResult, 'scores' | 'pa
   assert.deepEqual({ pages: result.pages, outlinks: result.outlinks, backlinks: result.backlinks }, c.counts, 'the counts of a one-process run');
 }
 
-/** Runs `body` on a fresh {@link WebIndexCluster}; prints the workers' stderr on failure; always cleans up. */
-export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string; workerArgs?: readonly string[]; ownDataDirs?: boolean }, body: (c: WebIndexCluster) => Promise<void>): Promise<void> {
+/** Runs `body` on a fresh {@link WebIndexCluster}; prints the workers' stderr on failure; always runs `beforeClose` (stop the clients that use the cluster), then cleans up. */
+export async function withWebIndexCluster(t: import('node:test').TestContext, o: { partitions: number; leaseMs: number; broker?: string; workerArgs?: readonly string[]; ownDataDirs?: boolean }, body: (c: WebIndexCluster) => Promise<void>, beforeClose?: () => Promise<void>): Promise<void> {
   const c = new WebIndexCluster(o.partitions, o.leaseMs, o.broker, o.workerArgs, o.ownDataDirs);
   try {
     await body(c);
@@ -174,6 +174,7 @@ export async function withWebIndexCluster(t: import('node:test').TestContext, o:
     for (const w of c.workers) t.diagnostic(`${w.name} stderr: ${w.stderr.slice(-2000)}`);
     throw err;
   } finally {
+    await beforeClose?.();
     await c.close();
   }
 }

@@ -70,6 +70,10 @@ export class AdjacencyCache {
   #table = new Int32Array(1024).fill(-1);
   /** True once a full traversal has filled the cache. */
   complete = false;
+  /** Slots whose cached adjacency is `undamped` (redirects: see `undampedSlots`). */
+  readonly #undamped = new Set<number>();
+  /** Slots whose outlinks changed (or may hold a redirect) and were not read back since (see `unresolvedSlots`). */
+  readonly #unresolved = new Set<number>();
 
   constructor(readonly partitioner: Partitioner) {}
 
@@ -91,14 +95,50 @@ export class AdjacencyCache {
       }
       adj = { targets: ids, weights, undamped: undamped && targets.length === 1 };
     }
-    this.#slots[this.slotOf(url)] = adj;
+    const slot = this.slotOf(url);
+    this.#slots[slot] = adj;
+    this.#unresolved.delete(slot);
+    if (adj.undamped) this.#undamped.add(slot);
+    else this.#undamped.delete(slot);
     return adj;
   }
 
-  /** Forgets `url`'s outlinks; call whenever they change. */
+  /**
+   * Forgets `url`'s outlinks; call whenever they change. The page is `unresolved` until
+   * its outlinks are read back (`set`): it may have become a redirect.
+   */
   invalidate(url: string): void {
-    const slot = this.#slotOf.get(url);
-    if (slot !== undefined) this.#slots[slot] = undefined;
+    const slot = this.slotOf(url);
+    this.#slots[slot] = undefined;
+    this.#undamped.delete(slot);
+    this.#unresolved.add(slot);
+  }
+
+  /**
+   * Marks `url` as a page whose outlinks must be read (`set`) before `undampedSlots` is
+   * complete: a page the filling traversal did not cache (it has no `ranks` entry) whose
+   * outlinks hold a redirect.
+   */
+  markUnresolved(url: string): void {
+    const slot = this.slotOf(url);
+    if (this.#slots[slot] === undefined) this.#unresolved.add(slot);
+  }
+
+  /**
+   * Slots of pages whose outlinks are not cached because they changed (or were never
+   * read): until each is read back with `set`, `undampedSlots` may miss a redirect.
+   */
+  unresolvedSlots(): number[] {
+    return [...this.#unresolved];
+  }
+
+  /**
+   * Slots of every page whose cached outlinks are one undamped redirect link
+   * (`Adjacency.undamped`): complete once the cache is `complete` and `unresolvedSlots` is
+   * empty. The metric's stopping bound needs the longest chain they form (coordinator.ts).
+   */
+  undampedSlots(): ReadonlySet<number> {
+    return this.#undamped;
   }
 
   /** The slot of page `url` (assigned on first sight, with no outlinks cached yet). */

@@ -72,8 +72,12 @@ export class AdjacencyCache {
   complete = false;
   /** Slots whose cached adjacency is `undamped` (redirects: see `undampedSlots`). */
   readonly #undamped = new Set<number>();
-  /** Slots whose outlinks changed (or may hold a redirect) and were not read back since (see `unresolvedSlots`). */
-  readonly #unresolved = new Set<number>();
+  /**
+   * Pages whose outlinks changed (or may hold a redirect) and were not read back since (see
+   * `unresolvedUrls`). URLs, not slots: a slot is given to a page on first sight, and slots
+   * given in `ranks` key order by the first traversal keep pushes in that order.
+   */
+  readonly #unresolved = new Set<string>();
 
   constructor(readonly partitioner: Partitioner) {}
 
@@ -97,7 +101,7 @@ export class AdjacencyCache {
     }
     const slot = this.slotOf(url);
     this.#slots[slot] = adj;
-    this.#unresolved.delete(slot);
+    if (this.#unresolved.size > 0) this.#unresolved.delete(url);
     if (adj.undamped) this.#undamped.add(slot);
     else this.#undamped.delete(slot);
     return adj;
@@ -108,10 +112,12 @@ export class AdjacencyCache {
    * its outlinks are read back (`set`): it may have become a redirect.
    */
   invalidate(url: string): void {
-    const slot = this.slotOf(url);
-    this.#slots[slot] = undefined;
-    this.#undamped.delete(slot);
-    this.#unresolved.add(slot);
+    const slot = this.#slotOf.get(url);
+    if (slot !== undefined) {
+      this.#slots[slot] = undefined;
+      this.#undamped.delete(slot);
+    }
+    this.#unresolved.add(url);
   }
 
   /**
@@ -120,21 +126,21 @@ export class AdjacencyCache {
    * outlinks hold a redirect.
    */
   markUnresolved(url: string): void {
-    const slot = this.slotOf(url);
-    if (this.#slots[slot] === undefined) this.#unresolved.add(slot);
+    const slot = this.#slotOf.get(url);
+    if (slot === undefined || this.#slots[slot] === undefined) this.#unresolved.add(url);
   }
 
   /**
-   * Slots of pages whose outlinks are not cached because they changed (or were never
-   * read): until each is read back with `set`, `undampedSlots` may miss a redirect.
+   * Pages whose outlinks are not cached because they changed (or were never read): until
+   * each is read back with `set`, `undampedSlots` may miss a redirect.
    */
-  unresolvedSlots(): number[] {
+  unresolvedUrls(): string[] {
     return [...this.#unresolved];
   }
 
   /**
    * Slots of every page whose cached outlinks are one undamped redirect link
-   * (`Adjacency.undamped`): complete once the cache is `complete` and `unresolvedSlots` is
+   * (`Adjacency.undamped`): complete once the cache is `complete` and `unresolvedUrls` is
    * empty. The metric's stopping bound needs the longest chain they form (coordinator.ts).
    */
   undampedSlots(): ReadonlySet<number> {

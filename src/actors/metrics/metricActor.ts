@@ -398,7 +398,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       }
       // Pages whose outlinks changed and were not pushed: read back, so that the count of
       // redirects below (and the coordinator's chain bound) is the graph's.
-      for (const slot of cache.unresolvedSlots()) await readAdjacency(store, cache.slotUrl(slot), snapshot, cache);
+      for (const url of cache.unresolvedUrls()) await readAdjacency(store, url, snapshot, cache);
     } finally {
       snapshot?.release();
     }
@@ -453,7 +453,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           c.keys.forEach((key, i) => skippedLink(key, c.values[i]!, (source) => cache.markUnresolved(source)));
         }
       }
-      for (const slot of cache.unresolvedSlots()) await readAdjacency(state.store, cache.slotUrl(slot), snapshot, cache);
+      for (const url of cache.unresolvedUrls()) await readAdjacency(state.store, url, snapshot, cache);
     } finally {
       snapshot.release();
     }

@@ -77,6 +77,14 @@ export class AdjacencyCache {
    * page's copy once: copies lost with an earlier process's outbox or broker come back.
    */
   #copySent = new Float64Array(1024).fill(NaN);
+  /** Slots whose cached adjacency is `undamped` (redirects: see `undampedSlots`). */
+  readonly #undamped = new Set<number>();
+  /**
+   * Pages whose outlinks changed (or may hold a redirect) and were not read back since (see
+   * `unresolvedUrls`). URLs, not slots: a slot is given to a page on first sight, and slots
+   * given in `ranks` key order by the first traversal keep pushes in that order.
+   */
+  readonly #unresolved = new Set<string>();
 
   constructor(readonly partitioner: Partitioner) {}
 
@@ -98,17 +106,27 @@ export class AdjacencyCache {
       }
       adj = { targets: ids, weights, undamped: undamped && targets.length === 1 };
     }
-    this.#slots[this.slotOf(url)] = adj;
+    const slot = this.slotOf(url);
+    this.#slots[slot] = adj;
+    if (this.#unresolved.size > 0) this.#unresolved.delete(url);
+    if (adj.undamped) this.#undamped.add(slot);
+    else this.#undamped.delete(slot);
     return adj;
   }
 
-  /** Forgets `url`'s outlinks; call whenever they change (its copy is then sent again, to its new targets too). */
+  /**
+   * Forgets `url`'s outlinks; call whenever they change (its copy is then sent again, to its
+   * new targets too). The page is `unresolved` until its outlinks are read back (`set`): it
+   * may have become a redirect.
+   */
   invalidate(url: string): void {
     const slot = this.#slotOf.get(url);
     if (slot !== undefined) {
       this.#slots[slot] = undefined;
       if (slot < this.#copySent.length) this.#copySent[slot] = NaN;
+      this.#undamped.delete(slot);
     }
+    this.#unresolved.add(url);
   }
 
   /** The x last sent as `slot`'s copy to its backlinks (NaN: none since the cache or the page's outlinks are new). */
@@ -125,6 +143,33 @@ export class AdjacencyCache {
       this.#copySent = next;
     }
     this.#copySent[slot] = x;
+  }
+
+  /**
+   * Marks `url` as a page whose outlinks must be read (`set`) before `undampedSlots` is
+   * complete: a page the filling traversal did not cache (it has no `ranks` entry) whose
+   * outlinks hold a redirect.
+   */
+  markUnresolved(url: string): void {
+    const slot = this.#slotOf.get(url);
+    if (slot === undefined || this.#slots[slot] === undefined) this.#unresolved.add(url);
+  }
+
+  /**
+   * Pages whose outlinks are not cached because they changed (or were never read): until
+   * each is read back with `set`, `undampedSlots` may miss a redirect.
+   */
+  unresolvedUrls(): string[] {
+    return [...this.#unresolved];
+  }
+
+  /**
+   * Slots of every page whose cached outlinks are one undamped redirect link
+   * (`Adjacency.undamped`): complete once the cache is `complete` and `unresolvedUrls` is
+   * empty. The metric's stopping bound needs the longest chain they form (coordinator.ts).
+   */
+  undampedSlots(): ReadonlySet<number> {
+    return this.#undamped;
   }
 
   /** The slot of page `url` (assigned on first sight, with no outlinks cached yet). */

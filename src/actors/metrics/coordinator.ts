@@ -1,5 +1,5 @@
 import type { ActorRef, Clock } from '../../index.js';
-import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RoundApplied } from './metricActor.js';
+import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RedirectLinks, RoundApplied } from './metricActor.js';
 import { budgetThreshold } from './residualHistogram.js';
 
 /**
@@ -70,8 +70,11 @@ export interface ConvergeOptions {
    */
   readonly maxRounds?: number;
   readonly clock: Clock;
-  /** Called after each round. */
-  readonly onRound?: (r: RoundSummary) => void;
+  /**
+   * Called after each round; a returned promise is awaited before the next round (so an
+   * observer may read the scores the round left, e.g. to check the bound).
+   */
+  readonly onRound?: (r: RoundSummary) => void | Promise<void>;
   /** First round number (rounds are numbered across calls so reports stay unique). Default 1. */
   readonly firstRound?: number;
   /**
@@ -103,7 +106,13 @@ export interface RoundSummary {
   readonly copyBytes: number;
   /** Upper bound of the total |residual| after the round. */
   readonly residual: number;
+  /**
+   * Upper bound of the L1 distance of the normalised scores to the exact ones after the
+   * round (see `converge`: 2 (1 + H) R / ((1 - d) S)).
+   */
   readonly bound: number;
+  /** H: undamped hops of the longest redirect chain in the graph (0 without redirects), as the bound used it. */
+  readonly redirectHops: number;
 }
 
 /** What `converge` did. */
@@ -137,10 +146,31 @@ export interface ConvergeResult {
  * asks per partition; the page count and a last count of corrections are asked only when the
  * bound is about to hold).
  *
- * Stopping rule: with y = x + (I - d W^T)^-1 r the exact unnormalised solution,
- * ||y - x||_1 <= R / (1 - d); and sum(y) >= S = max(N (1 - d), sum(x) - R / (1 - d)),
- * since y >= (1 - d) 1 and by the previous bound. So the L1 distance of the normalised x
- * to the normalised y is at most 2 R / ((1 - d) S); rounds stop when that is <= tolerance.
+ * Stopping rule: the rows of the metric are M = diag(d_p) W, with d_p = 1 for a redirect
+ * (one undamped link: partition/redirects.ts) and d otherwise, W row-substochastic (a
+ * dangling page keeps its mass). With y = x + (I - M^T)^-1 r the exact unnormalised solution
+ * (the residual identity of forward push: Andersen, Chung and Lang, FOCS 2006, section 3),
+ * ||y - x||_1 <= sum_p |r_p| c_p, where c = (I - M)^-1 1 (c_p is the L1 norm of column p of
+ * (I - M^T)^-1: the total mass a unit of residual on p ever puts anywhere). Any v >= 0 with
+ * v >= 1 + M v bounds c from above (the Neumann series of M, spectral radius < 1 when no
+ * redirect chain loops). Let H be the number of undamped hops of the longest redirect chain
+ * (0 without redirects) and h_p those of the chain p starts (0 for a page that is no
+ * redirect). Then v_p = (1 + d H) / (1 - d) + h_p satisfies it: for a redirect to q,
+ * 1 + v_q = v_p since h_p = 1 + h_q; for any other page, 1 + d sum_q W_pq v_q <=
+ * 1 + d (1 + H) / (1 - d) = v_p, as every v_q <= (1 + d H) / (1 - d) + H = (1 + H) / (1 - d).
+ * So ||y - x||_1 <= E = (1 + H) R / (1 - d), which is R / (1 - d) without redirects (the
+ * damped bound; with H > 0 it may be up to 1 + H times what that one says: a residual on a
+ * redirect, or on a page whose push lands on one, reaches the chain's pages undamped, and
+ * the (1 + H) for every page instead of (1 + d H) costs at most one round, as a round takes
+ * the residual down by about d). And sum(y) >= S = max(N (1 - d), sum(x) - E), since
+ * y >= (1 - d) on each of the N scored pages and by the previous bound (sum(x) leaves out
+ * the redirects' x: an alias has no score, and a redirect's x is also its target's). So
+ * the L1 distance of the normalised x to the normalised y is at most 2 E / S (for positive
+ * a, b: ||a / |a| - b / |b| ||_1 <= 2 ||a - b||_1 / |b|); rounds stop when that is <=
+ * tolerance. H is asked of the partitions (`redirects`) in every round where one reports
+ * redirects (`PushReport.undamped`), so a graph without any costs no more than before;
+ * a redirect chain that loops (in a stored graph, through pages fetched at different
+ * times) has no such bound: the rounds refuse to stop on it (Error, when quiet).
  * (With N (1 - d) alone the bound is loose by sum(y) / (N (1 - d)): 2 to 5 on real graphs,
  * whose dangling pages keep mass.) This is the residual L1 bound of forward push
  * (Andersen, Chung and Lang, FOCS 2006: x + (I - d W^T)^-1 r is invariant under pushes, and
@@ -174,9 +204,13 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
   const tolerance = options.tolerance ?? 1e-9;
   const maxRounds = options.maxRounds ?? 1000;
   let n = Math.max(1, options.pages);
+  // H of the last round (the longest redirect chain): the bound weighs the residual by 1 + H,
+  // so the floor and the allowance below shrink by that factor (else residuals left under
+  // them could hold the bound above the tolerance for good).
+  let lastHops = 0;
   // Per-page threshold floor: a quarter of the per-page share of the residual that the
-  // N (1 - d) form of the bound allows (independent of N).
-  const floor = (tolerance * (1 - d) * (1 - d)) / 8;
+  // N (1 - d) form of the bound allows (independent of N), over 1 + H.
+  const floorOf = () => (tolerance * (1 - d) * (1 - d)) / (8 * (1 + lastHops));
   const factor = options.thresholdFactor ?? 1;
   let pushes = 0;
   let messages = 0;
@@ -211,15 +245,19 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     if (factor > 0 && histograms) {
       // The average rule only after a round that pushed: residual spread over link targets
       // without a page (not counted in n) can sit wholly under the average.
-      return Math.max(floor, lastPushed > 0 ? (factor * residual) / n : 0, budgetThreshold(histograms, BUDGET_SHARE * allowance(n, lastSumX)));
+      return Math.max(floorOf(), lastPushed > 0 ? (factor * residual) / n : 0, budgetThreshold(histograms, BUDGET_SHARE * allowance(n, lastSumX)));
     }
     if (factor > 0 && !Number.isFinite(residual)) return Infinity;
-    return Number.isFinite(residual) && lastPushed > 0 ? Math.max(floor, (factor * residual) / n) : floor;
+    return Number.isFinite(residual) && lastPushed > 0 ? Math.max(floorOf(), (factor * residual) / n) : floorOf();
   };
-  /** The largest total residual R for which the stopping bound (boundOf) is <= tolerance. */
-  const allowance = (pages: number, sumX: number) => Math.max((tolerance * (1 - d) * (1 - d) * pages) / 2, (tolerance * (1 - d) * sumX) / (2 + tolerance));
+  /** The largest total residual R for which the stopping bound (boundOf, with the last H) is <= tolerance. */
+  const allowance = (pages: number, sumX: number) => Math.max((tolerance * (1 - d) * (1 - d) * pages) / 2, (tolerance * (1 - d) * sumX) / (2 + tolerance)) / (1 + lastHops);
   const barrier = (r: number, expected: readonly number[]) => roundBarrier(metrics, r, expected);
-  const boundOf = (r: number, pages: number, sumX: number) => (2 * r) / ((1 - d) * Math.max(pages * (1 - d), sumX - r / (1 - d)));
+  /** The bound 2 E / S of the stopping rule, E = (1 + hops) r / (1 - d). */
+  const boundOf = (r: number, pages: number, sumX: number, hops: number) => {
+    const e = ((1 + hops) * r) / (1 - d);
+    return (2 * e) / Math.max(pages * (1 - d), sumX - e);
+  };
   // An earlier call may have ended between the pushes of its last round and that round's
   // barrier (it failed): run that barrier first, so that the next push waits for those
   // messages after a restart, like those of any round.
@@ -275,15 +313,18 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     // (as the barrier replies saw them: enough to set the next threshold).
     residual = remaining + mass + Math.max(0, corrections - corrected);
     const quiet = options.quiet?.() ?? true;
-    let bound = boundOf(residual, n, sumX);
+    // Redirects pass their rank on undamped: the longest chain they form enters the bound.
+    const hops = reports.some((r) => (r.undamped ?? 1) > 0) ? await redirectHops(metrics, quiet) : 0;
+    lastHops = hops;
+    let bound = boundOf(residual, n, sumX, hops);
     if (bound <= tolerance && quiet) {
       // About to stop: the bound again with the corrections folded until now and the page
       // count now (deleted pages make N smaller), asked only here, not every round.
       residual = remaining + mass + Math.max(0, (await correctionMass()) - corrected);
       if (options.countPages) n = Math.max(1, await options.countPages());
-      bound = boundOf(residual, n, sumX);
+      bound = boundOf(residual, n, sumX, hops);
     }
-    options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyMessages, copyBytes, residual, bound });
+    await options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyMessages, copyBytes, residual, bound, redirectHops: hops });
     if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
     }
@@ -291,6 +332,46 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
   return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
+}
+
+/**
+ * H of the stopping rule (see `converge`): the undamped hops of the longest chain of
+ * redirects of every partition (`redirects`), a redirect to a page that is no redirect
+ * being one hop. A chain that loops gives Infinity (no bound), or, when `quiet` (the graph
+ * will not change by itself), an Error naming the loop: its pages must be recrawled.
+ * Linear in the number of redirects (each chain walked once, memoised).
+ * @throws Error on a loop when quiet; what the endpoints throw
+ */
+async function redirectHops(metrics: readonly MetricEndpoint[], quiet: boolean): Promise<number> {
+  const next = new Map<string, string>();
+  for (const part of (await Promise.all(metrics.map((m) => m({ type: 'redirects' })))) as RedirectLinks[]) {
+    part.sources.forEach((s, i) => next.set(s, part.targets[i]!));
+  }
+  const hops = new Map<string, number>();
+  let longest = 0;
+  for (const start of next.keys()) {
+    const path: string[] = [];
+    const onPath = new Set<string>();
+    let page: string | undefined = start;
+    let tail = 0;
+    while (page !== undefined && next.has(page)) {
+      const known = hops.get(page);
+      if (known !== undefined) {
+        tail = known;
+        break;
+      }
+      if (onPath.has(page)) {
+        if (quiet) throw new Error(`redirect chain loops in the stored graph: ${[...path.slice(path.indexOf(page)), page].join(' -> ')} (pages fetched at different times; recrawl them): the metric has no error bound on it`);
+        return Infinity;
+      }
+      onPath.add(page);
+      path.push(page);
+      page = next.get(page);
+    }
+    for (let i = path.length - 1; i >= 0; i--) hops.set(path[i]!, ++tail);
+    longest = Math.max(longest, hops.get(start)!);
+  }
+  return longest;
 }
 
 /**

@@ -55,6 +55,12 @@ export type MetricMessage =
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
   | { readonly type: 'counts' }
+  /**
+   * Replies `RedirectLinks`: every page of this partition whose outlinks are one undamped
+   * redirect link, with its target (what the coordinator's stopping bound needs: the longest
+   * chain of undamped hops, coordinator.ts).
+   */
+  | { readonly type: 'redirects' }
   /** Replies the highest round this partition has pushed (0 for none), so rounds are numbered on after a restart. */
   | { readonly type: 'last-round' }
   /**
@@ -100,6 +106,21 @@ export interface PushReport {
   readonly copies?: number;
   readonly copyMessages?: number;
   readonly copyBytes?: number;
+  /**
+   * Pages of this partition whose outlinks are one undamped redirect link
+   * (partition/redirects.ts), after the push; absent in reports stored before it was
+   * counted. When any partition has some, the coordinator asks for them (`redirects`).
+   */
+  readonly undamped?: number;
+}
+
+/**
+ * The redirects of one partition: `sources[i]` passes its rank undamped to `targets[i]`
+ * (URLs; a target may be on any partition).
+ */
+export interface RedirectLinks {
+  readonly sources: string[];
+  readonly targets: string[];
 }
 
 /** Contributions a partition applied for one round: messages and sum of |delta|. */
@@ -254,6 +275,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return scores(state.store);
         case 'counts':
           return counts(state.store);
+        case 'redirects':
+          return env.graphLock.runExclusive(() => redirectLinks(state));
         case 'index-hosts':
           await flush(state);
           return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
@@ -350,7 +373,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           const adj = cache.set(url, targets, weights, undamped);
           const re = residual(slot);
           if (Math.abs(re) > threshold) pushPage(slot, re, adj);
-        });
+        }, (source) => cache.markUnresolved(source));
         cache.order = Int32Array.from(order);
       } else {
         // Outlinks come from the cache: scan `ranks` in place, without an object per entry,
@@ -393,19 +416,25 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         const r = residual(slot);
         if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
       }
+      // Pages whose outlinks changed and were not pushed: read back, so that the count of
+      // redirects below (and the coordinator's chain bound) is the graph's.
+      for (const url of cache.unresolvedUrls()) await readAdjacency(store, url, snapshot, cache);
     } finally {
       snapshot?.release();
     }
     // What the coordinator's bound needs: the sum of |r| left in the partition (pending
-    // deltas included) and the sum of x, over every page with an entry or a delta.
+    // deltas included) and the sum of x, over every page with an entry or a delta, but
+    // redirects: an alias has no score and is left out of the normaliser, and what a
+    // redirect holds its target gets too, so its x is no lower bound of scored mass.
     let remaining = 0;
     let sumX = 0;
     const residuals = emptyHistogram();
+    const undamped = cache.undampedSlots();
     const account = (slot: number, x: number) => {
       const r = residual(slot);
       remaining += Math.abs(r);
       addResidual(residuals, r);
-      sumX += x + deltas.dx(slot);
+      if (!undamped.has(slot)) sumX += x + deltas.dx(slot);
     };
     for (const slot of next.slots) account(slot, next.x(slot));
     for (const slot of pending.slots) if (!next.has(slot)) account(slot, 0);
@@ -431,7 +460,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const bytes = new Array<number>(per.length).fill(0);
     const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
     const copied = await copies.write(outbox, batch, round, sent, bytes);
-    const report: PushReport = { round, sent, bytes, pushed, remaining, residuals, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
+    const report: PushReport = { round, sent, bytes, pushed, remaining, residuals, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes, undamped: undamped.size };
     recordReport(state, batch, report, last);
     // Continuous mode runs rounds without end: every PRUNE_EVERY_ROUNDS, drop the counts of
     // rounds before the previous one whose messages are all committed (no barrier or
@@ -446,6 +475,34 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     state.mirror.current = next;
     await outbox.publish();
     return report;
+  }
+
+  /**
+   * The partition's redirects (`RedirectLinks`), from the adjacency cache: pages whose
+   * outlinks changed since they were read are read back first. A cache not filled yet (no
+   * push since the partition started) is filled with the redirects of one scan of `outlinks`.
+   */
+  async function redirectLinks(state: MetricState): Promise<RedirectLinks> {
+    const cache = env.adjacency;
+    const snapshot = state.store.snapshot();
+    try {
+      if (!cache.complete) {
+        for await (const c of state.store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 })) {
+          c.keys.forEach((key, i) => skippedLink(key, c.values[i]!, (source) => cache.markUnresolved(source)));
+        }
+      }
+      for (const url of cache.unresolvedUrls()) await readAdjacency(state.store, url, snapshot, cache);
+    } finally {
+      snapshot.release();
+    }
+    const sources: string[] = [];
+    const targets: string[] = [];
+    for (const slot of cache.undampedSlots()) {
+      const adj = cache.slotAdjacency(slot)!;
+      sources.push(cache.slotUrl(slot));
+      targets.push(cache.targetKeys.text(adj.targets[0]!));
+    }
+    return { sources, targets };
   }
 
   /**
@@ -628,12 +685,15 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
  * The synchronized traversal (docs/ARCHITECTURE.md, "The metric"): walks `ranks` and `outlinks` of `snapshot` in step
  * (both keyed by the page URL first; outlinks are `source 0x00 target`), no random reads, and
  * calls `visit` for every `ranks` row with its x, r and the page's outlink targets and raw
- * weights (arrays reused between calls: copy what you keep).
+ * weights (arrays reused between calls: copy what you keep). `redirectWithoutRanks`, when
+ * given, is called with the source URL of every redirect link whose page has no `ranks` row
+ * (an alias no rank reached yet is still part of a redirect chain).
  */
 async function walkRanksWithOutlinks(
   store: Store,
   snapshot: Snapshot,
   visit: (key: Buffer, x: number, r: number, targets: readonly string[], weights: readonly number[], undamped: boolean) => void,
+  redirectWithoutRanks?: (source: string) => void,
 ): Promise<void> {
   const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, { snapshot, chunkSize: 4096 }));
   const links = new ChunkCursor(store.chunks(ColumnFamilies.outlinks, { snapshot, chunkSize: 8192 }));
@@ -658,15 +718,24 @@ async function walkRanksWithOutlinks(
           targets.push(lk.toString('utf8', key.length + 1));
           weights.push(linkWeight(links.value));
           if (targets.length === 1) firstUndamped = undampedLinkValue(links.value);
-        }
+        } else if (redirectWithoutRanks) skippedLink(lk, links.value, redirectWithoutRanks);
         links.advance();
       }
       visit(key, x, r, targets, weights, targets.length === 1 && firstUndamped);
+    }
+    if (redirectWithoutRanks) {
+      // Sources after the last `ranks` row.
+      for (; await links.ready(); links.advance()) skippedLink(links.key, links.value, redirectWithoutRanks);
     }
   } finally {
     await ranks.close();
     await links.close();
   }
+}
+
+/** Calls `report` with the source URL of outlink key `key` (`source 0x00 target`) when its value is a redirect's. */
+function skippedLink(key: Buffer, value: Buffer, report: (source: string) => void): void {
+  if (undampedLinkValue(value)) report(key.toString('utf8', 0, key.indexOf(SEP)));
 }
 
 /**

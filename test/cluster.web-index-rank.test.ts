@@ -211,7 +211,7 @@ test('a web-index worker with other weights or another partition count is refuse
   });
 });
 
-test('a worker whose data dir lacks the store of a partition an earlier owner started refuses it, with the reason (state does not move between machines yet)', { timeout: 120_000 }, async (t) => {
+test('a worker whose data dir lacks the store of a partition an earlier owner started refuses it, with the reason (without --checkpoints state does not move between machines)', { timeout: 120_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
     const w1 = await c.startWorker('w1');

@@ -40,6 +40,25 @@ export interface StageCheckpointing {
   readonly keep?: number;
   /** Hears each restore a partition start made, before the store opens. */
   readonly onRestored?: (restore: StageRestore) => void;
+  /** Hears each durable put of a partition's checkpoint (after its manifest is stored, before what it covers is released). */
+  readonly onPut?: (put: StagePut) => void;
+}
+
+/** One durable checkpoint of a partition's store (`CheckpointStore.put`'s report, per partition). */
+export interface StagePut {
+  readonly stage: string;
+  readonly partition: number;
+  readonly sequence: number;
+  /** Files and bytes of the checkpoint (the whole store). */
+  readonly files: number;
+  readonly bytes: number;
+  /** Files and bytes this put stored (the rest the key had already: incremental). */
+  readonly uploadedFiles: number;
+  readonly uploadedBytes: number;
+  /** Making the local RocksDB checkpoint (memtable flush + hard links), wall-clock seconds. */
+  readonly checkpointSeconds: number;
+  /** Hashing the files, storing the new ones and the manifest, wall-clock seconds. */
+  readonly uploadSeconds: number;
 }
 
 /** One restore of a partition's store from its latest checkpoint. */
@@ -275,8 +294,12 @@ export class PartitionCheckpointPuts {
     await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
-    await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
     this.#lastSequence = put;
+    this.checkpointing.onPut?.({
+      stage: this.stage, partition: this.partition, sequence: put, files: report.files, bytes: report.bytes,
+      uploadedFiles: report.uploadedFiles, uploadedBytes: report.uploadedBytes, checkpointSeconds: report.checkpointSeconds, uploadSeconds: report.uploadSeconds,
+    });
     if (options.collect === false) return put;
     await this.collect(logger);
     return put;

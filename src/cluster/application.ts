@@ -22,7 +22,7 @@ export interface ClusterApplication {
   readonly stages: readonly ClusterStage[];
   /**
    * Whether its host takes and restores checkpoints (`ApplicationHostOptions.checkpoints`):
-   * a worker given `checkpoints` refuses an application without it. A Topology's does.
+   * a worker given `checkpoints` refuses an application without it. A Topology's does, and the web index's (`webIndexApplication`).
    */
   readonly supportsCheckpoints?: boolean;
   /**

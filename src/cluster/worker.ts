@@ -60,7 +60,7 @@ export interface WorkerCommonOptions {
    * `<clusterName>/<stage>/p<i>` (2 kept); its next owner restores the latest when its own
    * store is missing or older; the partition's publishes and acks wait for the checkpoint that
    * covers them (docs/checkpoints.md, "Partitions that move"). Only for an application that
-   * `supportsCheckpoints` (a Topology). Default: none.
+   * `supportsCheckpoints` (a Topology, the web index). Default: none.
    */
   readonly checkpoints?: string | CheckpointStore;
   /** Period of each partition's checkpoints, ms (default 30000; with `checkpoints`). */

@@ -132,6 +132,16 @@ export interface WebIndexApplication extends ClusterApplication {
  * every write of its store checks it first (the store's write guard), every outbox sends
  * under its epoch and checks it before each send, and a FencedError of any actor stops the
  * whole partition for good and reports `onPartitionStopped`.
+ *
+ * Checkpoints (`ApplicationHostOptions.checkpoints`; docs/checkpoints.md, "The web index"):
+ * `startPartition` first restores the partition's latest checkpoint when the local store is
+ * missing or older (CheckpointDamagedError for a damaged one; DataDirError, with the reason,
+ * for a partition an earlier owner started that has neither a store nor a checkpoint), then
+ * runs it with a `PartitionCheckpointer` that holds its publishes, acks and the replies of
+ * asks that change its state (metric `push`, `repair`, `flush`, `index-hosts`, the barrier
+ * `await-applied`, `republish-links`, `seed`) until a checkpoint holds them; a planned
+ * `stopPartition(…, { checkpoint: true })` commits the metric actor's folds and checkpoints
+ * before the actors stop.
  * @throws RangeError for `partitions` < 1 (from the partitioner); InvalidArgumentError for
  *   bad crawl policy values or `crawl.crawlers` < 1
  */

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointDamagedError, InvalidArgumentError, isShardflowError } from '../../errors.js';
-import type { CheckpointManifest, CheckpointStore } from '../../checkpoint/checkpointStore.js';
+import type { CheckpointManifest, CheckpointPutReport, CheckpointStore } from '../../checkpoint/checkpointStore.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
 import type { Logger } from '../actor/logger.js';
@@ -44,21 +44,15 @@ export interface StageCheckpointing {
   readonly onPut?: (put: StagePut) => void;
 }
 
-/** One durable checkpoint of a partition's store (`CheckpointStore.put`'s report, per partition). */
-export interface StagePut {
+/**
+ * One durable checkpoint of a partition's store: `CheckpointStore.put`'s report (files and
+ * bytes of the whole store, those this put stored, the local checkpoint's and the upload's
+ * seconds) without the manifest, with the partition and the put's sequence.
+ */
+export interface StagePut extends Omit<CheckpointPutReport, 'manifest'> {
   readonly stage: string;
   readonly partition: number;
   readonly sequence: number;
-  /** Files and bytes of the checkpoint (the whole store). */
-  readonly files: number;
-  readonly bytes: number;
-  /** Files and bytes this put stored (the rest the key had already: incremental). */
-  readonly uploadedFiles: number;
-  readonly uploadedBytes: number;
-  /** Making the local RocksDB checkpoint (memtable flush + hard links), wall-clock seconds. */
-  readonly checkpointSeconds: number;
-  /** Hashing the files, storing the new ones and the manifest, wall-clock seconds. */
-  readonly uploadSeconds: number;
 }
 
 /** One restore of a partition's store from its latest checkpoint. */
@@ -296,10 +290,8 @@ export class PartitionCheckpointPuts {
     this.fence?.check();
     const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
     this.#lastSequence = put;
-    this.checkpointing.onPut?.({
-      stage: this.stage, partition: this.partition, sequence: put, files: report.files, bytes: report.bytes,
-      uploadedFiles: report.uploadedFiles, uploadedBytes: report.uploadedBytes, checkpointSeconds: report.checkpointSeconds, uploadSeconds: report.uploadSeconds,
-    });
+    const { manifest: _manifest, ...sizes } = report;
+    this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
     if (options.collect === false) return put;
     await this.collect(logger);
     return put;

@@ -10,9 +10,21 @@ import { int64Add, MemoryBroker, startWorker, type Worker, type WorkerEvent } fr
 import { stageColumnFamilies } from '../src/runtime/stream/reserved.js';
 import { REDIS_URL, deleteKeys, redisUnavailable } from '../test/kit/cluster.js';
 import { twoStageClicks } from '../test/kit/twoStageClicks.js';
+import { existsSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { readGraph, readScores } from '../src/replay/graphFile.js';
+import { rankBenchOptions } from './lib/rankOptions.js';
+import { webIndexCheckpointBench } from './lib/webIndexCheckpoints.js';
+
+/**
+ * The smoke run's hang bound in test/bench.smoke.test.ts, ms: the web index part starts five
+ * worker processes (tsx compiles the sources in each) and ranks polblogs twice, minutes
+ * under a load of 20 on two cores.
+ */
+export const smokeHangMs = 420_000;
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'params', 'store', 'directory', 's3', 'plannedMove'] as const;
+export const resultFields = ['smoke', 'params', 'store', 'directory', 's3', 'plannedMove', 'webIndexCost', 'webIndexCheckpoints', 'webIndexMoves'] as const;
 
 const VALUE_BYTES = 1024;
 const BATCH = 1000;
@@ -38,9 +50,70 @@ const BATCH = 1000;
  * S3 is measured when reachable; otherwise its part says `skipped` with the reason, and with
  * `SHARDFLOW_REQUIRE_BROKERS=1` (CI) the run fails instead.
  *
+ * The web index on worker processes (bench/lib/webIndexCheckpoints.ts; Redis as coordination
+ * and broker; skipped without Redis), a graph of `--graph` (cnr-2000, 16 partitions; smoke:
+ * polblogs, 4) ranked by `--wi-workers` processes (2) in one run:
+ * - `webIndexCost`: the rank job on workers without `--checkpoints` (one shared data dir), then
+ *   on workers with their own data dirs and `--checkpoints` in each of `--wi-stores` (`file,s3`;
+ *   smoke `file`; s3 left out, with the reason, when the S3 server does not answer): total,
+ *   load and rounds seconds, L1, load averages, each run's seconds over the run without
+ *   (target <= 1.1), and the puts the workers reported (`checkpointed` events) in the load
+ *   and in the rounds (count, puts per partition per round, seconds, bytes stored each).
+ * - `webIndexCheckpoints` (the first store's run): each partition's latest checkpoint after
+ *   the rank (bytes, files: min, median, max, total) and its restore into a new folder here
+ *   (seconds), with the puts of the rank.
+ * - `webIndexMoves` (same run, on the ranked state): a worker joins, the first leaves with
+ *   SIGTERM, then one is SIGKILLed; per moved partition the seconds from `released` (or the
+ *   kill, or the lease's expiry) to `started` and to the first read answered, the restores,
+ *   the hand-backs' last checkpoints.
+ * Args: `--graph`, `--partitions`, `--tolerance` (bench/lib/rankOptions.ts), `--wi-workers`,
+ * `--wi-stores`, `--lease-ms` (3000; smoke 2000), `--checkpoint-interval-ms` (the worker's
+ * default), `--parts` (`store,webIndex`: `store` is the parts above).
+ *
  * Args: `--mb M` (256), `--more P` (5). `--smoke`: 2 MiB.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const parts = new Set(benchOptions(args).string('--parts', 'store,webIndex').split(','));
+  if ([...parts].some((p) => p !== 'store' && p !== 'webIndex')) throw new RangeError(`--parts needs a list of store, webIndex; got ${[...parts].join(',')}`);
+  const notRun = { notRun: 'not in --parts' };
+  const stores: Record<string, unknown> = parts.has('store')
+    ? await storeParts(args)
+    : { smoke: benchOptions(args).smoke, params: notRun, store: notRun, directory: notRun, s3: notRun, plannedMove: notRun };
+  return { ...stores, ...(parts.has('webIndex') ? await webIndexParts(args) : { webIndexCost: notRun, webIndexCheckpoints: notRun, webIndexMoves: notRun }) };
+}
+
+/** The web index's part (see `run`): skipped, with the reason, without Redis. */
+async function webIndexParts(args: string[]): Promise<Record<string, unknown>> {
+  const { options: o, dir, partitions, file } = rankBenchOptions(args);
+  // Smoke: a looser bound, fewer rounds (the same code paths; worker processes take their seconds to start).
+  const tolerance = o.number('--tolerance', 1e-6, 1e-3);
+  const down = await redisUnavailable();
+  if (down) {
+    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw new Error(`Redis is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${down}`);
+    const skipped = { skipped: down };
+    return { webIndexCost: skipped, webIndexCheckpoints: skipped, webIndexMoves: skipped };
+  }
+  const wanted = o.string('--wi-stores', 'file,s3', 'file').split(',');
+  if (wanted.some((k) => k !== 'file' && k !== 's3')) throw new RangeError(`--wi-stores needs a list of file, s3; got ${wanted.join(',')}`);
+  const s3Down = wanted.includes('s3') ? await s3Unavailable() : undefined;
+  if (s3Down && process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw new Error(`the S3 server is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${s3Down}`);
+  const stores = wanted.filter((k) => k !== 's3' || !s3Down) as Array<'file' | 's3'>;
+  const r = await webIndexCheckpointBench({
+    graph: await readGraph(file('pages.txt'), file('links.tsv')),
+    graphName: dir.split('/').pop()!,
+    reference: existsSync(file('pagerank.tsv')) ? new Map(await readScores(file('pagerank.tsv'))) : undefined,
+    partitions, tolerance,
+    workers: o.number('--wi-workers', 2),
+    leaseMs: o.number('--lease-ms', 3000, 2000),
+    checkpointIntervalMs: o.has('--checkpoint-interval-ms') ? o.number('--checkpoint-interval-ms', 30_000) : undefined,
+    stores,
+    hangMs: o.number('--wi-hang-ms', 1_800_000, 300_000),
+  });
+  return { ...r, webIndexCost: { ...r.webIndexCost, ...(s3Down ? { s3: { skipped: s3Down } } : {}), cpus: cpus().length } };
+}
+
+/** The checkpoint stores on one store, and the stage partition's planned move (see `run`). */
+async function storeParts(args: string[]): Promise<Record<string, unknown>> {
   const o = benchOptions(args);
   const mb = o.number('--mb', 256, 2);
   const more = o.number('--more', 5);

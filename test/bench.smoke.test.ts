@@ -16,13 +16,14 @@ import { repoRoot } from './kit/datasets.js';
 
 const benchDir = join(repoRoot, 'bench');
 const names = readdirSync(benchDir).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
+// A benchmark whose smoke run needs longer (worker processes) exports its own `smokeHangMs`.
 const HANG_MS = 90_000;
 
-/** Runs `./bench/run.mjs args` from the repository root; killed (SIGTERM) after HANG_MS. */
-function runBench(args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }> {
+/** Runs `./bench/run.mjs args` from the repository root; killed (SIGTERM) after `hangMs`. */
+function runBench(args: string[], hangMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }> {
   const t0 = performance.now();
   return new Promise((resolve) => {
-    execFile(join(benchDir, 'run.mjs'), args, { cwd: repoRoot, timeout: HANG_MS, maxBuffer: 64 * 2 ** 20 }, (err, stdout, stderr) => {
+    execFile(join(benchDir, 'run.mjs'), args, { cwd: repoRoot, timeout: hangMs, maxBuffer: 64 * 2 ** 20 }, (err, stdout, stderr) => {
       const e = err as (Error & { code?: number | string; signal?: NodeJS.Signals | null }) | null;
       resolve({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr, ms: performance.now() - t0 });
     });
@@ -41,13 +42,14 @@ test('bench/ holds benchmarks for the smoke runs to find', () => {
 });
 
 for (const name of names) {
-  test(`bench ${name} --smoke exits 0 and prints one JSON line with its fields`, { timeout: HANG_MS + 30_000 }, async (t) => {
-    const mod = (await import(join(benchDir, `${name}.ts`))) as { run?: unknown; resultFields?: unknown };
+  const mod = (await import(join(benchDir, `${name}.ts`))) as { run?: unknown; resultFields?: unknown; smokeHangMs?: unknown };
+  const hangMs = typeof mod.smokeHangMs === 'number' && mod.smokeHangMs > 0 ? mod.smokeHangMs : HANG_MS;
+  test(`bench ${name} --smoke exits 0 and prints one JSON line with its fields`, { timeout: hangMs + 30_000 }, async (t) => {
     assert.equal(typeof mod.run, 'function', `bench/${name}.ts exports run(args)`);
     assert.ok(Array.isArray(mod.resultFields) && mod.resultFields.length > 0, `bench/${name}.ts exports resultFields, the top-level fields of its result line`);
     const fields = mod.resultFields as string[];
 
-    const r = await runBench([name, '--smoke', '--json']);
+    const r = await runBench([name, '--smoke', '--json'], hangMs);
     assert.equal(r.signal, null, `killed by ${r.signal} after ${Math.round(r.ms)} ms (hung?); stderr: ${r.stderr.slice(-2000)}`);
     assert.equal(r.code, 0, `exit code ${r.code}; stderr: ${r.stderr.slice(-2000)}`);
     const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');

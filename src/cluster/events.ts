@@ -19,6 +19,17 @@ export type WorkerEvent =
    * not used (missing, or older).
    */
   | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string }
+  /**
+   * With checkpoints: a checkpoint of the unit is durable (`sequence`; `files`, `bytes` of the
+   * whole store; `uploadedFiles`, `uploadedBytes` stored by this put, the rest shared with
+   * earlier ones; `checkpointSeconds` for the local RocksDB checkpoint, `uploadSeconds` for
+   * hashing and storing). One per put: periodic, asked for by a reply or a full unacked
+   * window, and the hand-back's last one before `released`.
+   */
+  | {
+    readonly type: 'checkpointed'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly files: number; readonly bytes: number;
+    readonly uploadedFiles: number; readonly uploadedBytes: number; readonly checkpointSeconds: number; readonly uploadSeconds: number;
+  }
   | { readonly type: 'started'; readonly unit: string; readonly epoch: number }
   /** A planned hand-back: the partition stopped (store flushed and closed), then the lease was released. */
   | { readonly type: 'released'; readonly unit: string; readonly epoch: number }

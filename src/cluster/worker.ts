@@ -269,6 +269,10 @@ class ClusterWorker implements Worker {
         const unit = unitKey({ stage: r.stage, partition: r.partition });
         this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason });
       },
+      onPut: ({ stage, partition, ...put }) => {
+        const unit = unitKey({ stage, partition });
+        this.#emit({ type: 'checkpointed', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, ...put });
+      },
     };
   }
 

@@ -29,6 +29,14 @@ export interface PartitionCheckpointerOptions {
 /** Wait before a checkpoint is tried again after its publishes failed (a broker away), ms. */
 const PUBLISH_RETRY_MS = 250;
 
+/**
+ * Quiet time after the last held settle before a checkpoint is taken anyway, ms (at most the
+ * interval): the tail of a stream that never fills half a consumer's window (the end of a
+ * load) would otherwise wait for the periodic checkpoint at every hop. Kafka Streams commits
+ * every 100 ms under exactly-once for the same reason (`commit.interval.ms`, StreamsConfig).
+ */
+const IDLE_CHECKPOINT_MS = 100;
+
 /** Puts between two collects of old checkpoints (a collect lists and reads manifests: off every put's path). */
 const COLLECT_EVERY = 4;
 
@@ -63,7 +71,8 @@ interface Waiter {
  *   checkpoint, and after a restore the redelivery is skipped by the applied marks and the
  *   outbox rows are published from the restored store.
  * - When: every `intervalMs` if anything is waiting or the store was written; at once when a
- *   reply waits (`afterCheckpoint`) or a consumer holds half its unacked bound (`hold`). One
+ *   reply waits (`afterCheckpoint`) or a consumer holds half its unacked bound (`hold`); and
+ *   100 ms after the last `hold` when settles wait (the tail of a stream). One
  *   checkpoint runs at a time; a request during one runs another right after it.
  * - A failed put is logged; nothing is released and the next trigger tries again (replies
  *   wait). A fence stops the checkpoints for good (waiting replies get the FencedError).
@@ -81,6 +90,7 @@ export class PartitionCheckpointer {
   #running: Promise<void> | undefined;
   #again = false;
   #timer: Cancel | undefined;
+  #idle: Cancel | undefined;
   #closed: unknown;
   #checkpoints = 0;
 
@@ -142,6 +152,16 @@ export class PartitionCheckpointer {
     const held = (this.#heldBy.get(consumer) ?? 0) + messages;
     this.#heldBy.set(consumer, held);
     if (held * 2 >= unackedBound) this.#request();
+    else this.#armIdle();
+  }
+
+  /** (Re)starts the idle timer: a checkpoint once no settle was held for IDLE_CHECKPOINT_MS. */
+  #armIdle(): void {
+    this.#idle?.();
+    this.#idle = this.#clock.setTimeout(() => {
+      this.#idle = undefined;
+      if (this.#held.length > 0) this.#request();
+    }, Math.min(IDLE_CHECKPOINT_MS, this.options.checkpointing.intervalMs));
   }
 
   /** Forgets the held settles of `consumer` (it closed: the broker delivers those messages again). */
@@ -176,6 +196,8 @@ export class PartitionCheckpointer {
     this.#closed ??= reason;
     this.#timer?.();
     this.#timer = undefined;
+    this.#idle?.();
+    this.#idle = undefined;
     this.#held = [];
     this.#heldBy.clear();
     const waiters = this.#waiters;

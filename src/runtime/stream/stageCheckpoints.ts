@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointDamagedError, InvalidArgumentError, isShardflowError } from '../../errors.js';
-import type { CheckpointManifest, CheckpointStore } from '../../checkpoint/checkpointStore.js';
+import type { CheckpointManifest, CheckpointPutReport, CheckpointStore } from '../../checkpoint/checkpointStore.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
 import type { Logger } from '../actor/logger.js';
@@ -40,6 +40,19 @@ export interface StageCheckpointing {
   readonly keep?: number;
   /** Hears each restore a partition start made, before the store opens. */
   readonly onRestored?: (restore: StageRestore) => void;
+  /** Hears each durable put of a partition's checkpoint (after its manifest is stored, before what it covers is released). */
+  readonly onPut?: (put: StagePut) => void;
+}
+
+/**
+ * One durable checkpoint of a partition's store: `CheckpointStore.put`'s report (files and
+ * bytes of the whole store, those this put stored, the local checkpoint's and the upload's
+ * seconds) without the manifest, with the partition and the put's sequence.
+ */
+export interface StagePut extends Omit<CheckpointPutReport, 'manifest'> {
+  readonly stage: string;
+  readonly partition: number;
+  readonly sequence: number;
 }
 
 /** One restore of a partition's store from its latest checkpoint. */
@@ -275,8 +288,10 @@ export class PartitionCheckpointPuts {
     await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
-    await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
     this.#lastSequence = put;
+    const { manifest: _manifest, ...sizes } = report;
+    this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
     if (options.collect === false) return put;
     await this.collect(logger);
     return put;

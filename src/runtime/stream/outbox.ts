@@ -145,17 +145,23 @@ export class StreamOutbox {
     }
     const pending = this.#pending;
     this.#pending = [];
-    const { store, counters, owner } = this.options;
+    const { store } = this.options;
     const done = store.batch();
-    for (const m of pending) {
-      const name = topicName(m.topic);
-      const key = { producer: this.options.producer, topic: name, sequence: m.seq };
-      const producer = await this.#producer(m.topic);
-      this.options.fence?.check();
-      await counters.sending(m.topic.namespace, key, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
-      done.delete(this.#families.outbox, outboxKey(`${owner}|${name}`, m.seq));
-    }
+    for (const m of pending) await this.#send(m, done);
     await store.write(done);
+  }
+
+  /**
+   * Sends one row under its sequence (the fence checked right before) and adds the delete of
+   * its row to `done`.
+   * @throws the broker's errors; the fence's FencedError
+   */
+  async #send(m: Pending, done: WriteBatch): Promise<void> {
+    const name = topicName(m.topic);
+    const producer = await this.#producer(m.topic);
+    this.options.fence?.check();
+    await this.options.counters.sending(m.topic.namespace, { producer: this.options.producer, topic: name, sequence: m.seq }, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
+    done.delete(this.#families.outbox, outboxKey(`${this.options.owner}|${name}`, m.seq));
   }
 
   /** Messages enqueued and not yet published. */
@@ -183,17 +189,12 @@ export class StreamOutbox {
    * @throws the broker's errors; the fence's FencedError; the store's errors
    */
   async publishCommitted(count: number, beforeDelete?: () => void): Promise<void> {
-    const { store, counters, owner } = this.options;
+    const { store } = this.options;
     const done = store.batch();
     let sent = 0;
     try {
       while (sent < count && sent < this.#committed.length) {
-        const m = this.#committed[sent]!;
-        const name = topicName(m.topic);
-        const producer = await this.#producer(m.topic);
-        this.options.fence?.check();
-        await counters.sending(m.topic.namespace, { producer: this.options.producer, topic: name, sequence: m.seq }, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
-        done.delete(this.#families.outbox, outboxKey(`${owner}|${name}`, m.seq));
+        await this.#send(this.#committed[sent]!, done);
         sent++;
       }
     } finally {

@@ -277,8 +277,10 @@ export class PartitionCheckpointPuts {
    * @param options.collect false: leave the collect to the caller (`collect`), off the put's critical path
    * @param beforeSequenceWrite called synchronously right before the write of `checkpoint-sequence` (a caller that counts writes through the store's write guard leaves that one out)
    * @returns its sequence
-   * @throws FencedError from the fence; the store's and the checkpoint store's errors (nothing
-   *   is durable then but files no manifest lists)
+   * @throws FencedError from the fence, checked before the put and again once its manifest is
+   *   durable (then the checkpoint exists but the caller must release nothing it covers: the next
+   *   owner may have restored an older one); the store's and the checkpoint store's errors
+   *   (nothing is durable then but files no manifest lists)
    */
   async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean } = {}): Promise<number> {
     this.fence?.check();
@@ -289,6 +291,12 @@ export class PartitionCheckpointPuts {
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
     const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+    // The lease must still be held now that the manifest is durable: a next owner acquires only
+    // after it ran out, so it then restores this checkpoint or a newer one. A lease lost during
+    // the put (an upload longer than the lease, a paused process) may have let the next owner
+    // restore an older checkpoint already: releasing this one's acks, rows or replies would then
+    // confirm effects that owner never sees (the acked messages lost to it for good).
+    this.fence?.check();
     this.#lastSequence = put;
     const { manifest: _manifest, ...sizes } = report;
     this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });

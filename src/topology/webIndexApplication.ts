@@ -316,8 +316,9 @@ class WebIndexHostImpl implements WebIndexHost {
   /**
    * Stops partition p: the metric actor commits what it folded, then (a planned hand-back,
    * `options.checkpoint`, with checkpoints) a last checkpoint is taken and what it covers is
-   * published and acked, then the partition's actors stop (what they commit after that
-   * checkpoint is replayed by the next owner), then its checkpoints.
+   * published and acked, then its checkpoints stop (after the one running, if any), then the
+   * partition's actors stop (what they commit after that checkpoint is replayed by the next
+   * owner).
    */
   async stopPartition(stage: string, partition: number, options?: PartitionStopOptions): Promise<void> {
     const p = this.#partition(stage, partition);
@@ -332,6 +333,10 @@ class WebIndexHostImpl implements WebIndexHost {
           this.options.log.warn({ partition: p, err }, `the hand-back checkpoint of partition ${p} failed: its next owner restores the one before and the broker redelivers what followed`);
         });
       }
+      // The checkpoints end before the actors stop: a checkpoint still running (or requested by
+      // the last held acks) would otherwise publish through outboxes and a store they close.
+      // What the actors commit from now on is replayed by the next owner.
+      await entry.checkpoints?.close();
       await entry.ref.stop();
     } finally {
       await entry.checkpoints?.close();
@@ -463,8 +468,9 @@ class WebIndexHostImpl implements WebIndexHost {
     this.#stopping ??= (async () => {
       for (const entry of this.#running.values()) entry.requested = true;
       await Promise.allSettled([...this.#running.keys()].map(async (p) => this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 })));
-      await this.system.terminate();
+      // Checkpoints first, as in stopPartition: none may run into the stores the actors close.
       await Promise.all([...this.#running.values()].map((e) => e.checkpoints?.close()));
+      await this.system.terminate();
       this.#running.clear();
       await this.fetcher?.close();
       await this.inspection?.close();

@@ -1,0 +1,62 @@
+// A web-index partition's planned hand-back while its store is being written (issue 16): its
+// checkpointer is closed before its actors stop. Before, the actors stopped first while the
+// checkpointer still ran: a checkpoint requested by the last held acks then published outbox
+// rows through outboxes (and a store) the stopping actors had closed, and logged a
+// StoreClosedError.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { FencedError, MemoryBroker, type PartitionFence } from '../src/index.js';
+import { openCheckpointStore, type CheckpointStore } from '../src/storage/index.js';
+import { uniformWeights } from '../src/actors/metrics/weights.js';
+import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
+import { readGraph } from '../src/replay/graphFile.js';
+import { WEB_INDEX_STAGE } from '../src/topology/clusterProtocol.js';
+import { webIndexApplication } from '../src/topology/webIndexApplication.js';
+import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
+
+class TestFence implements PartitionFence {
+  constructor(readonly epoch: number) {}
+  check(): void {
+    if (this.epoch < 0) throw new FencedError('never', this.epoch);
+  }
+}
+
+/** The real directory store with puts that take `ms` longer (an upload under load), so that checkpoints overlap the hand-back. */
+function slowPuts(real: CheckpointStore, ms: number): CheckpointStore {
+  return Object.assign(Object.create(real) as CheckpointStore, {
+    put: async (...args: Parameters<CheckpointStore['put']>) => {
+      const report = await real.put(...args);
+      await new Promise((r) => setTimeout(r, ms));
+      return report;
+    },
+  });
+}
+
+const PARTITIONS = 4;
+
+test('a planned hand-back during a load closes the partition\'s checkpoints before its actors stop: no checkpoint runs into a closed store or outbox', { timeout: 120_000 }, async () => {
+  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
+  const dir = tempDir('sf-wi-handback-');
+  const real = openCheckpointStore(pathToFileURL(join(dir.dir, 'checkpoints')).href);
+  const broker = new MemoryBroker();
+  const { log, lines } = memoryLogger();
+  const app = webIndexApplication({ partitions: PARTITIONS, weigh: uniformWeights, log });
+  const host = await app.startHost({ broker, dataDir: join(dir.dir, 'a'), checkpoints: { store: slowPuts(real, 150), keyPrefix: 'hb-test', intervalMs: 50 }, logger: log });
+  try {
+    for (let p = 0; p < PARTITIONS; p++) await host.startPartition(WEB_INDEX_STAGE, p, new TestFence(1));
+    await publishFetches(host.broker, host.partitioner, host.counters, graphPages(graph));
+    // Hand every partition back while the pages are indexed and the links flow between partitions.
+    await new Promise((r) => setTimeout(r, 300));
+    for (let p = 0; p < PARTITIONS; p++) await host.stopPartition(WEB_INDEX_STAGE, p, { checkpoint: true });
+    const closed = lines.filter((l) => /StoreClosed|SF_ERR_STORE_CLOSED|store is closed|closed store/i.test(JSON.stringify(l)));
+    assert.deepEqual(closed.map((l) => String(l.msg)), [], `no checkpoint ran into a closed store: ${JSON.stringify(closed.slice(0, 2)).slice(0, 2000)}`);
+    for (let p = 0; p < PARTITIONS; p++) assert.ok(await real.latest(`hb-test/${WEB_INDEX_STAGE}/p${p}`), `partition ${p} was checkpointed at its hand-back`);
+  } finally {
+    await host.stop();
+    await broker.close();
+    await real.close();
+    dir.cleanup();
+  }
+});

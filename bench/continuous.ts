@@ -138,7 +138,7 @@ interface StreamReport {
   /** Batches not seen fresh (0 when the bench worked). */
   readonly unresolved: number;
   readonly result: ConvergeResult;
-  readonly rounds: { readonly duringStream: number; readonly boundHeld: number; readonly meanSeconds: number; readonly p99Seconds: number | null; readonly maxSeconds: number | null; readonly meanPushed: number };
+  readonly rounds: { readonly duringStream: number; readonly boundHeld: number; readonly boundOverTolerance: { readonly min: number | null; readonly p50: number | null }; readonly meanSeconds: number; readonly p99Seconds: number | null; readonly maxSeconds: number | null; readonly meanPushed: number };
 }
 
 /**
@@ -288,6 +288,10 @@ async function recrawlStream(index: WebIndex, g: Graph, random: () => number, o:
     rounds: {
       duringStream: during.length,
       boundHeld: during.filter((r) => r.bound <= o.tolerance).length,
+      boundOverTolerance: (() => {
+        const ratios = during.map((r) => r.bound / o.tolerance).sort((a, b) => a - b);
+        return { min: ratios.length > 0 ? round3(ratios[0]!) : null, p50: quantile(ratios, 0.5) };
+      })(),
       meanSeconds: round3(durations.reduce((a, b) => a + b, 0) / Math.max(1, durations.length)),
       p99Seconds: quantile(durations, 0.99),
       maxSeconds: durations.length > 0 ? round3(durations.at(-1)!) : null,

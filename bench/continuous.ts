@@ -138,7 +138,7 @@ interface StreamReport {
   /** Batches not seen fresh (0 when the bench worked). */
   readonly unresolved: number;
   readonly result: ConvergeResult;
-  readonly rounds: { readonly duringStream: number; readonly boundHeld: number; readonly boundOverTolerance: { readonly min: number | null; readonly p50: number | null }; readonly meanSeconds: number; readonly p99Seconds: number | null; readonly maxSeconds: number | null; readonly meanPushed: number };
+  readonly rounds: { readonly duringStream: number; readonly boundHeld: number; readonly boundOverTolerance: { readonly min: number | null; readonly p50: number | null; readonly p99: number | null; readonly max: number | null }; readonly meanSeconds: number; readonly p99Seconds: number | null; readonly maxSeconds: number | null; readonly meanPushed: number };
 }
 
 /**
@@ -290,7 +290,7 @@ async function recrawlStream(index: WebIndex, g: Graph, random: () => number, o:
       boundHeld: during.filter((r) => r.bound <= o.tolerance).length,
       boundOverTolerance: (() => {
         const ratios = during.map((r) => r.bound / o.tolerance).sort((a, b) => a - b);
-        return { min: ratios.length > 0 ? round3(ratios[0]!) : null, p50: quantile(ratios, 0.5) };
+        return { min: ratios.length > 0 ? round3(ratios[0]!) : null, p50: quantile(ratios, 0.5), p99: quantile(ratios, 0.99), max: ratios.length > 0 ? round3(ratios.at(-1)!) : null };
       })(),
       meanSeconds: round3(durations.reduce((a, b) => a + b, 0) / Math.max(1, durations.length)),
       p99Seconds: quantile(durations, 0.99),

@@ -1,18 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { pino } from 'pino';
-import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { graphPage, publishFetches } from '../src/jobs/graphLoader.js';
-import { startWebIndex, type WebIndex } from '../src/topology/webIndex.js';
-import { uniformWeights } from '../src/actors/metrics/weights.js';
+import type { WebIndex } from '../src/topology/webIndex.js';
 import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
 import type { ConvergeOptions, ConvergeResult, RoundSummary } from '../src/actors/metrics/coordinator.js';
 import { hostOf } from '../src/index.js';
 import { topic, topicName } from '../src/runtime/topics.js';
 import { Namespaces } from '../src/actors/namespaces.js';
-import { tempDir } from '../test/kit/datasets.js';
 import { rankBenchOptions } from './lib/rankOptions.js';
-import { allAlive, errors, linkCount, loadGraph, replaceOutlinks, secs, type Graph } from './lib/changingGraph.js';
+import { allAlive, errors, linkCount, loadGraph, rankedIndex, replaceOutlinks, secs, type Graph } from './lib/changingGraph.js';
 import { ownCpuSeconds, peakRss } from './lib/processCost.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
@@ -60,34 +56,22 @@ const COMMIT_POLL_MS = 5;
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
+  const { options: o, partitions, tolerance, thresholdFactor, file, fields } = rankBenchOptions(args);
   const rate = o.number('--rate', 50, 20);
   const seconds = o.number('--seconds', 300, 4);
   const tickMs = o.number('--tick-ms', TICK_MS);
   const g = await loadGraph(file('pages.txt'), file('links.tsv'));
   const random = seededRandom(183);
-  const { dir: data, cleanup } = tempDir('shardflow-bench-');
-  const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0, maxOutlinksPerPage: Infinity });
-  const convergeOptions: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'> = { tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}) };
+  const ranked = await rankedIndex(g, { partitions, tolerance, thresholdFactor });
+  const { index, convergeOptions, full } = ranked;
   try {
-    const t0 = performance.now();
-    await publishFetches(index.broker, index.partitioner, index.counters, g.pages.map((u, i) => graphPage(u, g.out[i]!.map((t) => g.pages[t]!), 0)));
-    await index.quiescence({ pollMs: 10 });
-    const t1 = performance.now();
-    const full = await index.converge(convergeOptions);
-    const t2 = performance.now();
-    const load = { loadSeconds: secs(t1 - t0), convergeSeconds: secs(t2 - t1), rounds: full.rounds, pushes: full.pushes, converged: full.converged, peakRssMiB: peakRss(process.pid) };
+    const load = { loadSeconds: secs(ranked.loadMs), convergeSeconds: secs(ranked.convergeMs), rounds: full.rounds, pushes: full.pushes, converged: full.converged, peakRssMiB: peakRss(process.pid) };
 
     const stream = await recrawlStream(index, g, random, { rate, seconds, tickMs, tolerance, convergeOptions });
     const err = await errors(index, g);
     const staleness = stream.staleness.sort((a, b) => a - b);
     return {
-      smoke: o.smoke,
-      graph: dir.split('/').pop(),
-      partitions,
-      tolerance,
-      thresholdFactor: thresholdFactor ?? null,
+      ...fields,
       rate,
       seconds,
       tickMs,
@@ -106,9 +90,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       loadAverage: loadavg().map(round3),
     };
   } finally {
-    await index.stop();
-    await broker.close();
-    cleanup();
+    await ranked.close();
   }
 }
 

@@ -1,14 +1,8 @@
-import { pino } from 'pino';
-import { MemoryBroker } from '../src/runtime/brokers/memory.js';
 import { graphPage, publishFetches } from '../src/jobs/graphLoader.js';
-import { startWebIndex } from '../src/topology/webIndex.js';
-import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
-import type { ConvergeOptions } from '../src/actors/metrics/coordinator.js';
 import { hostOf } from '../src/index.js';
-import { tempDir } from '../test/kit/datasets.js';
 import { rankBenchOptions } from './lib/rankOptions.js';
-import { allAlive, errors, linkCount, loadGraph, replaceOutlinks, secs, type Graph } from './lib/changingGraph.js';
+import { allAlive, errors, linkCount, loadGraph, rankedIndex, replaceOutlinks, secs, type Graph } from './lib/changingGraph.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
 export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages', 'links', 'fresh', 'changes'] as const;
@@ -36,23 +30,15 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
+  const { partitions, tolerance, thresholdFactor, file, fields } = rankBenchOptions(args);
   const g = await loadGraph(file('pages.txt'), file('links.tsv'));
   const random = seededRandom(18);
-  const { dir: data, cleanup } = tempDir('shardflow-bench-');
-  const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0, maxOutlinksPerPage: Infinity });
-  const convergeOptions: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'> = { tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}) };
+  const ranked = await rankedIndex(g, { partitions, tolerance, thresholdFactor });
+  const { index, convergeOptions, full } = ranked;
   let fetchedAt = 0;
   try {
-    const t0 = performance.now();
-    await publishFetches(index.broker, index.partitioner, index.counters, g.pages.map((u, i) => graphPage(u, g.out[i]!.map((t) => g.pages[t]!), fetchedAt)));
-    await index.quiescence({ pollMs: 10 });
-    const t1 = performance.now();
-    const full = await index.converge(convergeOptions);
-    const t2 = performance.now();
     const freshErr = await errors(index, g);
-    const fresh = { loadSeconds: secs(t1 - t0), convergeSeconds: secs(t2 - t1), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
+    const fresh = { loadSeconds: secs(ranked.loadMs), convergeSeconds: secs(ranked.convergeMs), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
 
     const changes: Array<Record<string, unknown>> = [];
     const plans: Array<[string, () => Change]> = [
@@ -88,14 +74,12 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         converged: inc.converged,
         ...err,
         pushRatio: ratio(inc.pushes / Math.max(1, full.pushes)),
-        secondsRatio: ratio((a2 - a1) / (t2 - t1)),
+        secondsRatio: ratio((a2 - a1) / ranked.convergeMs),
       });
     }
-    return { smoke: o.smoke, graph: dir.split('/').pop(), partitions, tolerance, thresholdFactor: thresholdFactor ?? null, pages: g.pages.length, links: linkCount(g), fresh, changes };
+    return { ...fields, pages: g.pages.length, links: linkCount(g), fresh, changes };
   } finally {
-    await index.stop();
-    await broker.close();
-    cleanup();
+    await ranked.close();
   }
 }
 

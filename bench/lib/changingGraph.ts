@@ -1,9 +1,15 @@
 // The graph of the update benchmarks (bench/incremental.ts, bench/continuous.ts): a graph file
 // held by page index so that changes can be drawn and applied to it, the exact PageRank of its
-// current state, and the L1 distance of a web index's scores to it.
+// current state, the L1 distance of a web index's scores to it, and a web index that ranked it.
+import { pino } from 'pino';
 import { readGraph } from '../../src/replay/graphFile.js';
-import type { WebIndex } from '../../src/topology/webIndex.js';
+import { startWebIndex, type WebIndex } from '../../src/topology/webIndex.js';
 import { hostOf } from '../../src/index.js';
+import { MemoryBroker } from '../../src/runtime/brokers/memory.js';
+import { graphPage, publishFetches } from '../../src/jobs/graphLoader.js';
+import { uniformWeights } from '../../src/actors/metrics/weights.js';
+import type { ConvergeOptions, ConvergeResult } from '../../src/actors/metrics/coordinator.js';
+import { tempDir } from '../../test/kit/datasets.js';
 
 const DAMPING = 0.85;
 
@@ -131,3 +137,50 @@ export function secs(ms: number): number {
   return Math.round(ms) / 1000;
 }
 
+
+/** A web index that ranked a graph (`rankedIndex`). */
+export interface RankedIndex {
+  readonly index: WebIndex;
+  /** The options of its converge calls: the tolerance, and the threshold factor when given. */
+  readonly convergeOptions: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'>;
+  /** The fresh computation. */
+  readonly full: ConvergeResult;
+  /** Milliseconds of the load through the pipeline (to quiescence) and of the fresh computation. */
+  readonly loadMs: number;
+  readonly convergeMs: number;
+  /** Stops the index, closes its broker and removes its data dir. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a web index in a temporary data dir on an in-memory broker (uniform weights, no
+ * crawler, no outlink cap), loads `g` through the pipeline (its pages as fetch results on
+ * `fetches/<p>`, fetchedAt 0) and converges to `tolerance`: the start of the update benchmarks.
+ * @throws what the index throws (it is then stopped and its data dir removed)
+ */
+export async function rankedIndex(g: Graph, o: { readonly partitions: number; readonly tolerance: number; readonly thresholdFactor: number | undefined }): Promise<RankedIndex> {
+  const { dir: data, cleanup } = tempDir('shardflow-bench-');
+  const broker = new MemoryBroker();
+  const close = async () => {
+    try {
+      await index?.stop();
+      await broker.close();
+    } finally {
+      cleanup();
+    }
+  };
+  let index: WebIndex | undefined;
+  try {
+    index = await startWebIndex({ partitions: o.partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0, maxOutlinksPerPage: Infinity });
+    const convergeOptions = { tolerance: o.tolerance, ...(o.thresholdFactor !== undefined ? { thresholdFactor: o.thresholdFactor } : {}) };
+    const t0 = performance.now();
+    await publishFetches(index.broker, index.partitioner, index.counters, g.pages.map((u, i) => graphPage(u, g.out[i]!.map((t) => g.pages[t]!), 0)));
+    await index.quiescence({ pollMs: 10 });
+    const t1 = performance.now();
+    const full = await index.converge(convergeOptions);
+    return { index, convergeOptions, full, loadMs: t1 - t0, convergeMs: performance.now() - t1, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

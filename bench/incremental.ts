@@ -1,16 +1,8 @@
-import { pino } from 'pino';
-import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { readGraph } from '../src/replay/graphFile.js';
 import { graphPage, publishFetches } from '../src/jobs/graphLoader.js';
-import { startWebIndex, type WebIndex } from '../src/topology/webIndex.js';
-import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
-import type { ConvergeOptions } from '../src/actors/metrics/coordinator.js';
 import { hostOf } from '../src/index.js';
-import { tempDir } from '../test/kit/datasets.js';
 import { rankBenchOptions } from './lib/rankOptions.js';
-
-const DAMPING = 0.85;
+import { allAlive, errors, linkCount, loadGraph, rankedIndex, replaceOutlinks, secs, type Graph } from './lib/changingGraph.js';
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
 export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages', 'links', 'fresh', 'changes'] as const;
@@ -32,29 +24,21 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * For each: pages and links changed, the seconds the pipeline took to apply it, then the
  * metric's rounds, pushes, messages and converge seconds, the L1 distance and the largest
  * per-page error of the scores to the exact PageRank of the changed graph (power iteration
- * in memory to 1e-13, `exactPageRank`), and the ratios of pushes and seconds to the first,
+ * in memory to 1e-13, `exactPageRank` of bench/lib/changingGraph.ts), and the ratios of pushes and seconds to the first,
  * fresh computation of the same run (on the unchanged graph, which differs from each changed
  * one by at most 1% of its links). `--smoke`: polblogs on 4 partitions.
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
+  const { partitions, tolerance, thresholdFactor, file, fields } = rankBenchOptions(args);
   const g = await loadGraph(file('pages.txt'), file('links.tsv'));
   const random = seededRandom(18);
-  const { dir: data, cleanup } = tempDir('shardflow-bench-');
-  const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: data, broker, weigh: uniformWeights, log: pino({ level: 'warn' }, pino.destination(2)), crawlers: 0, maxOutlinksPerPage: Infinity });
-  const convergeOptions: Omit<ConvergeOptions, 'clock' | 'damping' | 'pages' | 'firstRound'> = { tolerance, ...(thresholdFactor !== undefined ? { thresholdFactor } : {}) };
+  const ranked = await rankedIndex(g, { partitions, tolerance, thresholdFactor });
+  const { index, convergeOptions, full } = ranked;
   let fetchedAt = 0;
   try {
-    const t0 = performance.now();
-    await publishFetches(index.broker, index.partitioner, index.counters, g.pages.map((u, i) => graphPage(u, g.out[i]!.map((t) => g.pages[t]!), fetchedAt)));
-    await index.quiescence({ pollMs: 10 });
-    const t1 = performance.now();
-    const full = await index.converge(convergeOptions);
-    const t2 = performance.now();
     const freshErr = await errors(index, g);
-    const fresh = { loadSeconds: secs(t1 - t0), convergeSeconds: secs(t2 - t1), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
+    const fresh = { loadSeconds: secs(ranked.loadMs), convergeSeconds: secs(ranked.convergeMs), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
 
     const changes: Array<Record<string, unknown>> = [];
     const plans: Array<[string, () => Change]> = [
@@ -90,24 +74,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         converged: inc.converged,
         ...err,
         pushRatio: ratio(inc.pushes / Math.max(1, full.pushes)),
-        secondsRatio: ratio((a2 - a1) / (t2 - t1)),
+        secondsRatio: ratio((a2 - a1) / ranked.convergeMs),
       });
     }
-    return { smoke: o.smoke, graph: dir.split('/').pop(), partitions, tolerance, thresholdFactor: thresholdFactor ?? null, pages: g.pages.length, links: linkCount(g), fresh, changes };
+    return { ...fields, pages: g.pages.length, links: linkCount(g), fresh, changes };
   } finally {
-    await index.stop();
-    await broker.close();
-    cleanup();
+    await ranked.close();
   }
-}
-
-/** A graph by page index: `out[p]` the distinct targets of page p; `alive[p]` 0 once deleted. */
-interface Graph {
-  readonly pages: string[];
-  readonly out: number[][];
-  readonly alive: Uint8Array;
-  /** Page indexes per host, in page order. */
-  readonly hosts: Map<string, number[]>;
 }
 
 /** What one change did: pages to recrawl (new outlinks in `Graph.out`), pages deleted, links replaced. */
@@ -115,49 +88,6 @@ interface Change {
   readonly recrawled: Set<number>;
   readonly deleted: number[];
   links: number;
-}
-
-async function loadGraph(pagesFile: string, linksFile: string): Promise<Graph> {
-  const raw = await readGraph(pagesFile, linksFile);
-  const id = new Map<string, number>();
-  raw.pages.forEach((p, i) => id.set(p, i));
-  const out = raw.pages.map((p) => [...new Set((raw.links.get(p) ?? []).map((t) => id.get(t)!))]);
-  const hosts = new Map<string, number[]>();
-  raw.pages.forEach((p, i) => {
-    const h = hostOf(p);
-    const list = hosts.get(h);
-    if (list) list.push(i);
-    else hosts.set(h, [i]);
-  });
-  return { pages: raw.pages, out, alive: new Uint8Array(raw.pages.length).fill(1), hosts };
-}
-
-function linkCount(g: Graph): number {
-  let n = 0;
-  for (let p = 0; p < g.out.length; p++) if (g.alive[p]) n += g.out[p]!.length;
-  return n;
-}
-
-/**
- * Replaces `share` of page p's outlinks (at least `min`) by live pages from `pool` that p
- * does not link to yet (drawn uniformly; a pool too small leaves the rest unchanged).
- * @returns links replaced
- */
-function replaceOutlinks(g: Graph, p: number, share: number, min: number, pool: readonly number[], random: () => number): number {
-  const out = g.out[p]!;
-  const n = Math.min(out.length, Math.max(min, Math.round(out.length * share)));
-  let replaced = 0;
-  for (let k = 0; k < n; k++) {
-    const i = Math.floor(random() * out.length);
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const t = pool[Math.floor(random() * pool.length)]!;
-      if (t === p || !g.alive[t] || out.includes(t)) continue;
-      out[i] = t;
-      replaced++;
-      break;
-    }
-  }
-  return replaced;
 }
 
 /** (a): a host with the most pages (ties drawn), up to 256 pages, 10% of their outlinks replaced within the host. */
@@ -241,74 +171,6 @@ function deletePages(g: Graph, random: () => number, share: number): Change {
     recrawled.add(p);
   }
   return { recrawled, deleted: [...deleted], links };
-}
-
-function allAlive(g: Graph): number[] {
-  const list: number[] = [];
-  for (let p = 0; p < g.pages.length; p++) if (g.alive[p]) list.push(p);
-  return list;
-}
-
-/**
- * The exact PageRank of the live pages (damping 0.85, uniform link weights, dangling mass
- * spread uniformly; normalised to sum 1), by power iteration on y = (1 - d) 1 + d W^T y
- * (dangling rows zero) until an iteration changes y by less than 1e-13 of its L1 norm, then
- * normalised: the same vector (Del Corso, Gullì, Romani, "Fast PageRank computation via a
- * sparse linear system", WAW 2004) with an error ~1e-13 / (1 - d).
- */
-export function exactPageRank(g: Graph): Float64Array {
-  const n = g.pages.length;
-  let y = new Float64Array(n);
-  let next = new Float64Array(n);
-  for (let p = 0; p < n; p++) y[p] = g.alive[p] ? 1 - DAMPING : 0;
-  for (let iteration = 0; iteration < 10_000; iteration++) {
-    for (let p = 0; p < n; p++) next[p] = g.alive[p] ? 1 - DAMPING : 0;
-    for (let p = 0; p < n; p++) {
-      const out = g.out[p]!;
-      if (out.length === 0 || y[p] === 0) continue;
-      const share = (DAMPING * y[p]!) / out.length;
-      for (const t of out) next[t]! += share;
-    }
-    let change = 0;
-    let total = 0;
-    for (let p = 0; p < n; p++) {
-      change += Math.abs(next[p]! - y[p]!);
-      total += next[p]!;
-    }
-    [y, next] = [next, y];
-    if (change < 1e-13 * total) break;
-  }
-  let total = 0;
-  for (let p = 0; p < n; p++) total += y[p]!;
-  for (let p = 0; p < n; p++) y[p]! /= total;
-  return y;
-}
-
-/** L1 distance and largest per-page difference of the index's scores to `exactPageRank` (pages missing on either side count whole). */
-async function errors(index: WebIndex, g: Graph): Promise<{ l1: number; maxError: number }> {
-  const exact = exactPageRank(g);
-  const id = new Map<string, number>();
-  g.pages.forEach((p, i) => id.set(p, i));
-  const seen = new Uint8Array(g.pages.length);
-  let l1 = 0;
-  let maxError = 0;
-  for (const [url, score] of await index.scores()) {
-    const p = id.get(url);
-    const e = p === undefined || !g.alive[p] ? score : Math.abs(score - exact[p]!);
-    if (p !== undefined) seen[p] = 1;
-    l1 += e;
-    maxError = Math.max(maxError, e);
-  }
-  for (let p = 0; p < g.pages.length; p++) {
-    if (seen[p] || !g.alive[p]) continue;
-    l1 += exact[p]!;
-    maxError = Math.max(maxError, exact[p]!);
-  }
-  return { l1, maxError };
-}
-
-function secs(ms: number): number {
-  return Math.round(ms) / 1000;
 }
 
 function ratio(x: number): number {

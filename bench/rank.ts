@@ -27,7 +27,7 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { options: o, dir, partitions, tolerance, thresholdFactor, file } = rankBenchOptions(args);
+  const { options: o, partitions, tolerance, thresholdFactor, file, fields } = rankBenchOptions(args);
   let peakRss = process.memoryUsage.rss();
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100);
   let readSeconds = 0;
@@ -67,11 +67,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const graphologySeconds = (g2 - g0) / 1000;
     const shardflowSeconds = result.loadSeconds + result.convergeSeconds;
     return {
-      smoke: o.smoke,
-      graph: dir.split('/').pop(),
-      partitions,
-      tolerance,
-      thresholdFactor: thresholdFactor ?? null,
+      ...fields,
       pages: result.pages,
       links: result.outlinks,
       readSeconds: round(readSeconds),

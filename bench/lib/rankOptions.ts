@@ -18,6 +18,8 @@ export interface RankBenchOptions {
   readonly thresholdFactor: number | undefined;
   /** Path of `base` (pages.txt, links.tsv, pagerank.tsv) in `dir`, or of its `.xz` form when the plain one is absent. */
   file(base: string): string;
+  /** The first fields of the benchmark's result line: `smoke`, `graph` (the folder's name), `partitions`, `tolerance`, `thresholdFactor` (null when not given). */
+  readonly fields: { readonly smoke: boolean; readonly graph: string | undefined; readonly partitions: number; readonly tolerance: number; readonly thresholdFactor: number | null };
 }
 
 /**
@@ -27,12 +29,16 @@ export interface RankBenchOptions {
 export function rankBenchOptions(args: readonly string[]): RankBenchOptions {
   const options = benchOptions(args);
   const dir = resolve(options.string('--graph', join(bench, 'data/cnr-2000'), join(bench, '../examples/data/polblogs')));
+  const partitions = options.number('--partitions', 16, 4);
+  const tolerance = options.number('--tolerance', 1e-6);
+  const thresholdFactor = options.has('--threshold-factor') ? options.number('--threshold-factor', 1) : undefined;
   return {
     options,
     dir,
-    partitions: options.number('--partitions', 16, 4),
-    tolerance: options.number('--tolerance', 1e-6),
-    thresholdFactor: options.has('--threshold-factor') ? options.number('--threshold-factor', 1) : undefined,
+    partitions,
+    tolerance,
+    thresholdFactor,
     file: (base) => (existsSync(join(dir, base)) ? join(dir, base) : join(dir, `${base}.xz`)),
+    fields: { smoke: options.smoke, graph: dir.split('/').pop(), partitions, tolerance, thresholdFactor: thresholdFactor ?? null },
   };
 }

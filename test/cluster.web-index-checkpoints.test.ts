@@ -65,7 +65,7 @@ test('in one process: a host with checkpoints ranks polblogs exactly, hands its 
     const result = await converge(metrics, { pages: counts.reduce((a, c) => a + c.pages, 0), clock: systemClock, damping: 0.85, firstRound: 1, tolerance: 1e-7 });
     const seconds = (Date.now() - started) / 1000;
     assertMatchesReference({ converge: result, scores: await collectScores(metrics) }, reference);
-    t.diagnostic(`${result.rounds} rounds in ${seconds.toFixed(1)} s (each waits for two checkpoints: the pushes' replies, then the barriers')`);
+    t.diagnostic(`${result.rounds} rounds in ${seconds.toFixed(1)} s (each waits for one checkpoint: the pushes' replies and contributions; the barriers are not held)`);
     for (const p of ps) assert.ok((await checkpoints.latest(stageCheckpointKey('wi-test', WEB_INDEX_STAGE, p))) !== undefined, `partition ${p} has a checkpoint`);
 
     // A planned hand-back of every partition; the next host has its own (empty) data dir.

@@ -236,6 +236,8 @@ async function checkpointedRun(s: WebIndexBenchSetup, kind: 'file' | 's3', moves
     await balanced(c, ws);
     const { run: ranked, from, loadedAt, to } = await rank(s, c);
     const run = { ...ranked, checkpoints: putFigures(ws, from, loadedAt, to, ranked.rounds, s.partitions) };
+    // Before the moves, which may fail on an overloaded machine (a worker that does not join in time).
+    process.stderr.write(`web index, rank with checkpoints in ${kind}: ${JSON.stringify(run)}\n`);
     if (!moves) {
       await c.stopAll();
       return { run };

@@ -13,11 +13,14 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { forEachLimit } from './limit.js';
 import type { CheckpointObjects, ListedObject } from './objects.js';
 
 const TMP_MARK = '.tmp-';
 /** A temporary file older than this is a crash's leftover, listed so that it is collected. */
 const STALE_TMP_MS = 3_600_000;
+/** Files stat'ed at once by a listing. */
+const LIST_STAT_CONCURRENCY = 16;
 
 export class DirectoryObjects implements CheckpointObjects {
   readonly url: string;
@@ -98,16 +101,17 @@ export class DirectoryObjects implements CheckpointObjects {
       if (isNotFound(err)) return [];
       throw err;
     }
-    const out: ListedObject[] = [];
-    for (const e of entries) {
-      if (!e.isFile()) continue;
+    const files = entries.filter((e) => e.isFile());
+    const listed: Array<ListedObject | undefined> = new Array(files.length);
+    // Several stats at once: a key's folder holds a file per distinct SST of its kept checkpoints.
+    await forEachLimit(files, LIST_STAT_CONCURRENCY, async (e, i) => {
       const full = path.join(e.parentPath, e.name);
       const st = await stat(full).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
-      if (!st) continue; // deleted meanwhile
-      if (e.name.includes(TMP_MARK) && Date.now() - st.mtimeMs < STALE_TMP_MS) continue;
-      out.push({ name: prefix + path.relative(dir, full).split(path.sep).join('/'), bytes: st.size });
-    }
-    return out;
+      if (!st) return; // deleted meanwhile
+      if (e.name.includes(TMP_MARK) && Date.now() - st.mtimeMs < STALE_TMP_MS) return;
+      listed[i] = { name: prefix + path.relative(dir, full).split(path.sep).join('/'), bytes: st.size };
+    });
+    return listed.filter((o): o is ListedObject => o !== undefined);
   }
 
   async delete(names: readonly string[]): Promise<void> {

@@ -138,8 +138,8 @@ export interface WebIndexApplication extends ClusterApplication {
  * missing or older (CheckpointDamagedError for a damaged one; DataDirError, with the reason,
  * for a partition an earlier owner started that has neither a store nor a checkpoint), then
  * runs it with a `PartitionCheckpointer` that holds its publishes, acks and the replies of
- * asks that change its state (metric `push`, `repair`, `flush`, `index-hosts`, the barrier
- * `await-applied`, `republish-links`, `seed`) until a checkpoint holds them; a planned
+ * asks that change its state (metric `push`, `repair`, `flush`, `index-hosts`, a `durable`
+ * barrier `await-applied`, `republish-links`, `seed`) until a checkpoint holds them; a planned
  * `stopPartition(…, { checkpoint: true })` commits the metric actor's folds and checkpoints
  * before the actors stop.
  * @throws RangeError for `partitions` < 1 (from the partitioner); InvalidArgumentError for
@@ -167,8 +167,19 @@ interface Running {
   requested: boolean;
 }
 
-/** Metric requests whose reply reports a change of the partition's state, or a barrier a restore could take back: replied after a checkpoint holds it. */
-const CHECKPOINTED_METRIC_REQUESTS: ReadonlySet<string> = new Set(['push', 'repair', 'flush', 'index-hosts', 'await-applied']);
+/**
+ * Metric requests whose reply reports a change of the partition's state: replied after a
+ * checkpoint holds it. A round's barrier (`await-applied`) is not held: what it counted, a
+ * restore takes back only with the acks of those messages, so the broker delivers them again
+ * and the coordinator's next push (carrying that barrier) waits for them; only a `durable`
+ * barrier (the coordinator's last, before it stops) is held (docs/checkpoints.md, "The web index").
+ */
+const CHECKPOINTED_METRIC_REQUESTS: ReadonlySet<string> = new Set(['push', 'repair', 'flush', 'index-hosts']);
+
+/** Whether the reply to metric request `message` waits for a checkpoint holding what it reports. */
+function heldForCheckpoint(message: MetricMessage): boolean {
+  return CHECKPOINTED_METRIC_REQUESTS.has(message?.type) || (message?.type === 'await-applied' && message.durable === true);
+}
 
 class WebIndexHostImpl implements WebIndexHost {
   readonly #running = new Map<number, Running>();
@@ -373,8 +384,8 @@ class WebIndexHostImpl implements WebIndexHost {
       case 'metrics': {
         const metrics = this.#child<MetricMessage, unknown>(p, 'metrics');
         const reply = await localMetricEndpoint(metrics, this.#clock)(r.message);
-        if (entry.checkpoints && CHECKPOINTED_METRIC_REQUESTS.has(r.message?.type)) {
-          // A barrier's folded messages are in memory only: commit them, then wait for a checkpoint holding them.
+        if (entry.checkpoints && heldForCheckpoint(r.message)) {
+          // A durable barrier's folded messages are in memory only: commit them, then wait for a checkpoint holding them.
           if (r.message.type === 'await-applied') await askWithRetry(metrics, { type: 'flush' }, this.#clock);
           await this.#afterCheckpoint(p, entry.checkpoints);
         }

@@ -261,17 +261,35 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
   // An earlier call may have ended between the pushes of its last round and that round's
   // barrier (it failed): run that barrier first, so that the next push waits for those
   // messages after a restart, like those of any round.
+  /**
+   * The last barrier run (round, expected count per partition): each partition's next push
+   * carries its own count, so that one restored from a checkpoint taken before it folded them
+   * (its barrier reply was not held for a checkpoint: docs/checkpoints.md, "The web index")
+   * folds them again before it pushes.
+   */
+  let last: { readonly round: number; readonly expected: readonly number[] } | undefined;
   if (first > 1) {
     const reports = (await Promise.all(metrics.map((m) => m({ type: 'last-report' })))) as Array<PushReport | undefined>;
     const expected = metrics.map(() => 0);
     for (const r of reports) if (r?.round === first - 1) r.sent.forEach((c, q) => (expected[q]! += c));
-    if (expected.some((c) => c > 0)) await barrier(first - 1, expected);
+    if (expected.some((c) => c > 0)) {
+      await barrier(first - 1, expected);
+      last = { round: first - 1, expected };
+    }
   }
+  /** The round's barrier again, its replies held until a checkpoint covers what it counted: what the caller does after `converge` (host index, scores) meets no partition that must fold them again. */
+  const durableBarrier = async () => {
+    if (last) await roundBarrier(metrics, last.round, last.expected, { durable: true });
+  };
   for (; quietRounds < maxRounds; round++) {
     // After a round that pushed nothing, the residual sits in many small pieces (often on
     // link targets that are not pages, so not counted in N): drop to the floor.
     const threshold = nextThreshold();
-    const reports = (await Promise.all(metrics.map((m) => m({ type: 'push', round, threshold, damping: d })))) as PushReport[];
+    const previous = last;
+    const reports = (await Promise.all(metrics.map((m, q) => {
+      const barrierAt = previous && previous.expected[q]! > 0 ? { barrier: { round: previous.round, expected: previous.expected[q]! } } : {};
+      return m({ type: 'push', round, threshold, damping: d, ...barrierAt });
+    }))) as PushReport[];
     const expected = metrics.map(() => 0);
     let remaining = 0;
     let pushed = 0;
@@ -299,6 +317,7 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
       copyMessages += r.copyMessages ?? 0;
     }
     const { mass, corrections } = await barrier(round, expected);
+    last = { round, expected };
     lastPushed = pushed;
     histograms = reported;
     lastSumX = sumX;
@@ -326,11 +345,13 @@ export async function converge(metrics: readonly MetricEndpoint[], options: Conv
     }
     await options.onRound?.({ round, pushed, messages: sent, bytes, contributions: contrib, copies, copyMessages, copyBytes, residual, bound, redirectHops: hops });
     if (bound <= tolerance && quiet && (options.quiet?.() ?? true)) {
+      await durableBarrier();
       return { converged: true, rounds: round - first + 1, lastRound: round, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
     }
     if (quiet) quietRounds++;
     else await sleep(options.clock, 10); // continuous mode: let the graph change between rounds
   }
+  await durableBarrier();
   return { converged: false, rounds: round - first, lastRound: round - 1, pushes, messages, contributions, residual, bytes: totalBytes, copies: totalCopies, copyMessages: totalCopyMessages, copyBytes: totalCopyBytes };
 }
 
@@ -376,12 +397,15 @@ async function redirectHops(metrics: readonly MetricEndpoint[], quiet: boolean):
 
 /**
  * Waits until each partition q has applied `expected[q]` messages of round `r`.
+ * @param options.durable ask the replies held until a checkpoint covers what they counted
+ *   (a cluster host with checkpoints; the same answer elsewhere)
  * @returns the mass (sum of |delta|) they carried, and the mass of the corrections (round 0)
  *   the partitions had folded when each reached its count
  * @throws what the endpoints throw (`localMetricEndpoint`: ActorStoppedError when a partition keeps stopping)
  */
-export async function roundBarrier(metrics: readonly MetricEndpoint[], r: number, expected: readonly number[]): Promise<{ mass: number; corrections: number }> {
-  const applied = (await Promise.all(metrics.map((m, q) => m({ type: 'await-applied', round: r, expected: expected[q]! })))) as RoundApplied[];
+export async function roundBarrier(metrics: readonly MetricEndpoint[], r: number, expected: readonly number[], options: { readonly durable?: boolean } = {}): Promise<{ mass: number; corrections: number }> {
+  const durable = options.durable ? { durable: true } : {};
+  const applied = (await Promise.all(metrics.map((m, q) => m({ type: 'await-applied', round: r, expected: expected[q]!, ...durable })))) as RoundApplied[];
   let mass = 0;
   let corrections = 0;
   for (const a of applied) {

@@ -30,8 +30,14 @@ export type MetricMessage =
    * `PushDeferred` while contributions of an earlier round, lost by a restart, are not
    * folded again yet (ask again once it resolves). The last round pushed, asked again (after
    * a restart or a lost reply), replies its stored report instead of pushing twice.
+   * `barrier` is the coordinator's previous barrier at this partition (the round and the
+   * messages of it this partition was to apply): recorded as an `await-applied` records it
+   * before the push, so that an incarnation restored from a checkpoint taken before it had
+   * folded them (a cluster host does not hold a barrier's reply for a checkpoint,
+   * docs/checkpoints.md, "The web index") defers this push until the broker has delivered
+   * them again.
    */
-  | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number }
+  | { readonly type: 'push'; readonly round: number; readonly threshold: number; readonly damping: number; readonly barrier?: RoundBarrierAt }
   /**
    * The repair pass (docs/ARCHITECTURE.md, "Crash and restart"): sends d x_p w_pq / sum w_pq
    * along every outlink as contributions of `round`, without changing `ranks`; replies its
@@ -50,7 +56,17 @@ export type MetricMessage =
    * in `meta` until that many messages of the round are committed, so that an incarnation
    * started after a restart knows which rounds it must fold again before it pushes.
    */
-  | { readonly type: 'await-applied'; readonly round: number; readonly expected: number }
+  | {
+      readonly type: 'await-applied';
+      readonly round: number;
+      readonly expected: number;
+      /**
+       * For a host whose replies wait for checkpoints (a cluster worker with `--checkpoints`):
+       * reply only once a checkpoint holds the messages counted (the coordinator's last
+       * barrier before it stops). The metric actor itself answers the same either way.
+       */
+      readonly durable?: boolean;
+    }
   /** Replies `PartitionScores`: every page with its unnormalised score x + r. */
   | { readonly type: 'scores' }
   /** Replies `PartitionCounts`. */
@@ -139,6 +155,12 @@ export interface RoundApplied {
  */
 export interface PushDeferred {
   readonly deferred: Promise<void>;
+}
+
+/** A barrier as the coordinator set it for one partition: `expected` messages of `round` sent to it. */
+export interface RoundBarrierAt {
+  readonly round: number;
+  readonly expected: number;
 }
 
 /** Reply to `await-applied`: a promise, so that the actor's mailbox is not held while waiting. */
@@ -255,6 +277,12 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           state.flushTimer = undefined;
           return flush(state);
         case 'push': {
+          if (message.barrier && message.barrier.round < message.round) {
+            // The previous barrier, recorded again: restored from a checkpoint older than its
+            // folds, this incarnation would otherwise push without the messages it counted.
+            await state.rounds.get(message.barrier.round);
+            await state.rounds.expect(message.barrier.round, message.barrier.expected);
+          }
           const deferred = state.rounds.lagging(message.round);
           if (deferred) return { deferred } satisfies PushDeferred;
           return env.graphLock.runExclusive(() => push(state, message.round, message.threshold, message.damping));

@@ -137,7 +137,8 @@ export interface WebIndexApplication extends ClusterApplication {
  * `startPartition` first restores the partition's latest checkpoint when the local store is
  * missing or older (CheckpointDamagedError for a damaged one; DataDirError, with the reason,
  * for a partition an earlier owner started that has neither a store nor a checkpoint), then
- * runs it with a `PartitionCheckpointer` that holds its publishes, acks and the replies of
+ * runs it with a `PartitionCheckpointer` (a partition's first start puts a checkpoint before
+ * it consumes anything, so a next owner always finds one) that holds its publishes, acks and the replies of
  * asks that change its state (metric `push`, `repair`, `flush`, `index-hosts`, a `durable`
  * barrier `await-applied`, `republish-links`, `seed`) until a checkpoint holds them; a planned
  * `stopPartition(…, { checkpoint: true })` commits the metric actor's folds and checkpoints
@@ -310,6 +311,13 @@ class WebIndexHostImpl implements WebIndexHost {
         // The partition's start() records the owner epoch (and refuses an older one): a
         // refusal there stops it at once, so it is made here first, to reject the start.
         await recordOwnerEpoch(store, fence.epoch, PARTITION_STREAM_FAMILIES.meta);
+        // A partition's first start puts a checkpoint before it consumes anything: an owner
+        // that dies before its first periodic checkpoint then leaves one for the next owner
+        // (the empty store; the broker delivers again all it had not released, and it had
+        // released nothing), instead of a partition "started by an earlier owner" with no
+        // checkpoint, which a next owner on another machine must refuse. The cluster records
+        // the start only after this returns.
+        if (checkpoints && restoredSequence === undefined && fence.startedBefore !== true) await checkpoints.afterCheckpoint();
         const ref = (await this.supervisor.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision: stopWhenFenced(partitionSupervision) } })) as ActorRef<never, void>;
         this.#running.set(p, { ref, env, epoch: fence.epoch, checkpoints, requested: false });
         checkpoints?.start();

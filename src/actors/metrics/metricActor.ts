@@ -214,7 +214,9 @@ const PRUNE_EVERY_ROUNDS = 64;
  * several synchronous ones where links stay on their host, and so on their partition. Only
  * pages over the threshold are pushed (the push of Andersen, Chung and Lang, FOCS 2006, as the
  * incremental PageRank of Ohsaka et al., KDD 2015, and the dynamic frontier of DF-P PageRank,
- * Sahu, Kothapalli, Banerjee 2024, push only what a change reached). A first-in first-out
+ * Sahu, Kothapalli, Banerjee 2024, push only what a change reached); with a valid RankMirror a
+ * push visits only its ResidualFrontier's candidates (residualFrontier.ts), in scan order, so
+ * a round costs what it pushes and what reached the partition. A first-in first-out
  * frontier that pushed again, in the same push, every page its own contributions took over
  * the threshold was measured and dropped: on cnr-2000 it cut rounds but pushed a recrawled
  * host's region more often (758 k pushes against 472 k) and took 2.2x the seconds' share

@@ -77,6 +77,11 @@ export class AdjacencyCache {
    * page's copy once: copies lost with an earlier process's outbox or broker come back.
    */
   #copySent = new Float64Array(1024).fill(NaN);
+  /**
+   * Slots whose sent copy was forgotten by `invalidate` since `takeCopyOwed` was last called:
+   * a push that checks only the pages it changed checks these too (their copy is due).
+   */
+  #copyOwed: number[] = [];
   /** Slots whose cached adjacency is `undamped` (redirects: see `undampedSlots`). */
   readonly #undamped = new Set<number>();
   /**
@@ -124,6 +129,7 @@ export class AdjacencyCache {
     if (slot !== undefined) {
       this.#slots[slot] = undefined;
       if (slot < this.#copySent.length) this.#copySent[slot] = NaN;
+      this.#copyOwed.push(slot);
       this.#undamped.delete(slot);
     }
     this.#unresolved.add(url);
@@ -132,6 +138,13 @@ export class AdjacencyCache {
   /** The x last sent as `slot`'s copy to its backlinks (NaN: none since the cache or the page's outlinks are new). */
   copySent(slot: number): number {
     return slot < this.#copySent.length ? this.#copySent[slot]! : NaN;
+  }
+
+  /** The slots `invalidate`d since the last call (each may be listed more than once), and forgets them. */
+  takeCopyOwed(): number[] {
+    const owed = this.#copyOwed;
+    this.#copyOwed = [];
+    return owed;
   }
 
   /** Records that `slot`'s copy `x` was committed to be sent (call after the write that carries it). */

@@ -19,6 +19,7 @@ import { SlotDeltas } from './slotDeltas.js';
 import { MetricCopies, PendingCopies } from './metricCopies.js';
 import { refreshHostIndex } from './hostIndex.js';
 import { addResidual, emptyHistogram } from './residualHistogram.js';
+import { SlotQueue } from './residualFrontier.js';
 import { walkLivePages } from '../partition/livePages.js';
 import { undampedLinkValue } from '../partition/redirects.js';
 
@@ -235,7 +236,9 @@ const PRUNE_EVERY_ROUNDS = 64;
  * several synchronous ones where links stay on their host, and so on their partition. Only
  * pages over the threshold are pushed (the push of Andersen, Chung and Lang, FOCS 2006, as the
  * incremental PageRank of Ohsaka et al., KDD 2015, and the dynamic frontier of DF-P PageRank,
- * Sahu, Kothapalli, Banerjee 2024, push only what a change reached). A first-in first-out
+ * Sahu, Kothapalli, Banerjee 2024, push only what a change reached); with a valid RankMirror a
+ * push visits only its ResidualFrontier's candidates (residualFrontier.ts), in scan order, so
+ * a round costs what it pushes and what reached the partition. A first-in first-out
  * frontier that pushed again, in the same push, every page its own contributions took over
  * the threshold was measured and dropped: on cnr-2000 it cut rounds but pushed a recrawled
  * host's region more often (758 k pushes against 472 k) and took 2.2x the seconds' share
@@ -366,6 +369,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
      * push, and else the next round; other targets' shares are combined into messages. A
      * dangling page keeps its mass in x.
      */
+    /** Called with each local target of a pushed page after its share was added (the mirror's frontier queues it). */
+    let reached: ((slot: number) => void) | undefined;
     const pushPage = (slot: number, r: number, adj: Adjacency) => {
       pushed++;
       deltas.add(slot, r, -r);
@@ -377,18 +382,33 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           combiner.addLink(id, mass * weights[i]!);
           continue;
         }
-        deltas.add(cache.localSlot(id), 0, mass * weights[i]!);
+        const target = cache.localSlot(id);
+        deltas.add(target, 0, mass * weights[i]!);
+        reached?.(target);
       }
       contributions += targets.length;
     };
     const adjacencyOf = async (slot: number) => cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), snapshot, cache));
     try {
       if (mirror) {
-        // Ranks from the mirror: no scan.
-        for (const slot of mirror.slots) {
+        // Ranks from the mirror, and only the pages that may be over the threshold (its
+        // frontier: the residual buckets from the threshold's up, and the pages contributions
+        // reached since the last push), in the order of a scan (the mirror's position, a
+        // min-heap): a page of this partition that a push takes over the threshold is queued
+        // when it comes later in that order, so the push makes the scan's decisions
+        // (Gauss-Seidel order within the partition) without visiting every page.
+        const queue = new SlotQueue((slot) => { const p = mirror.position(slot); return p >= 0 ? p : mirror.slots.length + slot; });
+        for (const slot of mirror.frontier.candidates(threshold)) queue.add(slot);
+        let at = -1;
+        reached = (slot) => {
+          if (!queue.has(slot) && queue.key(slot) > at && Math.abs(residual(slot)) > threshold) queue.add(slot);
+        };
+        for (let slot = queue.pop(); slot >= 0; slot = queue.pop()) {
+          at = queue.key(slot);
           const r = residual(slot);
           if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
         }
+        reached = undefined;
       } else if (fill) {
         // The synchronized traversal: walk `outlinks` in step with `ranks` (same key order)
         // and cache every page's outlinks on the way, and the order of the pages.
@@ -437,9 +457,10 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         }
         if (reordered || seen.length !== order.length) cache.order = Int32Array.from(seen);
       }
-      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0). Pages
-      // without one that only this push reached wait for the next round (counted below).
-      for (const slot of pending.slots) {
+      // Pages reached by pending contributions that have no `ranks` entry yet (x = 0; the
+      // mirror's frontier lists them). Pages without one that only this push reached wait
+      // for the next round (counted below).
+      for (const slot of mirror ? [] : pending.slots) {
         if (next.has(slot)) continue;
         const r = residual(slot);
         if (Math.abs(r) > threshold) pushPage(slot, r, await adjacencyOf(slot));
@@ -454,34 +475,62 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     // deltas included) and the sum of x, over every page with an entry or a delta, but
     // redirects: an alias has no score and is left out of the normaliser, and what a
     // redirect holds its target gets too, so its x is no lower bound of scored mass.
+    // With the mirror, from its frontier: only the pages whose r or x moved are accounted
+    // again (those contributions reached since the last push, and those this push changed).
     let remaining = 0;
     let sumX = 0;
-    const residuals = emptyHistogram();
+    let residuals = emptyHistogram();
     const undamped = cache.undampedSlots();
-    const account = (slot: number, x: number) => {
-      const r = residual(slot);
-      remaining += Math.abs(r);
-      addResidual(residuals, r);
-      if (!undamped.has(slot)) sumX += x + deltas.dx(slot);
-    };
-    for (const slot of next.slots) account(slot, next.x(slot));
-    for (const slot of pending.slots) if (!next.has(slot)) account(slot, 0);
-    for (const slot of deltas.slots) if (!next.has(slot) && !pending.has(slot)) account(slot, 0);
+    const frontier = next.frontier;
+    if (mirror) {
+      const again = (slot: number) => frontier.account(slot, residual(slot), (next.has(slot) ? next.x(slot) : 0) + deltas.dx(slot));
+      for (const slot of frontier.touched) again(slot);
+      for (const slot of deltas.slots) again(slot);
+      remaining = frontier.remaining();
+      residuals = frontier.histogram();
+      sumX = frontier.sumX();
+      for (const slot of undamped) sumX -= frontier.x(slot);
+    } else {
+      const account = (slot: number, x: number) => {
+        const r = residual(slot);
+        remaining += Math.abs(r);
+        addResidual(residuals, r);
+        frontier.account(slot, r, x + deltas.dx(slot));
+        if (!undamped.has(slot)) sumX += x + deltas.dx(slot);
+      };
+      for (const slot of next.slots) account(slot, next.x(slot));
+      for (const slot of pending.slots) if (!next.has(slot)) account(slot, 0);
+      for (const slot of deltas.slots) if (!next.has(slot) && !pending.has(slot)) account(slot, 0);
+    }
+    frontier.clearTouched();
     const merged = deltas.sortedSlots();
     if (merged.length > 0) batch.mergeFloat64s(ColumnFamilies.ranks, slotKeys(cache, merged), deltas.operands(merged), 2);
     if (fill) cache.complete = true;
 
     // Copies of the pages' x for their backlinks (metricCopies.ts), for every page whose x
     // moved past the bound since its copy was last sent (every page, the first time).
+    // With the mirror, x moved only on the pages this push changed, and a copy is owed
+    // otherwise only by the pages whose outlinks changed (AdjacencyCache.takeCopyOwed).
     const copies = new MetricCopies(cache, own);
     const adjacencyNow = async (slot: number) => cache.slotAdjacency(slot) ?? (await readAdjacency(store, cache.slotUrl(slot), undefined, cache));
-    for (const slot of next.slots) {
-      const x = next.x(slot) + deltas.dx(slot);
-      if (copies.due(slot, x)) copies.send(slot, x, await adjacencyNow(slot));
-    }
-    for (const slot of deltas.slots) {
-      if (next.has(slot) || !copies.due(slot, deltas.dx(slot))) continue;
-      copies.send(slot, deltas.dx(slot), await adjacencyNow(slot));
+    const owed = cache.takeCopyOwed();
+    if (mirror) {
+      const checked = new Set<number>();
+      for (const slot of [...deltas.slots, ...owed]) {
+        if (checked.has(slot) || (!next.has(slot) && !deltas.has(slot))) continue;
+        checked.add(slot);
+        const x = (next.has(slot) ? next.x(slot) : 0) + deltas.dx(slot);
+        if (copies.due(slot, x)) copies.send(slot, x, await adjacencyNow(slot));
+      }
+    } else {
+      for (const slot of next.slots) {
+        const x = next.x(slot) + deltas.dx(slot);
+        if (copies.due(slot, x)) copies.send(slot, x, await adjacencyNow(slot));
+      }
+      for (const slot of deltas.slots) {
+        if (next.has(slot) || !copies.due(slot, deltas.dx(slot))) continue;
+        copies.send(slot, deltas.dx(slot), await adjacencyNow(slot));
+      }
     }
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
@@ -642,6 +691,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         continue;
       }
       await state.rounds.get(value.round); // the committed count, before adding to it
+      const frontier = state.mirror.current?.frontier; // a push without a mirror scans every page
       const { keys, deltas, source } = value;
       if (value.copies) state.copies.add(value.copies);
       let mass = 0;
@@ -651,6 +701,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         const slot = source ? cache.remoteSlot(source.dictionary, source.indexes[i]!, keys.bytes, start, end) : cache.slotOfKey(keys.bytes, start, end);
         const delta = deltas[i]!;
         pending.add(slot, delta);
+        frontier?.touch(slot);
         mass += Math.abs(delta);
       }
       pending.folded(m, value.round, mass);

@@ -1,4 +1,5 @@
 import { grown } from './grown.js';
+import { ResidualFrontier } from './residualFrontier.js';
 
 /**
  * A metric actor's in-memory copy of its partition's `ranks` column family: [x, r] per page
@@ -18,8 +19,15 @@ export class RankMirror {
   #x = new Float64Array(1024);
   #r = new Float64Array(1024);
   #present = new Uint8Array(1024);
+  /** Index of each present slot in `slots`. */
+  #position = new Int32Array(1024);
   /** Slots with an entry in `ranks`, in the order they were first seen. */
   readonly slots: number[] = [];
+  /**
+   * The residuals of this mirror's pages by magnitude (ResidualFrontier), accounted by the
+   * pushes that use this mirror; a new mirror (a scan) starts a new one.
+   */
+  readonly frontier = new ResidualFrontier();
 
   /** @param epoch `AdjacencyCache.ranksEpoch` when the scan that fills it began */
   constructor(readonly epoch: number) {}
@@ -35,6 +43,11 @@ export class RankMirror {
   /** True when `slot` has an entry. */
   has(slot: number): boolean {
     return slot < this.#present.length && this.#present[slot] === 1;
+  }
+
+  /** Index of `slot` in `slots` (the scan's `ranks` key order, then first-seen order), -1 when it has no entry. */
+  position(slot: number): number {
+    return this.has(slot) ? this.#position[slot]! : -1;
   }
 
   /** Records a slot's stored [x, r] (from a scan). */
@@ -55,6 +68,7 @@ export class RankMirror {
     if (slot >= this.#present.length) this.#grow(slot + 1);
     if (this.#present[slot] === 0) {
       this.#present[slot] = 1;
+      this.#position[slot] = this.slots.length;
       this.slots.push(slot);
     }
   }
@@ -63,5 +77,6 @@ export class RankMirror {
     this.#x = grown(this.#x, n);
     this.#r = grown(this.#r, n);
     this.#present = grown(this.#present, n);
+    this.#position = grown(this.#position, n);
   }
 }

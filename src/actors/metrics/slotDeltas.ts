@@ -21,6 +21,11 @@ export class SlotDeltas {
     return slot < this.#dr.length ? this.#dr[slot]! : 0;
   }
 
+  /** True when this push changed `slot`. */
+  has(slot: number): boolean {
+    return slot < this.#seen.length && this.#seen[slot] === 1;
+  }
+
   /** Adds [dx, dr] to `slot`. */
   add(slot: number, dx: number, dr: number): void {
     if (slot >= this.#seen.length) {

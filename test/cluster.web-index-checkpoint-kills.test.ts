@@ -114,7 +114,7 @@ function killPlan(seed: number) {
   return { random, loadDelayMs, early, afterPut, holdAfterPuts, late };
 }
 
-test(`three workers with their own data dirs and S3 checkpoints rank epa through seeded SIGKILLs at five points, each followed by a new worker (seed ${SEED}; replay with SHARDFLOW_KILL_SEED=${SEED}): the result is exact`, { timeout: 600_000 }, async (t) => {
+test(`three workers with their own data dirs and S3 checkpoints rank epa through seeded SIGKILLs at five points, each followed by a new worker (seed ${SEED}; replay with SHARDFLOW_KILL_SEED=${SEED}): the result is exact`, { timeout: 1_200_000 }, async (t) => {
   const plan = killPlan(SEED);
   t.diagnostic(`seed ${SEED}: load +${plan.loadDelayMs} ms, round ${plan.early}, a put after round ${plan.afterPut}, the ${plan.holdAfterPuts}th storing put of the next worker, round >= ${plan.late}`);
   await withCheckpointedWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async ({ c, ws, checkpointsUrl, prefix }) => {
@@ -141,10 +141,10 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
       assert.equal(loadedAt, undefined, `the load was still running ${plan.loadDelayMs} ms into the job`);
       await kill(loadVictim, 'during the load');
       // 2. An early round.
-      await when(`round ${plan.early}`, () => round >= plan.early, 300_000);
+      await when(`round ${plan.early}`, () => round >= plan.early, 600_000);
       await kill(await mostPartitions(c, plan.random), `round ${plan.early}`);
       // 3. Just after a checkpoint put of the worker owning the most partitions.
-      await when(`round ${plan.afterPut}`, () => round >= plan.afterPut, 300_000);
+      await when(`round ${plan.afterPut}`, () => round >= plan.afterPut, 600_000);
       const putVictim = await mostPartitions(c, plan.random);
       const seen = putVictim.events.length;
       await when(`a checkpoint put of ${putVictim.name}`, () => putVictim.events.slice(seen).some((e) => e.event.type === 'checkpointed'), 120_000);
@@ -152,17 +152,17 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
       await kill(putVictim, `just after a checkpoint put (round >= ${plan.afterPut})`, { [CHECKPOINT_HOLD_MANIFEST_ENV]: `${plan.holdAfterPuts}:${HOLD_MS}` });
       // 4. During a checkpoint upload: that worker's files are stored, its manifest is not.
       const hooked = c.workers.at(-1)!;
-      await when(`${hooked.name}'s held put (its stderr: ${hooked.stderr.slice(-300)})`, () => heldPut(hooked) !== undefined, 300_000);
+      await when(`${hooked.name}'s held put (its stderr: ${hooked.stderr.slice(-300)})`, () => heldPut(hooked) !== undefined, 600_000);
       const h = heldPut(hooked)!;
       await kill(hooked, `during the upload of ${h.key}@${h.sequence}`);
       held = { ...h, visible: await assertHalfUploadInvisible(checkpointsUrl, prefix, h), at: Date.now() };
       // 5. A late round.
       const late = Math.max(plan.late, round + 3);
-      await when(`round ${late}`, () => round >= late, 300_000);
+      await when(`round ${late}`, () => round >= late, 600_000);
       await kill(await mostPartitions(c, plan.random), `round ${late}`);
     })();
     const result = await Promise.all([
-      c.rank(expected, { hangMs: 540_000, tolerance: 1e-7, onLoaded: () => (loadedAt = Date.now()), onRound: (r) => void (round = r.round) }),
+      c.rank(expected, { hangMs: 1_080_000, tolerance: 1e-7, onLoaded: () => (loadedAt = Date.now()), onRound: (r) => void (round = r.round) }),
       killer,
     ]).then(([r]) => r);
     t.diagnostic(`kills: ${kills.join('; ')}`);
@@ -179,7 +179,7 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
 });
 
 for (const broker of ['redis', 'pulsar'] as const) {
-  test(`a worker SIGKILLed during a checkpoint upload over ${broker === 'redis' ? 'Redis Streams' : 'Pulsar'} (its manifest held by the test hook): the half-uploaded checkpoint is invisible, the next owner restores the one before, the epa rank is exact`, { timeout: 420_000 }, async (t) => {
+  test(`a worker SIGKILLed during a checkpoint upload over ${broker === 'redis' ? 'Redis Streams' : 'Pulsar'} (its manifest held by the test hook): the half-uploaded checkpoint is invisible, the next owner restores the one before, the epa rank is exact`, { timeout: 900_000 }, async (t) => {
     let spec: string | undefined;
     if (broker === 'pulsar') {
       spec = await skipWithoutPulsar(t);
@@ -192,7 +192,7 @@ for (const broker of ['redis', 'pulsar'] as const) {
       const w1 = ws[0]!;
       let round = 0;
       const killer = (async () => {
-        await when(`w1's held put (its stderr: ${w1.stderr.slice(-300)})`, () => heldPut(w1) !== undefined, 300_000);
+        await when(`w1's held put (its stderr: ${w1.stderr.slice(-300)})`, () => heldPut(w1) !== undefined, 600_000);
         w1.child.kill('SIGKILL');
         const h = heldPut(w1)!;
         const killedAt = Date.now();
@@ -201,7 +201,7 @@ for (const broker of ['redis', 'pulsar'] as const) {
         const visible = await assertHalfUploadInvisible(checkpointsUrl, prefix, h);
         return { h, killedAt, killedRound, visible };
       })();
-      const [result, k] = await Promise.all([c.rank(expected, { hangMs: 360_000, tolerance: 1e-7, onRound: (r) => void (round = r.round) }), killer]);
+      const [result, k] = await Promise.all([c.rank(expected, { hangMs: 780_000, tolerance: 1e-7, onRound: (r) => void (round = r.round) }), killer]);
       assertClusterRank(result, expected);
       const unit = `${WEB_INDEX_STAGE}/${k.h.key.split('/').at(-1)!.slice(1)}`;
       const back = restoredAfter(ws.slice(1), unit, k.killedAt);

@@ -83,7 +83,7 @@ export class WebIndexCluster {
   async startWorker(name: string, env: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
     const w = spawnWorkerProcess(name, this.workerArgs(name), env);
     this.workers.push(w);
-    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-800)})`, async () => w.id !== undefined || (w.child.exitCode !== null && Promise.reject(new Error(`worker ${name} exited ${w.child.exitCode}: ${w.stderr.slice(-1500)}`))), 60_000);
+    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-800)})`, async () => w.id !== undefined || (w.child.exitCode !== null && Promise.reject(new Error(`worker ${name} exited ${w.child.exitCode}: ${w.stderr.slice(-1500)}`))), 180_000);
     return w;
   }
 

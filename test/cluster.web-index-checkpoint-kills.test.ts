@@ -126,11 +126,12 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
     const kills: string[] = [];
     let replacements = 0;
     let held: { key: string; sequence: number; files: number; visible: number; at: number } | undefined;
-    /** SIGKILLs `w`, waits for its exit, starts a worker with a new, empty data dir (with `env`). */
-    const kill = async (w: WorkerProcess, point: string, env: NodeJS.ProcessEnv = {}) => {
+    /** SIGKILLs `w`, waits for its exit, runs `check`, starts a worker with a new, empty data dir (with `env`). */
+    const kill = async (w: WorkerProcess, point: string, env: NodeJS.ProcessEnv = {}, check?: () => Promise<void>) => {
       w.child.kill('SIGKILL');
       kills.push(`${point}: ${w.name} at round ${round}`);
       await w.exited;
+      await check?.();
       await c.startWorker(`w${4 + replacements++}`, env);
     };
     const started = Date.now();
@@ -154,8 +155,10 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
       const hooked = c.workers.at(-1)!;
       await when(`${hooked.name}'s held put (its stderr: ${hooked.stderr.slice(-300)})`, () => heldPut(hooked) !== undefined, 600_000);
       const h = heldPut(hooked)!;
-      await kill(hooked, `during the upload of ${h.key}@${h.sequence}`);
-      held = { ...h, visible: await assertHalfUploadInvisible(checkpointsUrl, prefix, h), at: Date.now() };
+      // Read at once, before the next owner's puts and collects change the key.
+      await kill(hooked, `during the upload of ${h.key}@${h.sequence}`, {}, async () => {
+        held = { ...h, visible: await assertHalfUploadInvisible(checkpointsUrl, prefix, h), at: Date.now() };
+      });
       // 5. A late round.
       const late = Math.max(plan.late, round + 3);
       await when(`round ${late}`, () => round >= late, 600_000);

@@ -430,3 +430,45 @@ describe('openCheckpointStore', () => {
     assert.equal(openCheckpointStore('file:///tmp/ck').url, 'file:///tmp/ck');
   });
 });
+
+describe('the manifest-hold test hook (SHARDFLOW_CHECKPOINT_HOLD_MANIFEST)', () => {
+  it('refuses a malformed value, with the form it takes', () => {
+    for (const v of ['1', '0:100', '2:0', 'a:b', '1:100:3', '-1:5']) {
+      assert.throws(() => openCheckpointStore('file:///tmp/ck', { env: { SHARDFLOW_CHECKPOINT_HOLD_MANIFEST: v } }), (err: unknown) => err instanceof InvalidArgumentError && /<afterPuts>:<ms>/.test(err.message), v);
+    }
+  });
+
+  it('holds the manifest of the nth put that stores files: meanwhile its files are stored and the checkpoint is invisible; later puts are not held', async () => {
+    const dir = fresh('hold-store');
+    const checkpoints = openCheckpointStore(pathToFileURL(dir).href, { env: { SHARDFLOW_CHECKPOINT_HOLD_MANIFEST: '2:3000' } });
+    const store = await Store.open({ path: fresh('hold-db'), columnFamilies });
+    const key = newKey();
+    try {
+      await writePages(store, 0, 50, 'a');
+      await checkpoints.put(key, store, 1); // the 1st storing put: not held
+      await writePages(store, 50, 50, 'b');
+      const t0 = performance.now();
+      const second = checkpoints.put(key, store, 2);
+      const files = path.join(dir, key, 'files');
+      const before = (await readdir(files)).length;
+      // While it is held: more files than checkpoint 1 lists, and still only checkpoint 1.
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 50));
+        if ((await readdir(files)).length > before) break;
+        assert.ok(performance.now() - t0 < 2800, 'the second put stored its new files within the hold');
+      }
+      assert.deepEqual(await checkpoints.list(key), [1], 'the held put is invisible');
+      assert.equal((await checkpoints.latest(key))?.sequence, 1);
+      await second;
+      assert.ok(performance.now() - t0 >= 3000, 'the manifest waited for the hold');
+      assert.deepEqual(await checkpoints.list(key), [1, 2]);
+      await writePages(store, 100, 50, 'c');
+      const t1 = performance.now();
+      await checkpoints.put(key, store, 3);
+      assert.ok(performance.now() - t1 < 3000, 'one put only is held');
+    } finally {
+      await store.close();
+      await checkpoints.close();
+    }
+  });
+});

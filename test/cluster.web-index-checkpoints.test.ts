@@ -16,9 +16,7 @@ import { readGraph, readScores } from '../src/replay/graphFile.js';
 import { WEB_INDEX_STAGE, webIndexStreamReceiver } from '../src/topology/clusterProtocol.js';
 import { WEB_INDEX_STORES, webIndexApplication, type WebIndexHost } from '../src/topology/webIndexApplication.js';
 import { assertMatchesReference, graphs, memoryLogger, tempDir } from './kit/datasets.js';
-import { skipWithoutRedis } from './kit/cluster.js';
-import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
-import { assertClusterRank, rankCase, withWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
+import { assertClusterRank, rankCase, restoresOf, withCheckpointedWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
 import type { WorkerProcess } from './kit/clusterRun.js';
 
 /**
@@ -96,28 +94,12 @@ test('in one process: a host with checkpoints ranks polblogs exactly, hands its 
 const CLUSTER_PARTITIONS = 3;
 const LEASE_MS = 3000;
 
-/**
- * Three `shardflow worker --web-index` processes, each with a data dir of its own (nothing
- * shared but Redis, which coordinates and carries the streams, and the S3 server, which keeps
- * the checkpoints), as on three machines.
- */
-async function withCheckpointedCluster(t: import('node:test').TestContext, body: (c: WebIndexCluster, ws: WorkerProcess[]) => Promise<void>): Promise<void> {
-  if (await skipWithoutRedis(t)) return;
-  if (await skipWithoutS3(t)) return;
-  for (const [k, v] of Object.entries(s3Env())) process.env[k] ??= v; // the workers inherit the AWS environment
-  const prefix = `test-wi-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
-  const workerArgs = ['--checkpoints', `s3://${S3_BUCKET}/${prefix}`, '--checkpoint-interval-ms', '5000'];
-  await withWebIndexCluster(t, { partitions: CLUSTER_PARTITIONS, leaseMs: LEASE_MS, workerArgs, ownDataDirs: true }, async (c) => {
-    const ws = [await c.startWorker('w1'), await c.startWorker('w2'), await c.startWorker('w3')];
-    await c.allRunningOn(ws);
-    await body(c, ws);
-  });
+/** Three workers, their own data dirs, S3 checkpoints (`withCheckpointedWebIndexCluster`). */
+function withCheckpointedCluster(t: import('node:test').TestContext, body: (c: WebIndexCluster, ws: WorkerProcess[]) => Promise<void>): Promise<void> {
+  return withCheckpointedWebIndexCluster(t, { partitions: CLUSTER_PARTITIONS, leaseMs: LEASE_MS }, ({ c, ws }) => body(c, ws));
 }
 
-/** The `restored` events of the workers, as `unit reason`. */
-function restores(ws: readonly WorkerProcess[]): string[] {
-  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
-}
+const restores = restoresOf;
 
 /**
  * Ranks `expected` to 1e-7 (L1 <= 1e-6 to the reference needs no more) and SIGKILLs `ws[0]`

@@ -19,6 +19,19 @@ export type CheckpointProgress =
   | { readonly kind: 'checkpointed'; readonly files: number; readonly bytes: number; readonly toUpload: number }
   | { readonly kind: 'uploaded'; readonly file: string; readonly bytes: number };
 
+/**
+ * A test hook (crash tests only): the `afterPuts`-th put of this store object that stores at
+ * least one file (counted from 1, one put only) waits `ms` milliseconds between storing its
+ * files and writing its manifest, after printing to stderr one line
+ * `shardflow test hook: checkpoint <url> <key>@<sequence>: <n> files stored, manifest held <ms> ms`,
+ * so that a test can SIGKILL the process exactly mid-upload (files without a manifest).
+ * Set from `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST=<afterPuts>:<ms>` by `openCheckpointStore`.
+ */
+export interface CheckpointManifestHold {
+  readonly afterPuts: number;
+  readonly ms: number;
+}
+
 export interface CheckpointPutOptions {
   /** Opaque bytes kept in the manifest and handed back by `latest` and `restore` (empty by default). */
   readonly metadata?: Uint8Array;

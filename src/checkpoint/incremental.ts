@@ -15,6 +15,7 @@ import { Store } from '../storage/store.js';
 import type {
   CheckpointCollectReport,
   CheckpointDirectory,
+  CheckpointManifestHold,
   CheckpointPutOptions,
   CheckpointPutReport,
   CheckpointRestoreReport,
@@ -76,8 +77,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * not once per checkpoint.
    */
   readonly #hashes = new Map<string, string>();
+  /** Puts that stored at least one file, for the manifest-hold test hook. */
+  #storingPuts = 0;
 
-  constructor(private readonly objects: CheckpointObjects) {
+  /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
+  constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
     this.url = objects.url;
   }
 
@@ -155,6 +159,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
       });
       signal?.throwIfAborted();
+      if (this.hold && toUpload.size > 0 && ++this.#storingPuts === this.hold.afterPuts) {
+        process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${toUpload.size} files stored, manifest held ${this.hold.ms} ms\n`);
+        await new Promise((r) => setTimeout(r, this.hold!.ms));
+        signal?.throwIfAborted();
+      }
       const manifest: CheckpointManifest = {
         key,
         sequence,

@@ -2,7 +2,7 @@ import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../errors.js';
-import type { CheckpointStore } from './checkpointStore.js';
+import type { CheckpointManifestHold, CheckpointStore } from './checkpointStore.js';
 import { DirectoryObjects } from './directoryObjects.js';
 import { IncrementalCheckpointStore } from './incremental.js';
 import { S3Objects, s3ConfigFromEnv } from './s3Objects.js';
@@ -15,6 +15,29 @@ export interface OpenCheckpointStoreOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** S3 client settings laid over those of `env` (timeouts, retries, another endpoint). */
   readonly s3?: S3ClientConfig;
+  /**
+   * A test hook: one put holds its manifest (`CheckpointManifestHold`). Default: parsed from
+   * `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST=<afterPuts>:<ms>` in `env`; none when unset.
+   */
+  readonly holdManifest?: CheckpointManifestHold;
+}
+
+/** The variable of the manifest-hold test hook (`CheckpointManifestHold`). */
+export const CHECKPOINT_HOLD_MANIFEST_ENV = 'SHARDFLOW_CHECKPOINT_HOLD_MANIFEST';
+
+/**
+ * Parses `<afterPuts>:<ms>` (two positive integers) of {@link CHECKPOINT_HOLD_MANIFEST_ENV}.
+ * @returns undefined when the variable is unset or empty
+ * @throws InvalidArgumentError for any other form
+ */
+export function manifestHoldFromEnv(env: NodeJS.ProcessEnv): CheckpointManifestHold | undefined {
+  const v = env[CHECKPOINT_HOLD_MANIFEST_ENV];
+  if (v === undefined || v === '') return undefined;
+  const m = /^(\d+):(\d+)$/.exec(v);
+  const afterPuts = Number(m?.[1]);
+  const ms = Number(m?.[2]);
+  if (!m || afterPuts < 1 || ms < 1) throw new InvalidArgumentError(`${CHECKPOINT_HOLD_MANIFEST_ENV} is <afterPuts>:<ms> (two positive integers, e.g. 3:2000), got ${JSON.stringify(v)}`);
+  return { afterPuts, ms };
 }
 
 /**
@@ -32,9 +55,11 @@ export interface OpenCheckpointStoreOptions {
  * const checkpoints = openCheckpointStore('s3://shardflow/cluster-a');
  * await checkpoints.put('p3', store, 12, { metadata: positions });
  * await checkpoints.restore('p3', '/data/p3');
- * @throws InvalidArgumentError for another scheme, a relative or malformed URL, a missing bucket
+ * @throws InvalidArgumentError for another scheme, a relative or malformed URL, a missing
+ *   bucket, a malformed `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST`
  */
 export function openCheckpointStore(url: string, options: OpenCheckpointStoreOptions = {}): CheckpointStore {
+  const hold = options.holdManifest ?? manifestHoldFromEnv(options.env ?? process.env);
   let u: URL;
   try {
     u = new URL(url);
@@ -45,13 +70,13 @@ export function openCheckpointStore(url: string, options: OpenCheckpointStoreOpt
     if (u.host !== '' && u.host !== 'localhost') throw new InvalidArgumentError(`file URL ${url} names host ${u.host}: use file:///DIR (a path every machine mounts)`);
     const dir = fileURLToPath(u);
     if (!path.isAbsolute(dir)) throw new InvalidArgumentError(`file URL ${url} is not an absolute path`);
-    return new IncrementalCheckpointStore(new DirectoryObjects(path.resolve(dir)));
+    return new IncrementalCheckpointStore(new DirectoryObjects(path.resolve(dir)), hold);
   }
   if (u.protocol === 's3:') {
     const bucket = u.hostname;
     if (!bucket) throw new InvalidArgumentError(`s3 URL ${url} names no bucket: s3://BUCKET/PREFIX`);
     const prefix = decodeURIComponent(u.pathname).replace(/^\/+|\/+$/g, '');
-    return new IncrementalCheckpointStore(new S3Objects(bucket, prefix, { ...s3ConfigFromEnv(options.env ?? process.env), ...options.s3 }));
+    return new IncrementalCheckpointStore(new S3Objects(bucket, prefix, { ...s3ConfigFromEnv(options.env ?? process.env), ...options.s3 }), hold);
   }
   throw new InvalidArgumentError(`a checkpoint store URL is file:///DIR or s3://BUCKET/PREFIX, got scheme ${u.protocol} in ${JSON.stringify(url)}`);
 }

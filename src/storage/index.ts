@@ -18,11 +18,12 @@ export { SharedResources } from './resources.js';
 export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.js';
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
-export { openCheckpointStore } from '../checkpoint/open.js';
+export { openCheckpointStore, CHECKPOINT_HOLD_MANIFEST_ENV } from '../checkpoint/open.js';
 export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
 export type {
   CheckpointStore,
   CheckpointDirectory,
+  CheckpointManifestHold,
   CheckpointProgress,
   CheckpointPutOptions,
   CheckpointPutReport,

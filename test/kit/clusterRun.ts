@@ -38,10 +38,11 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
 
 /**
  * Spawns `node <args>` (a worker printing `--json` events on stdout) from the repository root
- * and collects its events, member id and stderr as they come.
+ * and collects its events, member id and stderr as they come. `env`: variables laid over
+ * this process's environment (test hooks such as `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST`).
  */
-export function spawnWorkerProcess(name: string, args: readonly string[]): WorkerProcess {
-  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnWorkerProcess(name: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): WorkerProcess {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const w: WorkerProcess = {
     name, child, events: [], id: undefined, stderr: '',
     exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal }))),

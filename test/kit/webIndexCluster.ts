@@ -7,7 +7,8 @@ import { l1Distance, rankGraph } from '../../src/jobs/rankGraph.js';
 import { rankOnCluster, type ClusterRankOptions, type ClusterRankResult } from '../../src/jobs/clusterRank.js';
 import { uniformWeights } from '../../src/actors/metrics/weights.js';
 import { WEB_INDEX_STAGE } from '../../src/topology/clusterProtocol.js';
-import { REDIS_URL, deleteKeys } from './cluster.js';
+import { REDIS_URL, deleteKeys, skipWithoutRedis } from './cluster.js';
+import { S3_BUCKET, s3Env, skipWithoutS3 } from './s3.js';
 import { killWorkers, spawnWorkerProcess, until, type WorkerProcess } from './clusterRun.js';
 import { memoryLogger, repoRoot, tempDir } from './datasets.js';
 
@@ -78,11 +79,11 @@ export class WebIndexCluster {
     ];
   }
 
-  /** Starts worker `name`; resolves once it joined. */
-  async startWorker(name: string): Promise<WorkerProcess> {
-    const w = spawnWorkerProcess(name, this.workerArgs(name));
+  /** Starts worker `name` (`env` laid over this process's environment); resolves once it joined. */
+  async startWorker(name: string, env: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
+    const w = spawnWorkerProcess(name, this.workerArgs(name), env);
     this.workers.push(w);
-    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-800)})`, async () => w.id !== undefined || (w.child.exitCode !== null && Promise.reject(new Error(`worker ${name} exited ${w.child.exitCode}: ${w.stderr.slice(-1500)}`))), 60_000);
+    await until(`worker ${name} to join (stderr: ${w.stderr.slice(-800)})`, async () => w.id !== undefined || (w.child.exitCode !== null && Promise.reject(new Error(`worker ${name} exited ${w.child.exitCode}: ${w.stderr.slice(-1500)}`))), 180_000);
     return w;
   }
 
@@ -177,4 +178,46 @@ export async function withWebIndexCluster(t: import('node:test').TestContext, o:
     await beforeClose?.();
     await c.close();
   }
+}
+
+/** A {@link WebIndexCluster} whose workers checkpoint into the S3 server, as `withCheckpointedWebIndexCluster` starts it. */
+export interface CheckpointedWebIndexCluster {
+  readonly c: WebIndexCluster;
+  /** w1, w2, w3, every partition running on them. */
+  readonly ws: WorkerProcess[];
+  /** The checkpoint store's URL (`s3://<bucket>/<prefix>`); the partitions' keys are `<clusterName>/index/p<i>` under it. */
+  readonly checkpointsUrl: string;
+  /** The store's prefix in the bucket. */
+  readonly prefix: string;
+}
+
+/**
+ * Three `shardflow worker --web-index` processes, each with a data dir of its own (nothing
+ * shared but Redis, which coordinates, the broker (`broker`, default Redis Streams) and the
+ * S3 server, which keeps the checkpoints every 5 s), as on three machines. Skips without
+ * Redis or the S3 server (fails under SHARDFLOW_REQUIRE_BROKERS=1). `env[i]`: variables of
+ * worker i (test hooks).
+ */
+export async function withCheckpointedWebIndexCluster(
+  t: import('node:test').TestContext,
+  o: { partitions: number; leaseMs: number; broker?: string; env?: ReadonlyArray<NodeJS.ProcessEnv> },
+  body: (k: CheckpointedWebIndexCluster) => Promise<void>,
+): Promise<void> {
+  if (await skipWithoutRedis(t)) return;
+  if (await skipWithoutS3(t)) return;
+  for (const [k, v] of Object.entries(s3Env())) process.env[k] ??= v; // the workers inherit the AWS environment
+  const prefix = `test-wi-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+  const checkpointsUrl = `s3://${S3_BUCKET}/${prefix}`;
+  const workerArgs = ['--checkpoints', checkpointsUrl, '--checkpoint-interval-ms', '5000'];
+  await withWebIndexCluster(t, { partitions: o.partitions, leaseMs: o.leaseMs, workerArgs, ownDataDirs: true, ...(o.broker ? { broker: o.broker } : {}) }, async (c) => {
+    const ws: WorkerProcess[] = [];
+    for (const [i, name] of ['w1', 'w2', 'w3'].entries()) ws.push(await c.startWorker(name, o.env?.[i] ?? {}));
+    await c.allRunningOn(ws);
+    await body({ c, ws, checkpointsUrl, prefix });
+  });
+}
+
+/** The `restored` events of the workers, as `<worker> <unit> <reason>`. */
+export function restoresOf(ws: readonly WorkerProcess[]): string[] {
+  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
 }

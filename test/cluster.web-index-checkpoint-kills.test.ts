@@ -188,8 +188,11 @@ for (const broker of ['redis', 'pulsar'] as const) {
       spec = await skipWithoutPulsar(t);
       if (!spec) return;
     }
-    // w1 holds the manifest of its 6th put that stores files (its partitions have checkpoints before: each put is a partition's second or later).
-    const env = [{ [CHECKPOINT_HOLD_MANIFEST_ENV]: `6:${HOLD_MS}` }];
+    // w1 holds the manifest of its 12th put that stores files: past the set-up's (a first
+    // checkpoint per partition it starts, at most 3; a hand-back checkpoint per partition it
+    // hands to w2 and w3, at most 3), so during the load or the rounds, and its partition has
+    // checkpoints before it.
+    const env = [{ [CHECKPOINT_HOLD_MANIFEST_ENV]: `12:${HOLD_MS}` }];
     await withCheckpointedWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS, env, ...(spec ? { broker: spec } : {}) }, async ({ c, ws, checkpointsUrl, prefix }) => {
       const expected = await rankCase(graphs.epa, PARTITIONS);
       const w1 = ws[0]!;

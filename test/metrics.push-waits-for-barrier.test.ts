@@ -1,13 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { readGraph } from '../src/replay/graphFile.js';
-import { uniformWeights } from '../src/actors/metrics/weights.js';
-import { MemoryBroker } from '../src/runtime/brokers/memory.js';
-import { startWebIndex } from '../src/topology/webIndex.js';
-import { graphPages, publishFetches } from '../src/jobs/graphLoader.js';
 import type { MetricMessage, PushDeferred, PushReport, RoundApplied } from '../src/actors/metrics/metricActor.js';
-import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
+import { graphs } from './kit/datasets.js';
+import { withLoadedWebIndex } from './kit/loadedIndex.js';
 
 const partitions = 4;
 
@@ -17,13 +12,7 @@ const partitions = 4;
 // barrier (`push.barrier`), and the metric actor records it before it pushes, so that push
 // waits until that many messages of the round are folded, as after an `await-applied`.
 test('a push carrying the previous barrier waits until this partition has folded that many messages of the round', { timeout: 120_000 }, async () => {
-  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
-  const { dir, cleanup } = tempDir();
-  const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log });
-  try {
-    await publishFetches(index.broker, index.partitioner, index.counters, graphPages(graph));
-    await index.quiescence({ pollMs: 10 });
+  await withLoadedWebIndex(graphs.polblogs, partitions, async (index) => {
     const ask = (q: number, message: MetricMessage) => index.system.lookup<MetricMessage, unknown>(`/partitions/p${q}/metrics`)!.ask(message, { timeoutMs: 60_000 });
     // Round 1 pushed everywhere, no barrier asked; then every message of it applied.
     const reports = (await Promise.all(Array.from({ length: partitions }, (_, q) => ask(q, { type: 'push', round: 1, threshold: 0, damping: 0.85 })))) as PushReport[];
@@ -48,9 +37,5 @@ test('a push carrying the previous barrier waits until this partition has folded
     // Partition 1 told its exact count: the messages are folded, so it pushes at once.
     const pushed = (await ask(1, { type: 'push', round: 2, threshold: 0, damping: 0.85, barrier: { round: 1, expected: expected[1]! } })) as PushReport;
     assert.equal(pushed.round, 2, `partition 1 pushed round 2: ${JSON.stringify(pushed).slice(0, 200)}`);
-  } finally {
-    await index.stop();
-    await broker.close();
-    cleanup();
-  }
+  });
 });

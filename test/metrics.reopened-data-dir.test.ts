@@ -13,6 +13,7 @@ import type { MetricMessage, PushReport } from '../src/actors/metrics/metricActo
 import type { ActorRef } from '../src/runtime/actor/index.js';
 import { systemClock } from '../src/runtime/clock.js';
 import { graphs, memoryLogger, tempDir, assertMatchesReference } from './kit/datasets.js';
+import { withLoadedWebIndex } from './kit/loadedIndex.js';
 
 const partitions = 4;
 
@@ -84,14 +85,8 @@ for (const how of ['stop', 'crash'] as const) {
 // next call must run that barrier first, with the counts the stored reports give, so that a
 // partition restarted meanwhile defers its next push until those messages are folded again.
 test('a converge call after one cut short between pushes and barrier first waits for that round\'s messages', { timeout: 120_000 }, async () => {
-  const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
   const reference = await readScores(join(graphs.polblogs, 'pagerank.tsv'));
-  const { dir, cleanup } = tempDir();
-  const broker = new MemoryBroker();
-  const index = await startWebIndex({ partitions, dataDir: dir, broker, weigh: uniformWeights, log: memoryLogger().log });
-  try {
-    await publishFetches(index.broker, index.partitioner, index.counters, graphPages(graph));
-    await index.quiescence({ pollMs: 10 });
+  await withLoadedWebIndex(graphs.polblogs, partitions, async (index) => {
     const pages = (await index.counts()).reduce((a, c) => a + c.pages, 0);
     // Refs that record what the coordinator asks; the first call's barrier of round 5
     // never answers (as if that call failed there).
@@ -123,11 +118,7 @@ test('a converge call after one cut short between pushes and barrier first waits
     assert.ok(asked.findLastIndex((a) => a.message.type === 'await-applied' && a.message.round === 5) < firstPush, 'before the first push');
     assert.ok(result.converged);
     assertMatchesReference({ converge: result, scores: await index.scores() }, new Map(reference));
-  } finally {
-    await index.stop();
-    await broker.close();
-    cleanup();
-  }
+  });
 });
 
 // stop() asks the metric actors to commit first; a second stop() (nothing is running any

@@ -56,7 +56,9 @@ test('a partition keeps bounded per-round state however many metric rounds ran, 
         // At most one entry per round from there to the last (a round in which this partition
         // applied nothing, such as the coordinator's probe round, leaves none).
         assert.ok(numbered.every((r, i) => r <= rounds && (i === 0 || r > numbered[i - 1]!)), `p${p}: rounds ${numbered.join(',')} are distinct and at most ${rounds}`);
-        assert.ok(numbered.length <= rounds - numbered[0]! + 1 && numbered.length >= (rounds - numbered[0]! + 1) / 2, `p${p}: ${numbered.length} entries for rounds ${numbered[0]} to ${rounds}`);
+        // Not a lower bound of half the rounds any more: under the residual budget a partition
+        // may apply nothing in most late rounds (CI: 12 entries for rounds 99 to 132 on p0).
+        assert.ok(numbered.length >= 1 && numbered.length <= rounds - numbered[0]! + 1, `p${p}: ${numbered.length} entries for rounds ${numbered[0]} to ${rounds}`);
         assert.deepEqual(meta.filter((k) => k.startsWith('expected/')), [], `p${p}: every round committed, no expected count left`);
         // Besides the exactly-once marks, sequences and producer names (one per producer, topic and outbox): fixed keys only.
         const perRound = meta.filter((k) => !k.startsWith('applied/') && !k.startsWith('seq/') && !k.startsWith('producer/'));

@@ -26,11 +26,20 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * per-page error of the scores to the exact PageRank of the changed graph (power iteration
  * in memory to 1e-13, `exactPageRank` of bench/lib/changingGraph.ts), and the ratios of pushes and seconds to the first,
  * fresh computation of the same run (on the unchanged graph, which differs from each changed
- * one by at most 1% of its links). `--smoke`: polblogs on 4 partitions.
+ * one by at most 1% of its links). Beside the wall seconds, each converge call's CPU seconds
+ * (`process.cpuUsage`, the whole process: every partition runs in it) and `cpuRatio`, steadier
+ * than the seconds on a shared machine, and what its rounds cost (`roundCosts`: the rounds'
+ * seconds, the seconds after the last round, the median seconds of a round that pushed
+ * little). `--changes host,spread,...` runs only the changes named, in their order (each
+ * drawn on the graph the earlier ones left; default all four); `--graph DIR` another graph
+ * (pages.txt, links.tsv). `--smoke`: polblogs on 4 partitions.
  * Logs (warnings) go to stderr: stdout holds the result line only.
  */
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const { partitions, tolerance, thresholdFactor, file, fields } = rankBenchOptions(args);
+  const { partitions, tolerance, thresholdFactor, file, fields, options } = rankBenchOptions(args);
+  const only = options.string('--changes', 'host,spread,links,deleted').split(',');
+  const unknown = only.filter((c) => !['host', 'spread', 'links', 'deleted'].includes(c));
+  if (unknown.length > 0) throw new RangeError(`--changes: unknown change ${unknown.join(', ')} (host, spread, links, deleted)`);
   const g = await loadGraph(file('pages.txt'), file('links.tsv'));
   const random = seededRandom(18);
   const ranked = await rankedIndex(g, { partitions, tolerance, thresholdFactor });
@@ -38,7 +47,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   let fetchedAt = 0;
   try {
     const freshErr = await errors(index, g);
-    const fresh = { loadSeconds: secs(ranked.loadMs), convergeSeconds: secs(ranked.convergeMs), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
+    const fresh = { loadSeconds: secs(ranked.loadMs), convergeSeconds: secs(ranked.convergeMs), cpuSeconds: secs(ranked.convergeCpuMs), rounds: full.rounds, pushes: full.pushes, messages: full.messages, converged: full.converged, ...freshErr };
 
     const changes: Array<Record<string, unknown>> = [];
     const plans: Array<[string, () => Change]> = [
@@ -48,6 +57,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       ['deleted', () => deletePages(g, random, 0.0005)],
     ];
     for (const [name, plan] of plans) {
+      if (!only.includes(name)) continue;
       const change = plan();
       const a0 = performance.now();
       fetchedAt++;
@@ -58,8 +68,21 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       }
       await index.quiescence({ pollMs: 5 });
       const a1 = performance.now();
-      const inc = await index.converge(convergeOptions);
+      const cpu1 = process.cpuUsage();
+      // Each round's wall time (from the call, or the previous round's end, to its summary)
+      // and pushes: what a round costs beside what it pushes.
+      const roundLog: Array<{ ms: number; pushed: number }> = [];
+      let roundStart = a1;
+      const inc = await index.converge({
+        ...convergeOptions,
+        onRound: (r) => {
+          const now = performance.now();
+          roundLog.push({ ms: now - roundStart, pushed: r.pushed });
+          roundStart = now;
+        },
+      });
       const a2 = performance.now();
+      const cpu = process.cpuUsage(cpu1);
       const err = await errors(index, g);
       changes.push({
         change: name,
@@ -71,10 +94,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         pushes: inc.pushes,
         messages: inc.messages,
         seconds: secs(a2 - a1),
+        cpuSeconds: secs((cpu.user + cpu.system) / 1000),
+        ...roundCosts(roundLog, a2 - roundStart),
         converged: inc.converged,
         ...err,
         pushRatio: ratio(inc.pushes / Math.max(1, full.pushes)),
         secondsRatio: ratio((a2 - a1) / ranked.convergeMs),
+        cpuRatio: ratio((cpu.user + cpu.system) / 1000 / ranked.convergeCpuMs),
       });
     }
     return { ...fields, pages: g.pages.length, links: linkCount(g), fresh, changes };
@@ -171,6 +197,21 @@ function deletePages(g: Graph, random: () => number, share: number): Change {
     recrawled.add(p);
   }
   return { recrawled, deleted: [...deleted], links };
+}
+
+/**
+ * What the rounds of one converge call cost: `roundSeconds` the sum of the rounds' wall
+ * times, `afterRoundsSeconds` the rest of the call after the last round (the host index),
+ * and `quietRoundMs` the median wall time of the rounds that pushed at most 1,000 pages
+ * (a round's fixed cost; null when none did).
+ */
+function roundCosts(log: ReadonlyArray<{ ms: number; pushed: number }>, afterMs: number): { roundSeconds: number; afterRoundsSeconds: number; quietRoundMs: number | null } {
+  const quiet = log.filter((r) => r.pushed <= 1000).map((r) => r.ms).sort((a, b) => a - b);
+  return {
+    roundSeconds: secs(log.reduce((t, r) => t + r.ms, 0)),
+    afterRoundsSeconds: secs(afterMs),
+    quietRoundMs: quiet.length > 0 ? Math.round(quiet[Math.floor(quiet.length / 2)]! * 10) / 10 : null,
+  };
 }
 
 function ratio(x: number): number {

@@ -348,7 +348,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const next = mirror ?? new RankMirror(cache.ranksEpoch);
     const snapshot = mirror ? undefined : store.snapshot();
     const batch = store.batch();
-    const combiner = new Combiner(cache);
+    const combiner = Combiner.of(cache);
     const own = Number(env.partition);
     const pending = state.pending;
     /** This push's [dx, dr] per slot: the transfers of pushed pages and the contributions to this partition's pages. */
@@ -595,7 +595,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const cache = env.adjacency;
     const snapshot = store.snapshot();
     const batch = store.batch();
-    const combiner = new Combiner(cache);
+    const combiner = Combiner.of(cache);
     const copies = new MetricCopies(cache, Number(env.partition));
     let pushed = 0;
     let sumX = 0;
@@ -822,12 +822,34 @@ function skippedLink(key: Buffer, value: Buffer, report: (source: string) => voi
  * target gets one entry per round however many pages link to it.
  */
 class Combiner {
+  /** One per adjacency cache (a partition's), reused by its pushes: they run one at a time, under the graph lock. */
+  static readonly #byCache = new WeakMap<AdjacencyCache, Combiner>();
   #acc: Float64Array<ArrayBuffer>;
   #seen: Uint8Array<ArrayBuffer>;
   readonly #touched: number[] = [];
-  constructor(readonly cache: AdjacencyCache) {
+  private constructor(readonly cache: AdjacencyCache) {
     this.#acc = new Float64Array(Math.max(1024, cache.targetCount));
     this.#seen = new Uint8Array(this.#acc.length);
+  }
+
+  /**
+   * The cache's combiner, emptied: its arrays are as long as the partition's target ids, so
+   * allocating them for every push cost a round after a local change more than the few
+   * targets it touched (the entries an earlier push left, even one that failed, are cleared).
+   */
+  static of(cache: AdjacencyCache): Combiner {
+    let c = Combiner.#byCache.get(cache);
+    if (!c) Combiner.#byCache.set(cache, (c = new Combiner(cache)));
+    c.#clear();
+    return c;
+  }
+
+  #clear(): void {
+    for (const id of this.#touched) {
+      this.#acc[id] = 0;
+      this.#seen[id] = 0;
+    }
+    this.#touched.length = 0;
   }
 
   /** Adds mass * w_pq to each target of `adj`. @returns links used */

@@ -17,7 +17,8 @@ import { RankMirror } from './rankMirror.js';
 import { grown } from './grown.js';
 import { SlotDeltas } from './slotDeltas.js';
 import { MetricCopies, PendingCopies } from './metricCopies.js';
-import { refreshHostIndex } from './hostIndex.js';
+import { HostIndexMemo, refreshHostIndex } from './hostIndex.js';
+import type { HostIndexTotal } from '../partition/schema.js';
 import { addResidual, emptyHistogram } from './residualHistogram.js';
 import { SlotQueue } from './residualFrontier.js';
 import { walkLivePages } from '../partition/livePages.js';
@@ -203,6 +204,8 @@ type MetricState = SubscribedState & {
    * `meta` once, so that a push of a new round skips looking for a stored report.
    */
   lastPushed: number | undefined;
+  /** The hosts index as this incarnation last refreshed it in full, for partial refreshes (HostIndexMemo). */
+  hostMemo: HostIndexMemo | undefined;
 };
 
 const packr = new Packr({ useRecords: false });
@@ -268,7 +271,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (dropped.length > 0) {
         env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
       }
-      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined } as MetricState;
+      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined, hostMemo: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -310,7 +313,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
           return env.graphLock.runExclusive(() => redirectLinks(state));
         case 'index-hosts':
           await flush(state);
-          return env.graphLock.runExclusive(() => refreshHostIndex(state.store, message.now));
+          return env.graphLock.runExclusive(() => indexHosts(state, message.now));
         case 'last-round':
           return lastPushed(state);
         case 'last-report': {
@@ -548,10 +551,37 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     copies.commit();
     if (prune > 1) state.rounds.forget(prune);
     state.lastPushed = Math.max(last, round);
-    for (const slot of merged) next.add(slot, deltas.dx(slot), deltas.dr(slot));
+    const memo = state.hostMemo;
+    for (const slot of merged) {
+      next.add(slot, deltas.dx(slot), deltas.dr(slot));
+      memo?.touch(slot);
+    }
     state.mirror.current = next;
     await outbox.publish();
     return report;
+  }
+
+  /**
+   * Rewrites the partition's hosts index (`index-hosts`; call after a flush, under the graph
+   * lock): only the hosts whose pages' scores moved since the last refresh, from the mirror,
+   * while the HostIndexMemo of that refresh is valid (the same mirror, `ranksEpoch` unmoved:
+   * no page came or went, nothing else wrote `ranks`); else a full refresh (a walk of every
+   * live page), which starts a new memo when a mirror is there to read scores from later.
+   */
+  async function indexHosts(state: MetricState, now: number): Promise<HostIndexTotal> {
+    const cache = env.adjacency;
+    const mirror = state.mirror.current;
+    const memo = state.hostMemo;
+    const epoch = cache.ranksEpoch;
+    if (memo && mirror && memo.mirror === mirror && memo.epoch === epoch && mirror.epoch === epoch) {
+      const score = (slot: number) => (mirror.has(slot) ? mirror.x(slot) + mirror.r(slot) : 0);
+      return memo.refresh(state.store, now, score, (slot) => cache.slotUrl(slot));
+    }
+    state.hostMemo = undefined;
+    const next = mirror && mirror.epoch === epoch ? new HostIndexMemo(epoch, mirror) : undefined;
+    const totals = await refreshHostIndex(state.store, now, next ? (url, host, score) => next.page(cache.slotOf(url), url, host, score) : undefined);
+    state.hostMemo = next;
+    return totals;
   }
 
   /**
@@ -740,7 +770,11 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     state.rounds.committed(pending.rounds);
     const settle = pending.committed();
     if (mirror) {
-      for (let i = 0; i < slots.length; i++) mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
+      const memo = state.hostMemo;
+      for (let i = 0; i < slots.length; i++) {
+        mirror.add(slots[i]!, 0, operands[2 * i + 1]!);
+        memo?.touch(slots[i]!);
+      }
       state.mirror.current = mirror;
     }
     await settleCommitted(state, settle);

@@ -335,9 +335,10 @@ class WebIndexHostImpl implements WebIndexHost {
   /**
    * Stops partition p: the metric actor commits what it folded, then (a planned hand-back,
    * `options.checkpoint`, with checkpoints) a last checkpoint is taken and what it covers is
-   * published and acked, then its checkpoints stop (after the one running, if any), then the
-   * partition's actors stop (what they commit after that checkpoint is replayed by the next
-   * owner).
+   * published and acked, then its checkpoints stop (after the one running, if any), then
+   * `options.beforeStop` runs (the worker closes the partition's ask consumer: asks, the
+   * query API's reads among them, are answered until then), then the partition's actors stop
+   * (what they commit after that checkpoint is replayed by the next owner).
    */
   async stopPartition(stage: string, partition: number, options?: PartitionStopOptions): Promise<void> {
     const p = this.#partition(stage, partition);
@@ -356,6 +357,8 @@ class WebIndexHostImpl implements WebIndexHost {
       // the last held acks) would otherwise publish through outboxes and a store they close.
       // What the actors commit from now on is replayed by the next owner.
       await entry.checkpoints?.close();
+      // Until now the partition answered asks (reads of its store); they wait from here to the next owner's start.
+      await options?.beforeStop?.().catch(() => undefined);
       await entry.ref.stop();
     } finally {
       await entry.checkpoints?.close();

@@ -163,6 +163,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         uploadedBytes += f.bytes;
         onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
       });
+      // The files durable (one folder sync for all of them, in a directory) before the manifest.
+      await this.objects.sync();
       signal?.throwIfAborted();
       if (this.hold && toUpload.size > 0 && ++this.#storingPuts === this.hold.afterPuts) {
         process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${toUpload.size} files stored, manifest held ${this.hold.ms} ms\n`);

@@ -5,8 +5,8 @@
 //
 // Opens (creates) the store at STORE_DIR with `walColumnFamilies` and writes batch after batch
 // (test/kit/walCheckpoint.ts) without end; meanwhile it puts a checkpoint under KEY in the
-// checkpoint store at URL (AWS_* from the environment for s3://) every 20 ms with the default
-// walBytesForFlush (the WAL copied, no flush), each with metadata `{"completed": n}`: n batches
+// checkpoint store at URL (AWS_* from the environment for s3://) every 20 ms with
+// walBytesForFlush 64 MiB (the WAL copied, never a flush in a test's time), each with metadata `{"completed": n}`: n batches
 // were written before the put began, so the checkpoint holds at least those. After each put
 // it prints one JSON line on stdout: `{"sequence", "completed", "wal": [{name, bytes}]}`.
 import { openCheckpointStore, Store } from '../../src/storage/index.js';
@@ -28,7 +28,7 @@ const putting = (async () => {
   for (;;) {
     await new Promise((r) => setTimeout(r, 20));
     const before = completed;
-    const put = await checkpoints.put(key, store, ++sequence, { metadata: Buffer.from(JSON.stringify({ completed: before })) });
+    const put = await checkpoints.put(key, store, ++sequence, { metadata: Buffer.from(JSON.stringify({ completed: before })), walBytesForFlush: 64 * 2 ** 20 });
     const wal = put.manifest.files.filter((f) => f.name.endsWith('.log')).map((f) => ({ name: f.name, bytes: f.bytes }));
     process.stdout.write(`${JSON.stringify({ sequence, completed: before, wal })}\n`);
   }

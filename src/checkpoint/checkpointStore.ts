@@ -17,7 +17,7 @@ export type { CheckpointFile, CheckpointManifest } from './manifest.js';
  * most about 512 KiB of WAL (hashed, copied and fsynced: a few ms here), and a store written
  * faster than that between puts flushes as before. Chosen from bench/checkpoint.ts `smallPuts`
  * (puts after 900 small writes each, 30 rounds, median seconds per put, directory store, load
- * average 10 to 14 on 2 cores): 0.066 flushing, 0.032 at 256 KiB, 0.023 at 512 KiB, 0.028 at
+ * average 10 to 11 on 2 cores): 0.066 flushing, 0.032 at 256 KiB, 0.023 at 512 KiB, 0.028 at
  * 1 MiB, 0.038 at 2 MiB; on S3 0.081 flushing and 0.040 to 0.042 for all four, so the smallest
  * of the fast ones re-stores the fewest bytes (docs/checkpoints.md, "Where the time goes").
  */

@@ -155,6 +155,16 @@ class FeaturesTable {
   }
 }
 
+/**
+ * Entry `index` of a batch's features table.
+ * @throws UndecodableMessageError (naming `where`) when `index` is not an index of the table
+ */
+function tableFeatures(features: readonly LinkFeatures[], index: unknown, where: string): LinkFeatures {
+  const f = Number.isInteger(index) ? features[index as number] : undefined;
+  if (f === undefined) throw new UndecodableMessageError(`${where} has feature index ${String(index)} of ${features.length}`);
+  return f;
+}
+
 /** A fetch result on the wire: its outlinks as targets and feature indexes (FeaturesTable). */
 type FetchResultWire = Omit<FetchResult, 'outlinks'> & { readonly outlinkTargets?: readonly string[]; readonly outlinkFeatureOf?: readonly number[] };
 
@@ -198,18 +208,15 @@ export const fetchCodec: Codec<FetchBatch> = {
       const outlinks = new Array<Outlink>(targets.length);
       for (let i = 0; i < targets.length; i++) {
         const target: unknown = targets[i];
-        const f = features[of[i] as number];
-        if (typeof target !== 'string' || f === undefined || !Number.isInteger(of[i])) throw new UndecodableMessageError(`fetches: ${r.url}: outlink ${i} has no target string or no features (index ${String(of[i])} of ${features.length})`);
-        outlinks[i] = { target, features: f };
+        if (typeof target !== 'string') throw new UndecodableMessageError(`fetches: ${r.url}: outlink ${i} has no target string`);
+        outlinks[i] = { target, features: tableFeatures(features, of[i], `fetches: ${r.url}: outlink ${i}`) };
       }
       return { ...rest, outlinks };
     });
     return { type: 'fetches', results };
   },
-  check(value: unknown): asserts value is FetchBatch {
-    const wireCheck: (v: unknown) => asserts v is FetchBatchWire = fetchWire.check!;
-    wireCheck(value);
-  },
+  // (the guard of the wire form accepts both forms: a FetchBatch is the earlier one)
+  check: fetchWire.check as Codec<FetchBatch>['check'],
 };
 
 /** Link operations on the wire: columns, sources once per run, features by table index (FeaturesTable). */
@@ -283,16 +290,11 @@ export const linkOpCodec: Codec<LinkOpBatch> = {
         ops[i] = { op, source, target: targets[i]! };
         continue;
       }
-      const f = features[featureOf[i]!];
-      if (f === undefined || !Number.isInteger(featureOf[i])) throw new UndecodableMessageError(`links: operation ${i} has feature index ${String(featureOf[i])} of ${features.length}`);
-      ops[i] = { op, source, target: targets[i]!, features: f };
+      ops[i] = { op, source, target: targets[i]!, features: tableFeatures(features, featureOf[i], `links: operation ${i}`) };
     }
     return { type: 'links', ops };
   },
-  check(value: unknown): asserts value is LinkOpBatch {
-    const wireCheck: (v: unknown) => asserts v is LinkOpBatch = linkOpObjects.check!;
-    wireCheck(value);
-  },
+  check: linkOpObjects.check,
 };
 
 /**

@@ -204,20 +204,22 @@ export class ResidualFrontier {
 export class SlotQueue {
   readonly #heap: number[] = [];
   readonly #keys: number[] = [];
-  readonly #queued = new Set<number>();
+  /** 1 for each slot queued (a flag per slot, not a Set: `has` runs once per local link of every pushed page). */
+  #queued = new Uint8Array(1024);
 
   /** @param key a slot's place in the order (distinct slots, distinct keys) */
   constructor(readonly key: (slot: number) => number) {}
 
   /** True while `slot` is queued (added and not popped yet). */
   has(slot: number): boolean {
-    return this.#queued.has(slot);
+    return slot < this.#queued.length && this.#queued[slot] === 1;
   }
 
   /** Queues `slot` (nothing when it is queued already). */
   add(slot: number): void {
-    if (this.#queued.has(slot)) return;
-    this.#queued.add(slot);
+    if (this.has(slot)) return;
+    if (slot >= this.#queued.length) this.#queued = grown(this.#queued, slot + 1);
+    this.#queued[slot] = 1;
     const heap = this.#heap;
     const keys = this.#keys;
     const k = this.key(slot);
@@ -241,7 +243,7 @@ export class SlotQueue {
     const keys = this.#keys;
     if (heap.length === 0) return -1;
     const top = heap[0]!;
-    this.#queued.delete(top);
+    this.#queued[top] = 0;
     const lastSlot = heap.pop()!;
     const lastKey = keys.pop()!;
     const n = heap.length;

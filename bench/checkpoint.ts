@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openCheckpointStore, Store, type CheckpointPutReport, type CheckpointStore } from '../src/storage/index.js';
+import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, openCheckpointStore, Store, type CheckpointPutReport, type CheckpointStore } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from '../test/kit/s3.js';
 import { benchOptions } from './lib/options.js';
 import { int64Add, MemoryBroker, startWorker, type Worker, type WorkerEvent } from '../src/index.js';
@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { readGraph, readScores } from '../src/replay/graphFile.js';
 import { rankBenchOptions } from './lib/rankOptions.js';
-import { webIndexCheckpointBench } from './lib/webIndexCheckpoints.js';
+import { spread, webIndexCheckpointBench } from './lib/webIndexCheckpoints.js';
 
 /**
  * The smoke run's hang bound in test/bench.smoke.test.ts, ms: the web index part starts five
@@ -24,7 +24,7 @@ import { webIndexCheckpointBench } from './lib/webIndexCheckpoints.js';
 export const smokeHangMs = 420_000;
 
 /** Top-level fields of the result line besides bench/run.mjs's (checked by test/bench.smoke.test.ts). */
-export const resultFields = ['smoke', 'params', 'store', 'directory', 's3', 'plannedMove', 'webIndexCost', 'webIndexCheckpoints', 'webIndexMoves'] as const;
+export const resultFields = ['smoke', 'params', 'store', 'directory', 's3', 'smallPuts', 'plannedMove', 'webIndexCost', 'webIndexCheckpoints', 'webIndexMoves'] as const;
 
 const VALUE_BYTES = 1024;
 const BATCH = 1000;
@@ -42,6 +42,15 @@ const BATCH = 1000;
  *   should be about that share, the rest being the first put's SST files, shared;
  * - `restore`: seconds to fetch and check the latest checkpoint into a new folder (then
  *   opened, and one key read back, to know it is a store).
+ * - `smallPuts`: the puts a web-index partition makes in its metric rounds, side by side for
+ *   `walBytesForFlush` 0 (a memtable flush per put, as before) and the default (512 KiB: the live
+ *   WAL copied): two identical stores of three column families (`--small-entries` keys
+ *   written first, 40,000; smoke 4,000; flushed every tenth of them, so tens of SST files),
+ *   then `--small-rounds` rounds (30; smoke 5) of 900 writes of 64-byte values spread over
+ *   the three families, each followed by a put of each store, alternately, into each
+ *   checkpoint store: medians of the local checkpoint's and the upload's seconds and of the
+ *   bytes and files stored, the ratio of the medians (WAL copy over flush), and the live
+ *   WAL's size at the last put. `--small-wal-bytes` (`0,default`) lists the values compared.
  * - `plannedMove`: one stage partition holding `--mb` MiB moved between two cluster workers
  *   with their own data dirs through the directory store (`startWorker({ checkpoints })`,
  *   Redis coordination, lease 2 s): seconds from the old owner's `released` to the new
@@ -78,7 +87,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const notRun = { notRun: 'not in --parts' };
   const stores: Record<string, unknown> = parts.has('store')
     ? await storeParts(args)
-    : { smoke: benchOptions(args).smoke, params: notRun, store: notRun, directory: notRun, s3: notRun, plannedMove: notRun };
+    : { smoke: benchOptions(args).smoke, params: notRun, store: notRun, directory: notRun, s3: notRun, smallPuts: notRun, plannedMove: notRun };
   return { ...stores, ...(parts.has('webIndex') ? await webIndexParts(args) : { webIndexCost: notRun, webIndexCheckpoints: notRun, webIndexMoves: notRun }) };
 }
 
@@ -154,6 +163,7 @@ async function storeParts(args: string[]): Promise<Record<string, unknown>> {
       store: { writeSeconds: round(writeSeconds), liveSstBytes: db.stats().columnFamilies.data?.liveSstBytes },
       directory: results.directory,
       s3: results.s3,
+      smallPuts: await smallPuts(work, stores, o.number('--small-entries', 40_000, 4_000), o.number('--small-rounds', 30, 5), walBytesOption(o.string('--small-wal-bytes', '0,default'))),
       plannedMove: await plannedMove(work, entries),
     };
   } finally {
@@ -232,6 +242,77 @@ async function plannedMove(work: string, entries: number): Promise<Record<string
     await checkpoints.close();
     await deleteKeys(`${keyPrefix}${clusterName}:`);
   }
+}
+
+/** `--small-wal-bytes`: a comma-separated list of byte counts >= 0 and `default`. */
+function walBytesOption(list: string): Array<number | 'default'> {
+  return list.split(',').map((w) => {
+    if (w === 'default') return 'default';
+    const n = Number(w);
+    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`--small-wal-bytes needs a list of byte counts >= 0 and 'default'; got ${JSON.stringify(w)}`);
+    return n;
+  });
+}
+
+/** The `smallPuts` part (see `run`): flush per put against the WAL copy, per checkpoint store. */
+async function smallPuts(work: string, stores: ReadonlyArray<{ name: string; store?: CheckpointStore; skipped?: string }>, entries: number, rounds: number, walBytesList: ReadonlyArray<number | 'default'>): Promise<Record<string, unknown>> {
+  const families = { pages: {}, links: {}, ranks: {} };
+  // `--small-wal-bytes 0,default,524288`: the walBytesForFlush values compared (`default`: the put's).
+  const modes = walBytesList.map((w) => ({
+    mode: w === 'default' ? 'walCopy' : w === 0 ? 'flush' : `walCopy${w}`,
+    walBytesForFlush: w === 'default' ? undefined : w,
+  }));
+  const out: Record<string, unknown> = { entries, rounds, writesPerRound: 900, walBytesForFlushDefault: DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH };
+  for (const s of stores) {
+    if (!s.store) {
+      out[s.name] = { skipped: s.skipped };
+      continue;
+    }
+    const dbs = await Promise.all(modes.map((m) => Store.open({ path: path.join(work, `small-${s.name}-${m.mode}`), columnFamilies: families })));
+    const keys = modes.map((m) => `small-${m.mode}-${process.pid}-${randomBytes(3).toString('hex')}`);
+    try {
+      // The same writes into both stores: keys in three families, flushed every tenth.
+      const fill = async (from: number, count: number, valueBytes: number, flushEvery: number): Promise<void> => {
+        for (let i = from; i < from + count; i += 300) {
+          const value = randomBytes(valueBytes);
+          for (const db of dbs) {
+            const batch = db.batch();
+            for (let j = i; j < Math.min(i + 300, from + count); j++) batch.put(['pages', 'links', 'ranks'][j % 3]!, keyOf(j * 7919 % (entries * 2)), value);
+            await db.write(batch);
+          }
+          if (flushEvery > 0 && (i + 300) % flushEvery < 300) for (const db of dbs) await db.flush();
+        }
+      };
+      await fill(0, entries, 64, Math.max(300, Math.round(entries / 10)));
+      const puts: CheckpointPutReport[][] = modes.map(() => []);
+      for (let r = 0; r < rounds; r++) {
+        await fill(entries + r * 900, 900, 64, 0);
+        for (const [i, m] of modes.entries()) puts[i]!.push(await s.store.put(keys[i]!, dbs[i]!, r + 1, m.walBytesForFlush === undefined ? {} : { walBytesForFlush: m.walBytesForFlush }));
+      }
+      const med = (xs: number[]): number => spread(xs).median;
+      const perMode = modes.map((m, i) => {
+        const ps = puts[i]!;
+        const last = ps[ps.length - 1]!;
+        return [m.mode, {
+          checkpointSeconds: med(ps.map((p) => p.checkpointSeconds)),
+          uploadSeconds: med(ps.map((p) => p.uploadSeconds)),
+          seconds: med(ps.map((p) => p.checkpointSeconds + p.uploadSeconds)),
+          maxSeconds: round(Math.max(...ps.map((p) => p.checkpointSeconds + p.uploadSeconds))),
+          uploadedFiles: med(ps.map((p) => p.uploadedFiles)),
+          uploadedBytes: med(ps.map((p) => p.uploadedBytes)),
+          files: last.files,
+          walBytesAtLastPut: last.manifest.files.filter((f) => f.name.endsWith('.log')).reduce((a, f) => a + f.bytes, 0),
+        }] as const;
+      });
+      const byMode = Object.fromEntries(perMode);
+      const ratio = byMode.walCopy && byMode.flush ? { walCopyOverFlush: round(byMode.walCopy.seconds / byMode.flush.seconds) } : {};
+      out[s.name] = { ...byMode, ...ratio };
+    } finally {
+      for (const db of dbs) await db.close();
+      for (const k of keys) await s.store.remove(k).catch(() => undefined);
+    }
+  }
+  return out;
 }
 
 const keyOf = (i: number): string => `k${String(i).padStart(15, '0')}`;

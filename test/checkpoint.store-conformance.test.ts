@@ -171,9 +171,10 @@ for (const impl of [directory, s3]) {
       const key = newKey();
       const store = await Store.open({ path: fresh('db'), columnFamilies });
       await writePages(store, 0, 500, 'v1');
-      await store.put('pages', 'memtable-only', Buffer.from('unflushed')); // a checkpoint flushes first
+      await store.put('pages', 'memtable-only', Buffer.from('unflushed')); // this checkpoint flushes first
       const metadata = Buffer.from('positions: links/3=1234-0');
-      const put = await checkpoints.put(key, store, 1, { metadata });
+      // walBytesForFlush 0: always flush (the WAL-copy default: test/checkpoint.wal-copy.test.ts).
+      const put = await checkpoints.put(key, store, 1, { metadata, walBytesForFlush: 0 });
       const expected = await contents(store);
       await store.put('pages', 'after', Buffer.from('later'));
       await writePages(store, 0, 10, 'v2');

@@ -71,3 +71,62 @@ describe('msgpack codecs', () => {
     assert.deepEqual(linkOpCodec.decode(linkOpCodec.encode(value)), value);
   });
 });
+
+describe('fetches/<p> and links/<q> codecs (features table on the wire)', () => {
+  const body = { anchor: '', position: 0, rel: [], sameHost: true, region: 'body' as const };
+  const nav = { anchor: 'home', position: 0.5, rel: ['nofollow'], sameHost: false, region: 'nav' as const, repeats: [{ anchor: 'x', position: 0.9, rel: [], region: 'footer' as const }] };
+
+  it('round-trip fetch results and link operations, each features object sent once and shared again', async () => {
+    const { fetchCodec, linkOpCodec } = await import('../src/actors/messages.js');
+    const fetches = {
+      type: 'fetches' as const,
+      results: [
+        { url: 'http://a/', status: 200, fetchedAt: 1, outlinks: [{ target: 'http://a/1', features: body }, { target: 'http://b/', features: nav }, { target: 'http://a/2', features: body }] },
+        { url: 'http://c/', status: 404, fetchedAt: 2, error: 'gone' },
+        { url: 'http://d/', status: 200, fetchedAt: 3, outlinks: [] },
+      ],
+    };
+    const decoded = fetchCodec.decode(fetchCodec.encode(fetches));
+    assert.deepEqual(decoded, fetches);
+    const links = decoded.results[0]!.outlinks!;
+    assert.equal(links[0]!.features, links[2]!.features, 'one object for the links that shared one');
+    const ops = {
+      type: 'links' as const,
+      ops: [
+        { op: 'add' as const, source: 'http://a/', target: 'http://a/1', features: body },
+        { op: 'remove' as const, source: 'http://a/', target: 'http://x/' },
+        { op: 'update' as const, source: 'http://e/', target: 'http://b/', features: nav },
+        { op: 'add' as const, source: 'http://a/', target: 'http://a/2', features: body },
+      ],
+    };
+    const back = linkOpCodec.decode(linkOpCodec.encode(ops));
+    assert.deepEqual(back, ops);
+    const [first, , , last] = back.ops as Array<{ features?: object }>;
+    assert.equal(first!.features, last!.features);
+  });
+
+  it('decode batches of the earlier form (an object per outlink)', async () => {
+    const { fetchCodec } = await import('../src/actors/messages.js');
+    const earlier = { type: 'fetches', results: [{ url: 'http://a/', status: 200, fetchedAt: 1, outlinks: [{ target: 'http://b/', features: body }] }] };
+    assert.deepEqual(fetchCodec.decode(packr.pack(earlier)), earlier);
+  });
+
+  it('refuse bad columns with UndecodableMessageError (the consumer dead-letters them)', async () => {
+    const { fetchCodec, linkOpCodec } = await import('../src/actors/messages.js');
+    const links = (v: object) => packr.pack({ type: 'links', kinds: [0], sources: ['http://a/'], sourceOf: [0], targets: ['http://b/'], features: [body], featureOf: [0], ...v });
+    assert.doesNotThrow(() => linkOpCodec.decode(links({})));
+    for (const [what, bytes] of [
+      ['a column of another length', links({ targets: ['http://b/', 'http://c/'] })],
+      ['an unknown kind', links({ kinds: [7] })],
+      ['a source index out of range', links({ sourceOf: [1] })],
+      ['a feature index out of range', links({ featureOf: [3] })],
+      ['features that are not objects', links({ features: [1] })],
+    ] as const) {
+      assert.throws(() => linkOpCodec.decode(bytes), UndecodableMessageError, what);
+    }
+    const fetches = (r: object) => packr.pack({ type: 'fetches', features: [body], results: [{ url: 'http://a/', status: 200, fetchedAt: 1, ...r }] });
+    assert.throws(() => fetchCodec.decode(fetches({ outlinkTargets: ['http://b/'], outlinkFeatureOf: [] })), UndecodableMessageError, 'lengths differ');
+    assert.throws(() => fetchCodec.decode(fetches({ outlinkTargets: ['http://b/'], outlinkFeatureOf: [2] })), UndecodableMessageError, 'index out of range');
+    assert.throws(() => fetchCodec.decode(fetches({ outlinkTargets: [3], outlinkFeatureOf: [0] })), UndecodableMessageError, 'target not a string');
+  });
+});

@@ -133,16 +133,169 @@ const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x
 export const crawlRequestCodec: Codec<CrawlRequestBatch> = msgpackCodec('crawl-requests', (v): v is CrawlRequestBatch =>
   isObj(v) && v.type === 'crawl-requests' && isStrArray(v.urls));
 
-/** Codec of `fetches/<p>` batches. */
-export const fetchCodec: Codec<FetchBatch> = msgpackCodec('fetches', (v): v is FetchBatch =>
-  isObj(v) && v.type === 'fetches' && Array.isArray(v.results) &&
+/**
+ * A batch's links on the wire: each distinct `LinkFeatures` object (by identity) once, in
+ * `features`, and each link its index in it. Links of graph files share one object per
+ * same-host flag (`graphPage`), so a batch of 64 pages carries two instead of one per link,
+ * and the decoded links share them again, which `encodeLinkValue` looks up by identity.
+ * Crawled links have an object each: the table is then as long as the links.
+ */
+class FeaturesTable {
+  readonly features: LinkFeatures[] = [];
+  readonly #index = new Map<LinkFeatures, number>();
+
+  indexOf(f: LinkFeatures): number {
+    let i = this.#index.get(f);
+    if (i === undefined) {
+      i = this.features.length;
+      this.features.push(f);
+      this.#index.set(f, i);
+    }
+    return i;
+  }
+}
+
+/**
+ * Entry `index` of a batch's features table.
+ * @throws UndecodableMessageError (naming `where`) when `index` is not an index of the table
+ */
+function tableFeatures(features: readonly LinkFeatures[], index: unknown, where: string): LinkFeatures {
+  const f = Number.isInteger(index) ? features[index as number] : undefined;
+  if (f === undefined) throw new UndecodableMessageError(`${where} has feature index ${String(index)} of ${features.length}`);
+  return f;
+}
+
+/** A fetch result on the wire: its outlinks as targets and feature indexes (FeaturesTable). */
+type FetchResultWire = Omit<FetchResult, 'outlinks'> & { readonly outlinkTargets?: readonly string[]; readonly outlinkFeatureOf?: readonly number[] };
+
+interface FetchBatchWire {
+  readonly type: 'fetches';
+  readonly results: readonly (FetchResult | FetchResultWire)[];
+  /** The features table of the results' outlinks (absent in batches written before it: each result then has `outlinks`). */
+  readonly features?: readonly LinkFeatures[];
+}
+
+const fetchWire = msgpackCodec('fetches', (v): v is FetchBatchWire =>
+  isObj(v) && v.type === 'fetches' && Array.isArray(v.results) && (v.features === undefined || (Array.isArray(v.features) && v.features.every(isObj))) &&
   v.results.every((r) => isObj(r) && typeof r.url === 'string' && typeof r.status === 'number' && typeof r.fetchedAt === 'number'));
 
-/** Codec of `links/<q>` batches. */
-export const linkOpCodec: Codec<LinkOpBatch> = msgpackCodec('links', (v): v is LinkOpBatch =>
+/**
+ * Codec of `fetches/<p>` batches. The outlinks travel as a features table and per link its
+ * target and index (FeaturesTable); batches of the earlier form (`outlinks` objects) still decode.
+ * @throws UndecodableMessageError (decode) when a result's targets and feature indexes differ
+ *   in length, or an index is not one of the table's.
+ */
+export const fetchCodec: Codec<FetchBatch> = {
+  encode: (value) => {
+    const table = new FeaturesTable();
+    const results = value.results.map((r): FetchResult | FetchResultWire => {
+      if (r.outlinks === undefined) return r;
+      const { outlinks, ...rest } = r;
+      return { ...rest, outlinkTargets: outlinks.map((o) => o.target), outlinkFeatureOf: outlinks.map((o) => table.indexOf(o.features)) };
+    });
+    return fetchWire.encode({ type: 'fetches', results, features: table.features });
+  },
+  decode: (bytes) => {
+    const wire = fetchWire.decode(bytes);
+    const features = wire.features;
+    if (features === undefined) return wire as FetchBatch;
+    const results = wire.results.map((r): FetchResult => {
+      if (!('outlinkTargets' in r) && !('outlinkFeatureOf' in r)) return r as FetchResult;
+      const { outlinkTargets: targets, outlinkFeatureOf: of, ...rest } = r as FetchResultWire;
+      if (!Array.isArray(targets) || !Array.isArray(of) || targets.length !== of.length) {
+        throw new UndecodableMessageError(`fetches: ${r.url}: outlinkTargets and outlinkFeatureOf must be arrays of one length`);
+      }
+      const outlinks = new Array<Outlink>(targets.length);
+      for (let i = 0; i < targets.length; i++) {
+        const target: unknown = targets[i];
+        if (typeof target !== 'string') throw new UndecodableMessageError(`fetches: ${r.url}: outlink ${i} has no target string`);
+        outlinks[i] = { target, features: tableFeatures(features, of[i], `fetches: ${r.url}: outlink ${i}`) };
+      }
+      return { ...rest, outlinks };
+    });
+    return { type: 'fetches', results };
+  },
+  // (the guard of the wire form accepts both forms: a FetchBatch is the earlier one)
+  check: fetchWire.check as Codec<FetchBatch>['check'],
+};
+
+/** Link operations on the wire: columns, sources once per run, features by table index (FeaturesTable). */
+interface LinkOpBatchWire {
+  readonly type: 'links';
+  /** 0 add, 1 update, 2 remove, per operation. */
+  readonly kinds: readonly number[];
+  /** Sources, one per run of operations with the same source. */
+  readonly sources: readonly string[];
+  /** Index in `sources` per operation. */
+  readonly sourceOf: readonly number[];
+  readonly targets: readonly string[];
+  readonly features: readonly LinkFeatures[];
+  /** Index in `features` per operation, -1 for a remove. */
+  readonly featureOf: readonly number[];
+}
+
+const OP_KINDS = ['add', 'update', 'remove'] as const;
+
+const isLinkOpObjects = (v: unknown): v is LinkOpBatch =>
   isObj(v) && v.type === 'links' && Array.isArray(v.ops) &&
   v.ops.every((o) => isObj(o) && (o.op === 'add' || o.op === 'update' || o.op === 'remove') &&
-    typeof o.source === 'string' && typeof o.target === 'string' && (o.op === 'remove' || isObj(o.features))));
+    typeof o.source === 'string' && typeof o.target === 'string' && (o.op === 'remove' || isObj(o.features)));
+
+const isLinkOpColumns = (v: unknown): v is LinkOpBatchWire =>
+  isObj(v) && v.type === 'links' && Array.isArray(v.kinds) && isStrArray(v.sources) && Array.isArray(v.sourceOf) && isStrArray(v.targets) &&
+  Array.isArray(v.features) && v.features.every(isObj) && Array.isArray(v.featureOf);
+
+const linkOpWire = msgpackCodec('links', (v): v is LinkOpBatch | LinkOpBatchWire => isLinkOpObjects(v) || isLinkOpColumns(v));
+/** What a sender of `links/<q>` batches gives: `LinkOp` objects (their `check`). */
+const linkOpObjects = msgpackCodec('links', isLinkOpObjects);
+
+/**
+ * Codec of `links/<q>` batches: columns on the wire (LinkOpBatchWire, a third fewer bytes
+ * than an object per operation, and the features shared), decoded to `LinkOp` objects;
+ * batches of the earlier form (`ops` objects) still decode.
+ * @throws UndecodableMessageError (decode) when the columns differ in length, or a kind,
+ *   source index or feature index is out of range.
+ */
+export const linkOpCodec: Codec<LinkOpBatch> = {
+  encode: (value) => {
+    const n = value.ops.length;
+    const kinds = new Array<number>(n);
+    const sources: string[] = [];
+    const sourceOf = new Array<number>(n);
+    const targets = new Array<string>(n);
+    const featureOf = new Array<number>(n);
+    const table = new FeaturesTable();
+    for (let i = 0; i < n; i++) {
+      const o = value.ops[i]!;
+      if (sources.length === 0 || sources[sources.length - 1] !== o.source) sources.push(o.source);
+      sourceOf[i] = sources.length - 1;
+      targets[i] = o.target;
+      kinds[i] = o.op === 'add' ? 0 : o.op === 'update' ? 1 : 2;
+      featureOf[i] = o.op === 'remove' ? -1 : table.indexOf(o.features);
+    }
+    return linkOpWire.encode({ type: 'links', kinds, sources, sourceOf, targets, features: table.features, featureOf });
+  },
+  decode: (bytes) => {
+    const wire = linkOpWire.decode(bytes);
+    if ('ops' in wire) return wire;
+    const { kinds, sources, sourceOf, targets, features, featureOf } = wire;
+    const n = kinds.length;
+    if (sourceOf.length !== n || targets.length !== n || featureOf.length !== n) throw new UndecodableMessageError('links: kinds, sourceOf, targets and featureOf differ in length');
+    const ops = new Array<LinkOp>(n);
+    for (let i = 0; i < n; i++) {
+      const op = Number.isInteger(kinds[i]) ? OP_KINDS[kinds[i]!] : undefined;
+      const source = sources[sourceOf[i]!];
+      if (op === undefined || typeof source !== 'string' || !Number.isInteger(sourceOf[i])) throw new UndecodableMessageError(`links: operation ${i} has kind ${String(kinds[i])} (0, 1 or 2) and source index ${String(sourceOf[i])} of ${sources.length}`);
+      if (op === 'remove') {
+        ops[i] = { op, source, target: targets[i]! };
+        continue;
+      }
+      ops[i] = { op, source, target: targets[i]!, features: tableFeatures(features, featureOf[i], `links: operation ${i}`) };
+    }
+    return { type: 'links', ops };
+  },
+  check: linkOpObjects.check,
+};
 
 /**
  * `metrics/<q>` on the wire: msgpack `{ type, round, keyBytes, keyEnds, deltas }`, the last

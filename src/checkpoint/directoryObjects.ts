@@ -3,8 +3,10 @@
  * Meant for a filesystem every machine mounts (NFS, a shared volume), and for one machine.
  *
  * An object is written as a temporary file beside its final name (`.tmp-<random>` suffix),
- * flushed to disk (fsync) and renamed over the name, and the folder is synced, so that a
- * crash never leaves a partial file under an object's name. Listings skip temporary files
+ * flushed to disk (fsync) and renamed over the name, so that a crash never leaves a partial
+ * file under an object's name; the folder is synced at once for `putBytes` (the manifest, a
+ * checkpoint's commit point) and at `sync()` for `putFile` (once per put for all its files,
+ * before its manifest). Listings skip temporary files
  * younger than an hour (a write in progress) and list older ones (left by a crash) like
  * any object, so that `collect`, which deletes what no manifest uses, removes them.
  */
@@ -34,7 +36,13 @@ export class DirectoryObjects implements CheckpointObjects {
     return path.join(this.root, ...name.split('/'));
   }
 
-  async #commit(name: string, write: (tmp: string) => Promise<void>): Promise<void> {
+  /** Folders that `putFile` renamed objects into since the last `sync()`. */
+  readonly #unsynced = new Set<string>();
+  /** The latest `sync()`'s folder syncs (and, through it, every earlier one's). */
+  #syncing: Promise<void> = Promise.resolve();
+
+  /** Writes `name` through a temporary file (fsynced, renamed); returns the folder to sync. */
+  async #commit(name: string, write: (tmp: string) => Promise<void>): Promise<string> {
     const final = this.#path(name);
     const dir = path.dirname(final);
     await mkdir(dir, { recursive: true });
@@ -52,15 +60,25 @@ export class DirectoryObjects implements CheckpointObjects {
       await rm(tmp, { force: true });
       throw err;
     }
-    await syncDir(dir);
+    return dir;
   }
 
-  putFile(name: string, localPath: string): Promise<void> {
-    return this.#commit(name, (tmp) => copyFile(localPath, tmp));
+  async putFile(name: string, localPath: string): Promise<void> {
+    this.#unsynced.add(await this.#commit(name, (tmp) => copyFile(localPath, tmp)));
   }
 
-  putBytes(name: string, bytes: Uint8Array): Promise<void> {
-    return this.#commit(name, async (tmp) => {
+  async sync(): Promise<void> {
+    const dirs = [...this.#unsynced];
+    this.#unsynced.clear();
+    // Also wait for the syncs other callers started: a folder taken from the set by a
+    // concurrent sync() is synced by it, and this sync() must not return before that.
+    const done = Promise.all([this.#syncing, ...dirs.map(syncDir)]).then(() => undefined);
+    this.#syncing = done;
+    await done;
+  }
+
+  async putBytes(name: string, bytes: Uint8Array): Promise<void> {
+    const dir = await this.#commit(name, async (tmp) => {
       const fh = await open(tmp, 'wx');
       try {
         await fh.writeFile(bytes);
@@ -68,6 +86,7 @@ export class DirectoryObjects implements CheckpointObjects {
         await fh.close();
       }
     });
+    await syncDir(dir);
   }
 
   async getBytes(name: string): Promise<Buffer | undefined> {

@@ -12,6 +12,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../errors.js';
 import { Store } from '../storage/store.js';
+import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH } from './checkpointStore.js';
 import type {
   CheckpointCollectReport,
   CheckpointDirectory,
@@ -44,6 +45,8 @@ const TRANSFER_CONCURRENCY = 4;
 const DESCRIBE_CONCURRENCY = 8;
 /** Entries of the hash cache before it is emptied (one per live SST file is the norm). */
 const HASH_CACHE_LIMIT = 100_000;
+/** RocksDB files never rewritten once written (table and blob files): their hashes are cached. */
+const IMMUTABLE_FILE = /^\d+\.(sst|blob)$/;
 
 /**
  * Removes the staging folders (`<prefix><pid>-...`) that processes no longer running left
@@ -72,9 +75,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   readonly url: string;
   readonly #locks = new Map<string, Mutex>();
   /**
-   * SHA-256 of files already hashed, by device, inode, size and mtime: a checkpoint's SST
-   * files are hard links to the store's, so each immutable SST is read once per process,
-   * not once per checkpoint.
+   * SHA-256 of SST and blob files already hashed, by device, inode, size and mtime: a
+   * checkpoint's SST files are hard links to the store's, so each immutable SST is read once
+   * per process, not once per checkpoint. Only those: the WAL, `MANIFEST-*`, `CURRENT` and
+   * `OPTIONS-*` of a checkpoint are fresh copies, whose inode a later copy may reuse with the
+   * same size and mtime (coarse timestamps) but other content, so they are hashed every time.
    */
   readonly #hashes = new Map<string, string>();
   /** Puts that stored at least one file, for the manifest-hold test hook. */
@@ -134,7 +139,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       staged = path.join(stagingDir, `${prefix}${process.pid}-${sequence}-${randomBytes(4).toString('hex')}`);
       await mkdir(stagingDir, { recursive: true });
       await removeDeadStaging(stagingDir, prefix);
-      await source.checkpoint(staged);
+      await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
       dir = staged;
     } else {
       dir = source.directory;
@@ -158,6 +163,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         uploadedBytes += f.bytes;
         onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
       });
+      // The files durable (one folder sync for all of them, in a directory) before the manifest.
+      await this.objects.sync();
       signal?.throwIfAborted();
       if (this.hold && toUpload.size > 0 && ++this.#storingPuts === this.hold.afterPuts) {
         process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${toUpload.size} files stored, manifest held ${this.hold.ms} ms\n`);
@@ -208,14 +215,16 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     await forEachLimit(names, DESCRIBE_CONCURRENCY, async (name, i) => {
       const p = path.join(dir, name);
       const st = await stat(p, { bigint: true });
-      const cacheKey = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
-      let sha256 = this.#hashes.get(cacheKey);
+      const cacheKey = IMMUTABLE_FILE.test(name) ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}` : undefined;
+      let sha256 = cacheKey === undefined ? undefined : this.#hashes.get(cacheKey);
       if (sha256 === undefined) {
         const h = createHash('sha256');
         await pipeline(createReadStream(p), h);
         sha256 = h.digest('hex');
-        if (this.#hashes.size >= HASH_CACHE_LIMIT) this.#hashes.clear();
-        this.#hashes.set(cacheKey, sha256);
+        if (cacheKey !== undefined) {
+          if (this.#hashes.size >= HASH_CACHE_LIMIT) this.#hashes.clear();
+          this.#hashes.set(cacheKey, sha256);
+        }
       }
       out[i] = { name, bytes: Number(st.size), sha256 };
     });

@@ -19,10 +19,17 @@ export interface CheckpointObjects {
   readonly url: string;
   /**
    * Stores the local file at `localPath` (of `bytes` bytes) as object `name`, replacing any
-   * object of that name. The object is visible under `name` only once complete.
+   * object of that name. The object is visible under `name` only once complete, and durable
+   * once `sync()` has returned after it (a crash before may lose it, never leave it partial).
    */
   putFile(name: string, localPath: string, bytes: number): Promise<void>;
-  /** Stores `bytes` as object `name` (visible only once complete). */
+  /**
+   * Makes every object `putFile` stored before the call durable: a directory syncs each folder
+   * such an object was renamed into (once per put instead of once per file); S3 has nothing to
+   * do (a PUT is durable when it returns).
+   */
+  sync(): Promise<void>;
+  /** Stores `bytes` as object `name` (visible only once complete, durable once it returns). */
   putBytes(name: string, bytes: Uint8Array): Promise<void>;
   /** The whole content of object `name`, or undefined when there is none. */
   getBytes(name: string): Promise<Buffer | undefined>;

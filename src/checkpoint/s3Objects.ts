@@ -85,6 +85,10 @@ export class S3Objects implements CheckpointObjects {
     }));
   }
 
+  async sync(): Promise<void> {
+    // nothing to do: an S3 PUT is durable once it returned
+  }
+
   async putBytes(name: string, bytes: Uint8Array): Promise<void> {
     await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name, Body: bytes }));
   }

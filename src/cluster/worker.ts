@@ -385,7 +385,8 @@ class ClusterWorker implements Worker {
 
   /**
    * A planned hand-back: stop the partition (with checkpoints: its last checkpoint taken after
-   * its last batch settled; store flushed and closed), then release its lease, renewed
+   * its last batch settled; store flushed and closed; its ask consumer closed just before its
+   * actors stop, so that reads are answered through that checkpoint), then release its lease, renewed
    * meanwhile (by the heartbeats, or by `stop()`'s renewal while it hands everything back). Reported `released` when the lease was still held throughout, else `fenced` (a
    * process that woke up after its lease ran out finds its units assigned elsewhere).
    */
@@ -394,8 +395,11 @@ class ClusterWorker implements Worker {
     o.state = 'stopping';
     o.handingBack = true;
     return o.run(async () => {
-      await this.#guard('close ask requests', () => this.#asks.close(o.unit));
-      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition, { checkpoint: true }));
+      // The unit answers asks through its last checkpoint: its request consumer closes just
+      // before its actors stop (beforeStop), or here when the host did not call that.
+      const closeAsks = async () => void (await this.#guard('close ask requests', () => this.#asks.close(o.unit)));
+      await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition, { checkpoint: true, beforeStop: closeAsks }));
+      await closeAsks();
       const reason = leaseProblem(o);
       const released = await this.#guard('release', () => releaseLease(this.redis, o.lease));
       if (reason === undefined && released) this.#forget(o, { type: 'released', unit: o.unit, epoch: o.lease.epoch });

@@ -4,7 +4,7 @@ import { hostOf, producerId, sequence, type FlowCounters, type PartitionId, type
 import { Namespaces } from '../actors/namespaces.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import type { WebGraph } from '../replay/graphFile.js';
-import { fetchCodec, type FetchResult, type Outlink } from '../actors/messages.js';
+import { fetchCodec, type FetchResult, type LinkFeatures, type Outlink } from '../actors/messages.js';
 
 /** Fetch results per `fetches` message of a loader. */
 export const PAGES_PER_MESSAGE = 64;
@@ -17,12 +17,15 @@ export const PAGES_PER_MESSAGE = 64;
 export function graphPage(url: string, targets: readonly string[], fetchedAt = 0): FetchResult {
   const distinct = [...new Set(targets)];
   const host = safeHost(url);
-  const outlinks: Outlink[] = distinct.map((target) => ({
-    target,
-    features: { anchor: '', position: 0, rel: [], sameHost: safeHost(target) === host, region: 'body' },
-  }));
+  // Two shared (frozen) feature objects, not one per link: the codecs send each once per
+  // batch and `encodeLinkValue` finds their bytes by identity.
+  const outlinks: Outlink[] = distinct.map((target) => ({ target, features: safeHost(target) === host ? SAME_HOST : OTHER_HOST }));
   return { url, status: 200, fetchedAt, outlinks };
 }
+
+/** The features of a graph file's link (neutral: no anchor, body, position 0), same host or not. */
+const SAME_HOST: LinkFeatures = Object.freeze({ anchor: '', position: 0, rel: Object.freeze([]), sameHost: true, region: 'body' });
+const OTHER_HOST: LinkFeatures = Object.freeze({ ...SAME_HOST, sameHost: false });
 
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), 64 per message,

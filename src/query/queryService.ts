@@ -448,7 +448,11 @@ export class QueryService {
     return value;
   }
 
-  /** Runs `read` on partition `p`'s view, asking the reader again when the view closed (a restart). */
+  /**
+   * Runs `read` on partition `p`'s view, asking the reader again when the view closed (a
+   * restart); an error flagged `terminal` (a remote read that no owner answered in time) is
+   * thrown at once.
+   */
   async #read<T>(p: number, read: (v: PartitionReads) => Promise<T>): Promise<T> {
     let last: unknown;
     for (let attempt = 0; attempt < VIEW_ATTEMPTS; attempt++) {
@@ -464,7 +468,7 @@ export class QueryService {
         return await read(view);
       } catch (err) {
         last = err;
-        if (!isShardflowError(err) || !['SF_ERR_STORE_CLOSED', 'SF_ERR_ACTOR_STOPPED', 'SF_ERR_ASK_TIMEOUT'].includes(err.code)) throw err;
+        if (!isShardflowError(err) || !['SF_ERR_STORE_CLOSED', 'SF_ERR_ACTOR_STOPPED', 'SF_ERR_ASK_TIMEOUT'].includes(err.code) || (err as { terminal?: unknown }).terminal === true) throw err;
         this.#views.delete(p);
         await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, Math.min(250, 5 * 2 ** attempt)));
       }

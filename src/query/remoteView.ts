@@ -1,5 +1,22 @@
+import { ActorStoppedError, isShardflowError } from '../index.js';
 import { WEB_INDEX_STAGE, type PartitionAsker, type WebIndexRequest } from '../topology/clusterProtocol.js';
 import type { PartitionReadMethod, PartitionReads, RawLink } from './partitionView.js';
+
+/**
+ * Default longest wait of one remote read for its answer, in ms: 60 s. A read of a moving
+ * partition waits from its old owner's closing of the request consumer to the next owner's
+ * start, seconds (docs/cluster.md, "Queries during a move", has the figures); a read still
+ * unanswered after this is of a partition nobody runs (unowned, or refused by its workers),
+ * answered 503 rather than after the cluster client's 10-minute default
+ * (`DEFAULT_REMOTE_ASK_TIMEOUT_MS`, meant for asks that wait on metric barriers).
+ */
+export const REMOTE_READ_TIMEOUT_MS = 60_000;
+
+/** Options of {@link remotePartitionView}. */
+export interface RemotePartitionViewOptions {
+  /** Longest wait of one read, ms (default {@link REMOTE_READ_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
+}
 
 /**
  * The reads of web-index partition `p` on a cluster: each call is asked of the partition's
@@ -7,10 +24,20 @@ import type { PartitionReadMethod, PartitionReads, RawLink } from './partitionVi
  * API of any process routes each key to the worker that owns it. Never `closed`: a partition
  * that moves is asked again on its next owner by the cluster client. Link values come back
  * as bytes and are handed on as Buffers, as a local view gives them.
- * @throws what the client throws (`RemoteAskError` with the owner's error, a timeout)
+ * @throws what the client throws (`RemoteAskError` with the owner's error); ActorStoppedError
+ *   (`terminal`: the query service does not ask again; HTTP 503) when no owner answered
+ *   within `timeoutMs`
  */
-export function remotePartitionView(client: PartitionAsker, p: number): PartitionReads {
-  const read = (method: PartitionReadMethod, ...args: unknown[]): Promise<any> => client.ask(WEB_INDEX_STAGE, p, { kind: 'read', method, args } satisfies WebIndexRequest);
+export function remotePartitionView(client: PartitionAsker, p: number, options: RemotePartitionViewOptions = {}): PartitionReads {
+  const timeoutMs = options.timeoutMs ?? REMOTE_READ_TIMEOUT_MS;
+  const read = async (method: PartitionReadMethod, ...args: unknown[]): Promise<any> => {
+    try {
+      return await client.ask(WEB_INDEX_STAGE, p, { kind: 'read', method, args } satisfies WebIndexRequest, { timeoutMs });
+    } catch (err) {
+      if (!isShardflowError(err) || err.code !== 'SF_ERR_ASK_TIMEOUT') throw err;
+      throw Object.assign(new ActorStoppedError(`partition ${p} of the web index answered no ${method} read within ${timeoutMs} ms: no worker runs it (unowned, or refused: see \`shardflow cluster status\`)`, { cause: err }), { terminal: true });
+    }
+  };
   return {
     closed: false,
     page: (url) => read('page', url),

@@ -8,7 +8,7 @@
  * @module shardflow/storage
  */
 export { Store } from './store.js';
-export type { ColumnFamilyOptions, StoreOptions, WriteOptions, ReadOptions } from './store.js';
+export type { ColumnFamilyOptions, StoreOptions, StoreCheckpointOptions, WriteOptions, ReadOptions } from './store.js';
 export type { Key, PackedKeys } from './key.js';
 export { gatherKeys, packKeys, packedKey } from './key.js';
 export { WriteBatch } from './writeBatch.js';
@@ -19,6 +19,7 @@ export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.j
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
 export { openCheckpointStore, CHECKPOINT_HOLD_MANIFEST_ENV } from '../checkpoint/open.js';
+export { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH } from '../checkpoint/checkpointStore.js';
 export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
 export type {
   CheckpointStore,

@@ -103,7 +103,7 @@ export interface NativeStore {
   write(batch: NativeWriteBatch, sync: boolean): Promise<void>;
   flush(): Promise<void>;
   compactRange(cf: number, start?: NativeKey, end?: NativeKey): Promise<void>;
-  checkpoint(dir: string): Promise<void>;
+  checkpoint(dir: string, walBytesForFlush?: number): Promise<void>;
   property(name: string, cf?: number): string | undefined;
   stats(): NativeStats;
   snapshot(): NativeSnapshot;

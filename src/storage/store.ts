@@ -61,6 +61,16 @@ export interface WriteOptions {
   sync?: boolean;
 }
 
+/** Options of `Store.checkpoint`. */
+export interface StoreCheckpointOptions {
+  /**
+   * Bytes of live write-ahead log from which the memtables are flushed before the copy
+   * (RocksDB's `log_size_for_flush`); below it the copy holds the WAL files instead. 0 (the
+   * default): always flush; `Infinity`: never.
+   */
+  readonly walBytesForFlush?: number;
+}
+
 export interface ReadOptions {
   snapshot?: Snapshot;
 }
@@ -291,10 +301,24 @@ export class Store {
 
   /**
    * A consistent copy of the whole store in `dir` (which must not exist; hard links where
-   * the filesystem allows), openable with `Store.open({ path: dir, ... })`.
+   * the filesystem allows), openable with `Store.open({ path: dir, ... })`. It holds every
+   * write completed before the call (every write is logged to the WAL).
+   *
+   * `options.walBytesForFlush` (bytes, default 0) is RocksDB's `log_size_for_flush`
+   * (`Checkpoint::CreateCheckpoint`, rocksdb/utilities/checkpoint.h, 7.8): when the live
+   * write-ahead log files total at least that many bytes, the memtables of every column family
+   * are flushed first and the copy is SST files only; below it nothing is flushed and the copy
+   * holds the live WAL files too (the last one copied up to its size at the call), which
+   * `Store.open` replays. `Infinity`: never flush. The default 0 (always flush) gives a copy
+   * with nothing to replay; a checkpoint store's put passes its own (`CheckpointPutOptions`).
+   * @throws InvalidArgumentError (a negative or non-number `walBytesForFlush`, as a rejection)
    */
-  checkpoint(dir: string): Promise<void> {
-    return this.#native.checkpoint(dir);
+  checkpoint(dir: string, options: StoreCheckpointOptions = {}): Promise<void> {
+    const w = options.walBytesForFlush;
+    if (w !== undefined && (typeof w !== 'number' || Number.isNaN(w) || w < 0)) {
+      return Promise.reject(new InvalidArgumentError(`checkpoint's walBytesForFlush must be a number >= 0 (Infinity: never flush), got ${String(w)}`));
+    }
+    return this.#native.checkpoint(dir, w);
   }
 
   /**

@@ -166,7 +166,19 @@ interface Running {
   readonly checkpoints: PartitionCheckpointer | undefined;
   /** Set by `stopPartition`: the stop was asked for. */
   requested: boolean;
+  /** Set by `stopPartition`: resolves once the partition stopped (its hand-back done). */
+  stopped?: Promise<void>;
 }
+
+/**
+ * Requests that change nothing, answered by a partition until its actors stop, also during its
+ * hand-back (the last checkpoint): the query API's reads and quiet detection's. Any other
+ * request that arrives once the stop was asked waits for the stop and is then handed to the
+ * next owner (ActorStoppedError: its consumer has closed by then, so the worker drops it and
+ * the broker delivers it again), as before: what a state-changing request does, or a barrier
+ * counts, must be committed by the owner that answers it, and the hand-back's flush came before.
+ */
+const ANSWERED_DURING_HAND_BACK: ReadonlySet<string> = new Set(['read', 'flow', 'drained']);
 
 /**
  * Metric requests whose reply reports a change of the partition's state: replied after a
@@ -335,15 +347,18 @@ class WebIndexHostImpl implements WebIndexHost {
   /**
    * Stops partition p: the metric actor commits what it folded, then (a planned hand-back,
    * `options.checkpoint`, with checkpoints) a last checkpoint is taken and what it covers is
-   * published and acked, then its checkpoints stop (after the one running, if any), then the
-   * partition's actors stop (what they commit after that checkpoint is replayed by the next
-   * owner).
+   * published and acked, then its checkpoints stop (after the one running, if any), then
+   * `options.beforeStop` runs (the worker closes the partition's ask consumer: asks, the
+   * query API's reads among them, are answered until then), then the partition's actors stop
+   * (what they commit after that checkpoint is replayed by the next owner).
    */
   async stopPartition(stage: string, partition: number, options?: PartitionStopOptions): Promise<void> {
     const p = this.#partition(stage, partition);
     const entry = this.#running.get(p);
     if (!entry) return;
     entry.requested = true;
+    let stopped!: () => void;
+    entry.stopped = new Promise<void>((resolve) => (stopped = resolve));
     try {
       // Commit what the metric actor folded, so that a hand-back leaves nothing it applied in memory only.
       await this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 }).catch(() => undefined);
@@ -356,10 +371,13 @@ class WebIndexHostImpl implements WebIndexHost {
       // the last held acks) would otherwise publish through outboxes and a store they close.
       // What the actors commit from now on is replayed by the next owner.
       await entry.checkpoints?.close();
+      // Until now the partition answered asks (reads of its store); they wait from here to the next owner's start.
+      await options?.beforeStop?.().catch(() => undefined);
       await entry.ref.stop();
     } finally {
       await entry.checkpoints?.close();
       if (this.#running.get(p) === entry) this.#running.delete(p);
+      stopped();
     }
   }
 
@@ -388,6 +406,10 @@ class WebIndexHostImpl implements WebIndexHost {
     const p = this.#partition(stage, partition);
     const entry = this.#entry(p);
     const r = request as WebIndexRequest;
+    if (entry.stopped && !ANSWERED_DURING_HAND_BACK.has(r?.kind)) {
+      await entry.stopped;
+      throw new ActorStoppedError(`partition ${p} of the web index stopped (a hand-back) before this ${String(r?.kind)} request ran: its next owner answers`);
+    }
     switch (r?.kind) {
       case 'metrics': {
         const metrics = this.#child<MetricMessage, unknown>(p, 'metrics');

@@ -163,8 +163,12 @@ class Store {
   // Null bounds mean the start / end of the key space.
   Status CompactRange(int cf, const std::string* start, const std::string* end) noexcept;
   // A consistent point-in-time copy (hard links where possible) in `dir`, which must not
-  // exist. Openable later with Open().
-  Status Checkpoint(const std::string& dir) noexcept;
+  // exist. Openable later with Open(). `wal_bytes_for_flush` is RocksDB's
+  // `log_size_for_flush`: the memtables of every family are flushed first when the live WAL
+  // files total at least that many bytes (0: always; UINT64_MAX: never); otherwise the copy
+  // holds the live WAL files (the last one copied up to its size at the call), replayed by
+  // Open().
+  Status Checkpoint(const std::string& dir, uint64_t wal_bytes_for_flush) noexcept;
 
   // RocksDB property (e.g. "rocksdb.estimate-num-keys"); cf < 0 means "default".
   bool Property(const std::string& name, int cf, std::string* out) noexcept;

@@ -474,15 +474,19 @@ Status Store::CompactRange(int cf, const std::string* start, const std::string* 
   return Status::FromRocks(db_->CompactRange(co, handles_[cf], start ? &a : nullptr, end ? &b : nullptr));
 }
 
-Status Store::Checkpoint(const std::string& dir) noexcept {
+Status Store::Checkpoint(const std::string& dir, uint64_t wal_bytes_for_flush) noexcept {
   Status s = CheckOpen(0);
   if (!s.ok()) return s;
   rocksdb::Checkpoint* cp = nullptr;
   rocksdb::Status rs = rocksdb::Checkpoint::Create(db_, &cp);
   if (!rs.ok()) return Status::FromRocks(rs);
   std::unique_ptr<rocksdb::Checkpoint> owned(cp);
-  // log_size_for_flush = 0: flush memtables first, so the checkpoint needs no WAL replay.
-  return Status::FromRocks(owned->CreateCheckpoint(dir, /*log_size_for_flush=*/0));
+  // RocksDB 7.8 (DBImpl::GetLiveFilesStorageInfo): with the live WAL files under
+  // log_size_for_flush, nothing is flushed; the SST files are hard-linked and every live WAL
+  // file is included (all of them, whatever each family's log number), the last one copied
+  // up to its size after FlushWAL. Every write is WAL-logged here (no disableWAL), so the
+  // copy holds every write completed before the call.
+  return Status::FromRocks(owned->CreateCheckpoint(dir, wal_bytes_for_flush));
 }
 
 bool Store::Property(const std::string& name, int cf, std::string* out) noexcept {

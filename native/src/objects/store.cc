@@ -301,15 +301,16 @@ class CompactWorker final : public StoreWorker {
 
 class CheckpointWorker final : public StoreWorker {
  public:
-  CheckpointWorker(Napi::Env env, StoreWrap* owner, std::string dir)
-      : StoreWorker(env, owner), store_(owner->store()), dir_(std::move(dir)) {}
+  CheckpointWorker(Napi::Env env, StoreWrap* owner, std::string dir, uint64_t wal_bytes_for_flush)
+      : StoreWorker(env, owner), store_(owner->store()), dir_(std::move(dir)), wal_bytes_for_flush_(wal_bytes_for_flush) {}
 
  protected:
-  void Run() noexcept override { status_ = store_->Checkpoint(dir_); }
+  void Run() noexcept override { status_ = store_->Checkpoint(dir_, wal_bytes_for_flush_); }
 
  private:
   std::shared_ptr<Store> store_;
   std::string dir_;
+  uint64_t wal_bytes_for_flush_;
 };
 
 }  // namespace
@@ -526,7 +527,16 @@ Napi::Value StoreWrap::Checkpoint(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (state_ != State::kOpen) return RejectedPromise(env, Status::Closed("store is closed"));
   if (info.Length() < 1 || !info[0].IsString()) return RejectedPromise(env, Status::InvalidArgument("checkpoint expects a directory path"));
-  auto* worker = new CheckpointWorker(env, this, info[0].As<Napi::String>().Utf8Value());
+  // Optional second argument: the live WAL bytes from which memtables are flushed first
+  // (a number >= 0; Infinity: never). Absent: 0, always flush.
+  uint64_t wal_bytes_for_flush = 0;
+  if (info.Length() >= 2 && !info[1].IsUndefined()) {
+    if (!info[1].IsNumber()) return RejectedPromise(env, Status::InvalidArgument("checkpoint's walBytesForFlush must be a number"));
+    double d = info[1].As<Napi::Number>().DoubleValue();
+    if (!(d >= 0)) return RejectedPromise(env, Status::InvalidArgument("checkpoint's walBytesForFlush must be >= 0"));
+    wal_bytes_for_flush = d >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(d);
+  }
+  auto* worker = new CheckpointWorker(env, this, info[0].As<Napi::String>().Utf8Value(), wal_bytes_for_flush);
   return worker->Start();
 }
 

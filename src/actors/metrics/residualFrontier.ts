@@ -224,19 +224,11 @@ export class ResidualFrontier {
 export class SlotQueue {
   readonly #heap: number[] = [];
   readonly #keys: number[] = [];
-  /** 1 while the slot is queued: a typed array by slot, not a Set (a push asks it for every local target it reaches). */
-  #queued: Uint8Array<ArrayBuffer>;
+  /** 1 for each slot queued (a flag per slot, not a Set: `has` runs once per local link of every pushed page). */
+  #queued = new Uint8Array(1024);
 
-  /**
-   * @param key a slot's place in the order (distinct slots, distinct keys)
-   * @param slots expected slot count (the flags grow past it)
-   */
-  constructor(
-    readonly key: (slot: number) => number,
-    slots = 1024,
-  ) {
-    this.#queued = new Uint8Array(Math.max(1024, slots));
-  }
+  /** @param key a slot's place in the order (distinct slots, distinct keys) */
+  constructor(readonly key: (slot: number) => number) {}
 
   /** True while `slot` is queued (added and not popped yet). */
   has(slot: number): boolean {
@@ -245,8 +237,8 @@ export class SlotQueue {
 
   /** Queues `slot` (nothing when it is queued already). */
   add(slot: number): void {
+    if (this.has(slot)) return;
     if (slot >= this.#queued.length) this.#queued = grown(this.#queued, slot + 1);
-    if (this.#queued[slot] === 1) return;
     this.#queued[slot] = 1;
     const heap = this.#heap;
     const keys = this.#keys;

@@ -232,8 +232,9 @@ export function splitLinkKey(key: Uint8Array): [string, string] {
  * which is all the memtable insert hint of `outlinks` and `backlinks` needs.
  */
 export function linkKeyOrder(as: readonly string[] | string, bs: readonly string[]): number[] {
-  const a = typeof as === 'string' ? () => as : (i: number) => as[i]!;
-  return bs.map((_, i) => i).sort((i, j) => compareStrings(a(i), a(j)) || compareStrings(bs[i]!, bs[j]!) || i - j);
+  const order = bs.map((_, i) => i);
+  if (typeof as === 'string') return order.sort((i, j) => compareStrings(bs[i]!, bs[j]!) || i - j); // one first part: the second parts decide
+  return order.sort((i, j) => compareStrings(as[i]!, as[j]!) || compareStrings(bs[i]!, bs[j]!) || i - j);
 }
 
 function compareStrings(x: string, y: string): number {

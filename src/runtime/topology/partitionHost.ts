@@ -51,6 +51,16 @@ export interface PartitionStopOptions {
    * Default false (a fenced or failed partition takes none).
    */
   readonly checkpoint?: boolean;
+  /**
+   * Called once, after the partition's last checkpoint (if any) is durable and just before
+   * its actors stop; awaited; a rejection is ignored (the stop goes on: the hook handles its own failures). A cluster
+   * worker closes the unit's ask consumer here, so that a partition keeps answering asks
+   * (the query API's reads) through the longest part of a planned hand-back, the last
+   * checkpoint, and asks wait only from here to the next owner's start (docs/cluster.md,
+   * "Queries during a move"). A host whose last checkpoint is taken by its actors as they
+   * stop (a Topology's stage actors) calls it before that checkpoint.
+   */
+  readonly beforeStop?: () => Promise<void>;
 }
 
 /** A partition running in a {@link PartitionHost}. */
@@ -224,6 +234,7 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
     entry.requested = true;
     if (entry.checkpoints && options.checkpoint) entry.checkpoints.handBack = true;
     try {
+      await options.beforeStop?.().catch(() => undefined);
       await entry.ref.stop();
     } finally {
       if (this.#running.get(key) === entry) this.#running.delete(key);

@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { InvalidArgumentError } from '../src/errors.js';
+import { openCheckpointStore, Store, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
+import { repoRoot } from './kit/datasets.js';
+import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
+import { batchesIn, expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
+
+/**
+ * Issue 16, a cheaper put: a checkpoint store's put of a `Store` copies the live WAL instead of
+ * flushing the memtables while the WAL is under `walBytesForFlush` (512 KiB by default). On real
+ * RocksDB stores and the real checkpoint stores (a directory, and the S3 server of
+ * scripts/s3/start.sh: skipped without it, failed instead under SHARDFLOW_REQUIRE_BROKERS=1):
+ * a restore replays the WAL and holds every write made before the put (three families, merge
+ * operands, deletes, a family with insert hints); a WAL that grew under the same name is stored
+ * again, never taken for the earlier one; and an owner SIGKILLed while it writes and puts leaves
+ * a checkpoint whose restore is exact.
+ */
+
+let work: string;
+before(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'shardflow-walckpt-'));
+});
+after(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+let n = 0;
+const fresh = (what: string): string => path.join(work, `${what}-${n++}`);
+const newKey = (): string => `w${n++}-${randomBytes(3).toString('hex')}`;
+
+interface Target {
+  readonly name: string;
+  unavailable(): Promise<string | undefined>;
+  /** A fresh checkpoint store, its URL and the environment another process opens it with. */
+  open(): { checkpoints: CheckpointStore; url: string; env: NodeJS.ProcessEnv };
+}
+const targets: Target[] = [
+  {
+    name: 'directory (file:///DIR)',
+    unavailable: async () => undefined,
+    open() {
+      const url = pathToFileURL(fresh('ckpt-dir')).href;
+      return { checkpoints: openCheckpointStore(url), url, env: {} };
+    },
+  },
+  {
+    name: 's3 (the local S3 server)',
+    unavailable: s3Unavailable,
+    open() {
+      const url = `s3://${S3_BUCKET}/test/wal-copy-${process.pid}-${randomBytes(4).toString('hex')}`;
+      return { checkpoints: openCheckpointStore(url, { env: s3Env() }), url, env: s3Env() };
+    },
+  },
+];
+
+const walFiles = (m: CheckpointManifest) => m.files.filter((f) => f.name.endsWith('.log'));
+
+/** Restores `key` (`sequence`, or the newest) into a new folder and returns its content and batch count. */
+async function restored(checkpoints: CheckpointStore, key: string, sequence?: number): Promise<{ content: string[]; batches: number; manifest: CheckpointManifest }> {
+  const dir = fresh('restored');
+  const r = await checkpoints.restore(key, dir, sequence === undefined ? {} : { sequence });
+  const copy = await Store.open({ path: dir, columnFamilies: walColumnFamilies });
+  try {
+    return { content: await walContents(copy), batches: await batchesIn(copy), manifest: r.manifest };
+  } finally {
+    await copy.close();
+  }
+}
+
+for (const target of targets) {
+  const reason = await target.unavailable();
+  if (reason && process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw new Error(`${target.name} is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
+
+  describe(`checkpoints that copy the WAL: ${target.name}`, { skip: reason ? `unavailable: ${reason}` : false }, () => {
+    it('a put without flush restores every write before it; a WAL grown under the same name is stored again; a flush above walBytesForFlush', async () => {
+      const { checkpoints } = target.open();
+      const key = newKey();
+      const storeDir = fresh('db');
+      const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies });
+      try {
+        for (let b = 0; b < 300; b++) await writeWalBatch(store, b);
+        const first = await checkpoints.put(key, store, 1);
+        for (let b = 300; b < 700; b++) await writeWalBatch(store, b);
+        const second = await checkpoints.put(key, store, 2);
+
+        // Nothing was flushed: no SST in the store nor in either checkpoint, the data is in the WAL.
+        assert.deepEqual((await readdir(storeDir)).filter((f) => f.endsWith('.sst')), [], 'the puts flushed nothing');
+        for (const put of [first, second]) {
+          assert.deepEqual(put.manifest.files.filter((f) => f.name.endsWith('.sst')), [], 'no SST file in the checkpoint');
+          assert.ok(walFiles(put.manifest).some((f) => f.bytes > 0), 'the checkpoint holds the WAL');
+        }
+        // The same WAL file, grown: the second put stores it again under its new content.
+        const [w1, w2] = [walFiles(first.manifest), walFiles(second.manifest)];
+        assert.equal(w1.length, 1);
+        assert.equal(w2.length, 1);
+        assert.equal(w2[0]!.name, w1[0]!.name, 'one WAL file, the same name in both');
+        assert.ok(w2[0]!.bytes > w1[0]!.bytes, 'it grew between the puts');
+        assert.notEqual(w2[0]!.sha256, w1[0]!.sha256, 'its new content is hashed anew');
+        assert.ok(second.uploadedBytes >= w2[0]!.bytes, 'and stored again');
+
+        // Each restore replays its own WAL copy: exactly the writes before its put.
+        const r1 = await restored(checkpoints, key, 1);
+        assert.equal(r1.batches, 300);
+        assert.deepEqual(r1.content, expectedAfter(300));
+        const r2 = await restored(checkpoints, key, 2);
+        assert.equal(r2.batches, 700);
+        assert.deepEqual(r2.content, expectedAfter(700));
+
+        // Live WAL at or above walBytesForFlush: flushed first, SST files, the same content.
+        for (let b = 700; b < 800; b++) await writeWalBatch(store, b);
+        const third = await checkpoints.put(key, store, 3, { walBytesForFlush: 1 });
+        assert.ok(third.manifest.files.some((f) => f.name.endsWith('.sst')), 'flushed: SST files');
+        const r3 = await restored(checkpoints, key, 3);
+        assert.deepEqual(r3.content, expectedAfter(800));
+        // And below it again: the new WAL (after the flush) holds the next writes.
+        for (let b = 800; b < 850; b++) await writeWalBatch(store, b);
+        const fourth = await checkpoints.put(key, store, 4);
+        assert.ok(walFiles(fourth.manifest).some((f) => f.bytes > 0 && f.name !== w1[0]!.name), 'a newer WAL file');
+        assert.deepEqual((await restored(checkpoints, key, 4)).content, expectedAfter(850));
+        // The store itself is untouched by the restores and still live.
+        assert.deepEqual(await walContents(store), expectedAfter(850));
+      } finally {
+        await store.close();
+        await checkpoints.remove(key);
+        await checkpoints.close();
+      }
+    });
+
+    it('an owner SIGKILLed while it writes and puts: the latest checkpoint restores exactly a prefix of its batches, at least those before the put', async () => {
+      const { checkpoints, url, env } = target.open();
+      const key = newKey();
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/kit/walCheckpointChild.ts'), url, fresh('owner-db'), key], {
+        cwd: repoRoot,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const exited = once(child, 'exit');
+      const puts: Array<{ sequence: number; completed: number; wal: Array<{ name: string; bytes: number }> }> = [];
+      try {
+        // Killed after its 8th put is reported (while it writes, perhaps mid-put).
+        for await (const line of createInterface({ input: child.stdout })) {
+          puts.push(JSON.parse(line) as (typeof puts)[number]);
+          if (puts.length === 8) break;
+        }
+        assert.equal(puts.length, 8, `the owner reported ${puts.length} puts before it ended; stderr: ${stderr.slice(-2000)}`);
+        child.kill('SIGKILL');
+        const [, signal] = await exited;
+        assert.equal(signal, 'SIGKILL');
+
+        assert.ok(puts.every((p) => p.wal.some((w) => w.bytes > 0)), 'every put copied the WAL (none flushed: the owner puts with walBytesForFlush 64 MiB)');
+        assert.ok(new Set(puts.map((p) => p.wal.map((w) => w.name).join())).size < puts.length, 'several puts stored the same WAL name, grown');
+        const r = await restored(checkpoints, key);
+        assert.ok(r.manifest.sequence >= 8, `the latest checkpoint is at least the 8th put (got ${r.manifest.sequence})`);
+        const { completed } = JSON.parse(Buffer.from(r.manifest.metadata).toString()) as { completed: number };
+        assert.ok(r.batches >= completed, `the restore holds every batch written before the put began: ${r.batches} >= ${completed}`);
+        // A prefix, whole batches across the three families (atomic writes replayed atomically).
+        assert.deepEqual(r.content, expectedAfter(r.batches));
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        await checkpoints.remove(key);
+        await checkpoints.close();
+      }
+    });
+  });
+}
+
+describe('checkpoints that copy the WAL: what the put checks and hashes', () => {
+  it('refuses a walBytesForFlush that is not a number >= 0', async () => {
+    const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies });
+    try {
+      for (const bad of [-1, Number.NaN, '1' as unknown as number]) {
+        await assert.rejects(store.checkpoint(fresh('cp'), { walBytesForFlush: bad }), (err: unknown) => err instanceof InvalidArgumentError && /walBytesForFlush/.test((err as Error).message));
+      }
+      const dir = fresh('cp');
+      await writeWalBatch(store, 0);
+      await store.checkpoint(dir, { walBytesForFlush: Number.POSITIVE_INFINITY }); // never flush
+      assert.ok((await readdir(dir)).some((f) => f.endsWith('.log')));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a WAL rewritten in place with the same inode, size and mtime is hashed again (only SST and blob hashes are cached)', async () => {
+    const checkpoints = openCheckpointStore(pathToFileURL(fresh('ckpt-dir')).href);
+    const dir = fresh('made');
+    await mkdir(dir);
+    const wal = path.join(dir, '000004.log');
+    const sst = path.join(dir, '000007.sst');
+    await writeFile(wal, 'A'.repeat(64));
+    await writeFile(sst, 'S'.repeat(64));
+    const t = new Date(1_700_000_000_000); // a whole second: utimes sets it exactly
+    await utimes(wal, t, t);
+    const { ino } = await stat(wal);
+    const first = await checkpoints.put('k', { directory: dir }, 1);
+    await writeFile(wal, 'B'.repeat(64)); // same inode (truncated and rewritten), same size
+    await utimes(wal, t, t); // and the same mtime: only the content tells them apart
+    const st = await stat(wal, { bigint: true });
+    assert.equal(Number(st.ino), ino);
+    assert.equal(st.mtimeNs, 1_700_000_000_000_000_000n);
+    const second = await checkpoints.put('k', { directory: dir }, 2);
+    const shaOf = (m: CheckpointManifest, name: string) => m.files.find((f) => f.name === name)!.sha256;
+    assert.notEqual(shaOf(second.manifest, '000004.log'), shaOf(first.manifest, '000004.log'), 'the WAL is hashed again');
+    assert.equal(shaOf(second.manifest, '000007.sst'), shaOf(first.manifest, '000007.sst'));
+    const back = fresh('back');
+    await checkpoints.restore('k', back);
+    assert.equal(await readFile(path.join(back, '000004.log'), 'utf8'), 'B'.repeat(64), 'the restore has the new content');
+    await checkpoints.close();
+  });
+});

@@ -14,7 +14,8 @@ export const resultFields = ['smoke', 'graph', 'partitions', 'tolerance', 'pages
  * fetch results on `fetches/<p>`, the indexers' outlink diffs and metric corrections; a
  * deleted page answers 410 twice) and converges again to the same `--tolerance` (default
  * 1e-6) after each:
- * - (a) `host`: one host recrawled, up to 256 of its pages, 10% of their outlinks replaced by
+ * - (a) `host`: one host recrawled, up to 256 of its pages (all fetched again: `pagesRecrawled`),
+ *   10% of their outlinks replaced by
  *   other pages of the same host (a recrawl is local);
  * - (b) `spread`: 0.1% of the pages, spread over hosts, each with 10% of its outlinks (at least
  *   one) replaced by pages of its host;
@@ -61,7 +62,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       const change = plan();
       const a0 = performance.now();
       fetchedAt++;
-      await publishFetches(index.broker, index.partitioner, index.counters, [...change.recrawled].map((p) => graphPage(g.pages[p]!, g.out[p]!.map((t) => g.pages[t]!), fetchedAt)));
+      await publishFetches(index.broker, index.partitioner, index.counters, [...change.recrawled, ...(change.unchanged ?? [])].map((p) => graphPage(g.pages[p]!, g.out[p]!.map((t) => g.pages[t]!), fetchedAt)));
       for (let twice = 0; twice < 2 && change.deleted.length > 0; twice++) {
         fetchedAt++;
         await publishFetches(index.broker, index.partitioner, index.counters, change.deleted.map((p) => ({ url: g.pages[p]!, status: 410, fetchedAt, error: 'HTTP 410' })));
@@ -86,6 +87,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       const err = await errors(index, g);
       changes.push({
         change: name,
+        pagesRecrawled: change.recrawled.size + (change.unchanged?.length ?? 0),
         pagesChanged: change.recrawled.size + change.deleted.length,
         pagesDeleted: change.deleted.length,
         linksChanged: change.links,
@@ -109,9 +111,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   }
 }
 
-/** What one change did: pages to recrawl (new outlinks in `Graph.out`), pages deleted, links replaced. */
+/**
+ * What one change did: pages to recrawl with new outlinks (in `Graph.out`), pages recrawled
+ * as they were (`unchanged`: fetched again, the indexer's diff finds nothing), pages deleted,
+ * links replaced.
+ */
 interface Change {
   readonly recrawled: Set<number>;
+  readonly unchanged?: number[];
   readonly deleted: number[];
   links: number;
 }
@@ -135,7 +142,8 @@ function recrawlHost(g: Graph, random: () => number): Change {
       change.recrawled.add(p);
     }
   }
-  return change;
+  // The host's other pages are fetched again too, as a recrawl of the host does.
+  return { ...change, unchanged: host.filter((p) => !change.recrawled.has(p)) };
 }
 
 /** (b): `share` of the pages (with outlinks), drawn over the whole graph, 10% of each one's outlinks replaced within its host. */

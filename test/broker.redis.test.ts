@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisStreamsBroker } from '../src/runtime/brokers/redis-streams.js';
 import { subscriptionKeys } from '../src/runtime/brokers/redis/keys.js';
-import { partitionId } from '../src/runtime/ids.js';
+import { partitionId, producerId } from '../src/runtime/ids.js';
 import { topic, topicName, type Topic } from '../src/runtime/topics.js';
-import { brokerConformance, eventually, type ForeignEntry } from './kit/brokers.js';
+import { brokerConformance, eventually, pullAck, str, text, type ForeignEntry } from './kit/brokers.js';
 
 const run = promisify(execFile);
 const url = process.env.SHARDFLOW_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -104,6 +104,62 @@ test('redis: the dead-letter stream is capped at about maxDeadLetters (XADD MAXL
     const left = await r.keys(`${prefix}${topicName(top)}*`);
     if (left.length > 0) await r.del(...left);
   } finally {
+    r.disconnect();
+    await b.close();
+  }
+});
+
+test('redis: a failover holder SIGKILLed after refreshing its liveness but before renewing its lock: its backlog comes first', { timeout: 60_000 }, async (t) => {
+  let b: RedisStreamsBroker;
+  try {
+    b = await RedisStreamsBroker.connect(options);
+  } catch (err) {
+    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw err;
+    t.skip(`redis unavailable: ${(err as Error).message}`);
+    return;
+  }
+  const r = new Redis(url);
+  const top = topic('links', partitionId(900_000_000 + (Date.now() % 1_000_000)));
+  const keys = subscriptionKeys(prefix, top, 'killed-holder');
+  // The holder: another process that takes 40 entries without acking them, then is killed.
+  const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `
+    const { RedisStreamsBroker } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/brokers/redis-streams.ts', import.meta.url)))});
+    const { topic } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/topics.ts', import.meta.url)))});
+    const { partitionId } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/ids.ts', import.meta.url)))});
+    const b = await RedisStreamsBroker.connect(${JSON.stringify(options)});
+    const c = await b.subscribe(topic('links', partitionId(${top.partition})), { subscription: 'killed-holder', type: 'failover', receiverQueueSize: 40 });
+    let n = 0;
+    while (n < 40) n += (await c.receive(40 - n, 1000)).length;
+    process.stdout.write('held ' + n + '\\n');
+    setInterval(() => {}, 1 << 30);
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const p = await b.producer(top, { producer: producerId('p') });
+    for (let i = 0; i < 40; i++) await p.send(text('o', i));
+    await p.flush();
+    await new Promise<void>((done, fail) => {
+      let out = '';
+      holder.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('held 40')) done();
+      });
+      holder.on('exit', (code) => fail(new Error(`the holder exited ${code} before holding 40 entries`)));
+    });
+    const standby = await b.subscribe(top, { subscription: 'killed-holder', type: 'failover', receiverQueueSize: 5, nackRedeliveryDelayMs: 100 });
+    holder.kill('SIGKILL');
+    // Killed between its two heartbeat commands: the lock goes first, its liveness key stays
+    // for deadAfterMs (1.5 s here) more.
+    await r.del(keys.lock);
+    for (let i = 40; i < 50; i++) await p.send(text('o', i));
+    await p.flush();
+    await p.close();
+    const got = await pullAck(standby, 50, 20_000);
+    assert.deepEqual(got.map(str), Array.from({ length: 50 }, (_, i) => `o:${i}`), 'the killed holder\'s backlog, in order, before what was sent after');
+    await standby.close();
+  } finally {
+    holder.kill('SIGKILL');
+    const left = await r.keys(`${prefix}${topicName(top)}*`);
+    if (left.length > 0) await r.del(...left);
     r.disconnect();
     await b.close();
   }

@@ -300,6 +300,29 @@ export function brokerConformance(factory: BrokerFactory): void {
       assert.equal(rest.length, 29);
     });
 
+    test('failover hands a backlog larger than the standby\'s receiver queue over in per-producer order', async (b) => {
+      // Receivers keep exactly-once effects with a mark per producer (the highest sequence
+      // applied, appliedMarks.ts): a message redelivered after a later one of its producer was
+      // applied counts as applied and is dropped. So a handover must keep per-producer order
+      // even when the standby takes the backlog in several receives (a batch of sends lands in
+      // one millisecond: entry ids 'ms-0' to 'ms-39' do not sort as text).
+      const t = nextTopic();
+      const other = await factory.create();
+      clients.push(other);
+      const f1 = await b.subscribe(t, sub({ type: 'failover', subscription: 'fo-order', receiverQueueSize: 40 }));
+      const p = await b.producer(t, { producer: producerId('p') });
+      await Promise.all(Array.from({ length: 40 }, (_, i) => p.send(text('o', i)))); // not awaited one by one: many land in one millisecond
+      await p.flush();
+      await p.close();
+      const held = await pull(f1, 40, deadline);
+      assert.equal(held.length, 40);
+      const f2 = await other.subscribe(t, sub({ type: 'failover', subscription: 'fo-order', receiverQueueSize: 3 }));
+      await f1.close();
+      const got = await pullAck(f2, 40, deadline);
+      assert.deepEqual(got.map(str), held.map(str), 'the standby gets the backlog in the order it was sent');
+      assert.deepEqual(await f2.receive(1, quiet), []);
+    });
+
     test('a message nacked past maxRedeliveries goes to the dead-letter topic with its reason', async (b) => {
       const t = nextTopic();
       const c = await b.subscribe(t, sub({ type: 'shared', subscription: 'dlq', maxRedeliveries: 2 }));

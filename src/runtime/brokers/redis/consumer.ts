@@ -90,7 +90,10 @@ export interface RedisConsumerConfig {
  *
  * Exclusive and failover: only the holder of the lock key (`SET NX PX deadAfterMs`, renewed
  * each heartbeat) reads. A failover standby polls the lock each heartbeat; on taking it, it
- * reaps first, so the old holder's entries come before new ones.
+ * hands every other consumer's pending entries to `ready` first, live or not (a holder
+ * killed between refreshing its liveness key and renewing the lock outlives its lock), so the
+ * old holder's entries come before new ones: receivers that keep a mark per producer
+ * (appliedMarks.ts) would drop an older entry delivered after a newer one as applied.
  *
  * Malformed entries (see `internal/malformed.ts`): a read or claimed entry that is not a
  * message is not delivered; after the valid ones of its batch are, it is dead-lettered
@@ -165,7 +168,7 @@ export class RedisConsumer implements Consumer {
         );
       }
     }
-    if (this.#active) await this.#reap();
+    if (this.#active) await this.#reap(true);
     this.#timer = setInterval(() => void this.#beat(), timings.heartbeatMs);
     this.#loop = this.#run();
   }
@@ -310,13 +313,16 @@ export class RedisConsumer implements Consumer {
     const reply = (await runScript(redis, 'sfClaimReady', [keys.stream, keys.ready], [subscription, name, this.#delivery.free], true)) as [
       Array<[Buffer, Buffer[], number]>,
       Buffer | null,
+      number,
     ];
-    const [claimed, nextDue] = reply;
+    const [claimed, nextDue, dueLeft] = reply;
     claimed.sort((a, b) => compareIds(a[0].toString(), b[0].toString()));
     for (const [id, fields, count] of claimed) this.#take(id.toString(), fields, count);
     await this.#bury();
     const free = this.#delivery.free;
-    if (free === 0 || this.#closed) return;
+    // Due entries left in `ready` (a backlog larger than the room) are claimed before any new
+    // entry is read, even when a receive freed room meanwhile: per-producer order.
+    if (free === 0 || this.#closed || dueLeft === 1) return;
     let block = timings.blockMs;
     if (nextDue) block = Math.max(1, Math.min(block, Number(nextDue.toString()) - Date.now()));
     const args: Array<string | number> = ['GROUP', subscription, name, 'COUNT', free];
@@ -382,7 +388,7 @@ export class RedisConsumer implements Consumer {
           if (renewed !== 1) this.#active = false; // lost it (e.g. Redis was down longer than deadAfterMs)
         }
         if (!this.#active && (await redis.set(keys.lock, name, 'PX', timings.deadAfterMs, 'NX')) === 'OK') {
-          await this.#reap();
+          await this.#reap(true);
           this.#active = true;
           this.#poke();
         }
@@ -400,9 +406,14 @@ export class RedisConsumer implements Consumer {
     }
   }
 
-  async #reap(): Promise<void> {
-    const { redis, keys, subscription } = this.#c;
-    await runScript(redis, 'sfReap', [keys.stream, keys.ready], [subscription, keys.alivePrefix]);
+  /**
+   * Hands dead consumers' pending entries to `ready` (`sfReap`); `tookLock`: this consumer
+   * just took an exclusive or failover lock, so every other consumer's pending entries go,
+   * live or not (an earlier holder's: they must come before what this one reads next).
+   */
+  async #reap(tookLock = false): Promise<void> {
+    const { redis, keys, subscription, name } = this.#c;
+    await runScript(redis, 'sfReap', [keys.stream, keys.ready], tookLock ? [subscription, keys.alivePrefix, name, '1'] : [subscription, keys.alivePrefix]);
   }
 
   async #releaseLock(): Promise<void> {

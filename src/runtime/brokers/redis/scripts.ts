@@ -59,10 +59,12 @@ end
 /** The scripts: name -> { keys, lua }. Argument lists are documented per script. */
 export const scripts = {
   /**
-   * Claims up to `count` due entries from `ready` for `consumer`.
+   * Claims up to `count` due entries from `ready` for `consumer`, the oldest entry ids first.
    * KEYS: stream, ready. ARGV: group, consumer, count.
-   * Returns `[entries, nextDueMs|false]`, entries as `[id, fields, deliveryCount]`; ids no
-   * longer pending (acked meanwhile) or trimmed away are dropped from `ready` silently.
+   * Returns `[entries, nextDueMs|false, dueLeft]`, entries as `[id, fields, deliveryCount]`,
+   * `dueLeft` 1 when due entries were left for a later claim (the caller then reads no new
+   * entries yet: a handed-over backlog comes before them); ids no longer pending (acked
+   * meanwhile) or trimmed away are dropped from `ready` silently.
    */
   sfClaimReady: {
     numberOfKeys: 2,
@@ -70,9 +72,22 @@ export const scripts = {
 local stream, ready = KEYS[1], KEYS[2]
 local group, consumer, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, count)
+local ids = redis.call('ZRANGEBYSCORE', ready, '-inf', now)
+if #ids > count then
+  -- Oldest first: members of one score sort as text, and 'ms-10' < 'ms-9'.
+  local function key(id)
+    local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+    return tonumber(ms), tonumber(seq)
+  end
+  table.sort(ids, function(a, b)
+    local am, as = key(a)
+    local bm, bs = key(b)
+    return am < bm or (am == bm and as < bs)
+  end)
+end
 local out = {}
-for _, id in ipairs(ids) do
+for i = 1, math.min(#ids, count) do
+  local id = ids[i]
   redis.call('ZREM', ready, id)
   local c = redis.call('XCLAIM', stream, group, consumer, 0, id)
   if #c > 0 and type(c[1]) == 'table' and type(c[1][2]) == 'table' then
@@ -81,7 +96,7 @@ for _, id in ipairs(ids) do
   end
 end
 local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-return {out, nxt[2] or false}
+return {out, nxt[2] or false, #ids > count and 1 or 0}
 `,
   },
 
@@ -167,13 +182,20 @@ return n
   /**
    * Housekeeping by any live consumer: consumers whose liveness key (`alivePrefix` + name)
    * expired are dead; their pending entries go to `ready` (as in `sfHandover`), and dead
-   * consumers with nothing pending are deleted from the group.
-   * KEYS: stream, ready. ARGV: group, alivePrefix. Returns `[handedOver, deletedConsumers]`.
+   * consumers with nothing pending are deleted from the group. With `self` and `all` = '1'
+   * (a consumer that just took an exclusive or failover lock) every other consumer's pending
+   * entries go to `ready`, live or not: only the lock holder reads, so they are an earlier
+   * holder's, and they must come before the entries the new holder reads next. A holder
+   * SIGKILLed between refreshing its liveness key and renewing its lock leaves a lock that
+   * expires first; its entries handed over only once its liveness key expired came after
+   * newer ones, and receivers that keep a mark per producer dropped them as applied.
+   * KEYS: stream, ready. ARGV: group, alivePrefix[, self, all]. Returns `[handedOver, deletedConsumers]`.
    */
   sfReap: {
     numberOfKeys: 2,
     lua: `
 local stream, ready, group, prefix = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local self, all = ARGV[3], ARGV[4] == '1'
 local handed, deleted = 0, 0
 local cs = redis.call('XINFO', 'CONSUMERS', stream, group)
 for _, c in ipairs(cs) do
@@ -181,7 +203,8 @@ for _, c in ipairs(cs) do
   for i = 1, #c, 2 do
     if c[i] == 'name' then name = c[i + 1] elseif c[i] == 'pending' then pending = tonumber(c[i + 1]) end
   end
-  if name and redis.call('EXISTS', prefix .. name) == 0 then
+  local dead = name and redis.call('EXISTS', prefix .. name) == 0
+  if name and name ~= self and (dead or (all and pending > 0)) then
     if pending == 0 then
       redis.call('XGROUP', 'DELCONSUMER', stream, group, name)
       deleted = deleted + 1

@@ -23,6 +23,22 @@ export function isShardflowError(err: unknown): err is ShardflowError {
   return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[kShardflowError] === true;
 }
 
+/**
+ * Marks `err` terminal: what failed will not come back by asking again (the topology or
+ * actor system stopped, a partition no owner answered for in time), so retry loops
+ * (`askWithRetry`, the metric coordinator's asks, the query service's reads) throw it at
+ * once. The mark is a property (`terminal: true`) so that it survives a copy of this package.
+ * @returns `err`, marked
+ */
+export function terminalError<E extends Error>(err: E): E & { readonly terminal: true } {
+  return Object.assign(err, { terminal: true as const });
+}
+
+/** Whether `err` was marked by {@link terminalError}: retry loops throw it at once. */
+export function isTerminalError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { terminal?: unknown }).terminal === true;
+}
+
 /** An argument or option is outside its documented domain. */
 export class InvalidArgumentError extends ShardflowError {
   override readonly code: string = 'SF_ERR_INVALID_ARGUMENT';

@@ -132,6 +132,8 @@ export type { BatchMessagesConfig } from './operators/batchMessages.js';
 export {
   ShardflowError,
   isShardflowError,
+  isTerminalError,
+  terminalError,
   InvalidArgumentError,
   UndecodableMessageError,
   DataDirError,

@@ -1,4 +1,4 @@
-import { ActorStoppedError, hostOf, InvalidArgumentError, isShardflowError, type Clock } from '../index.js';
+import { ActorStoppedError, hostOf, InvalidArgumentError, isShardflowError, isTerminalError, type Clock } from '../index.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { siteOf } from '../actors/crawler/site.js';
@@ -468,7 +468,7 @@ export class QueryService {
         return await read(view);
       } catch (err) {
         last = err;
-        if (!isShardflowError(err) || !['SF_ERR_STORE_CLOSED', 'SF_ERR_ACTOR_STOPPED', 'SF_ERR_ASK_TIMEOUT'].includes(err.code) || (err as { terminal?: unknown }).terminal === true) throw err;
+        if (!isShardflowError(err) || !['SF_ERR_STORE_CLOSED', 'SF_ERR_ACTOR_STOPPED', 'SF_ERR_ASK_TIMEOUT'].includes(err.code) || isTerminalError(err)) throw err;
         this.#views.delete(p);
         await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, Math.min(250, 5 * 2 ** attempt)));
       }

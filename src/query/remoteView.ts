@@ -1,4 +1,4 @@
-import { ActorStoppedError, isShardflowError } from '../index.js';
+import { ActorStoppedError, isShardflowError, terminalError } from '../index.js';
 import { WEB_INDEX_STAGE, type PartitionAsker, type WebIndexRequest } from '../topology/clusterProtocol.js';
 import type { PartitionReadMethod, PartitionReads, RawLink } from './partitionView.js';
 
@@ -35,7 +35,7 @@ export function remotePartitionView(client: PartitionAsker, p: number, options: 
       return await client.ask(WEB_INDEX_STAGE, p, { kind: 'read', method, args } satisfies WebIndexRequest, { timeoutMs });
     } catch (err) {
       if (!isShardflowError(err) || err.code !== 'SF_ERR_ASK_TIMEOUT') throw err;
-      throw Object.assign(new ActorStoppedError(`partition ${p} of the web index answered no ${method} read within ${timeoutMs} ms: no worker runs it (unowned, or refused: see \`shardflow cluster status\`)`, { cause: err }), { terminal: true });
+      throw terminalError(new ActorStoppedError(`partition ${p} of the web index answered no ${method} read within ${timeoutMs} ms: no worker runs it (unowned, or refused: see \`shardflow cluster status\`)`, { cause: err }));
     }
   };
   return {

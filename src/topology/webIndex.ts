@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/index.js';
 import { SharedResources } from '../storage/index.js';
-import { ActorStoppedError, ActorSystem, FlowCounters, partitionId, SupervisorStrategy, systemClock, TopicFlowCounters, type ActorRef, type ChaosPolicy, type Clock, type PartitionId } from '../index.js';
+import { ActorStoppedError, ActorSystem, terminalError, FlowCounters, partitionId, SupervisorStrategy, systemClock, TopicFlowCounters, type ActorRef, type ChaosPolicy, type Clock, type PartitionId } from '../index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import { hostPartitioner, type Partitioner } from '../actors/partition/hostPartitioner.js';
 import { aborted, raceStops } from './abortable.js';
@@ -204,7 +204,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   let terminated = false;
   void system.whenTerminated.then(() => (terminated = true));
   /** Thrown once the actor system has stopped: nothing asked of it can succeed any more. */
-  const stopped = () => Object.assign(new ActorStoppedError(`the web index has stopped`), { terminal: true });
+  const stopped = () => terminalError(new ActorStoppedError(`the web index has stopped`));
   const ref = <M, R>(p: number, child: string) => (): ActorRef<M, R> => {
     if (terminated) throw stopped();
     const r = system.lookup<M, R>(`/partitions/p${p}/${child}`);

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import {
   DataDirError,
   isShardflowError,
-  ActorStoppedError, ActorSystem, FlowCounters, InvalidArgumentError, PartitionCheckpointer, partitionId, readStreamFlow, recordOwnerEpoch, restoreStageStoreIfBehind, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
+  ActorStoppedError, ActorSystem, terminalError, FlowCounters, InvalidArgumentError, PartitionCheckpointer, partitionId, readStreamFlow, recordOwnerEpoch, restoreStageStoreIfBehind, spawningSupervisor, stopWhenFenced, SupervisorStrategy, systemClock,
   TopicFlowCounters, startInspectionServer,
   type ActorRef, type ApplicationHost, type ApplicationHostOptions, type Clock, type ClusterApplication, type HostedPartition, type InspectionServer, type PartitionFence,
   type PartitionStopOptions, stageCheckpointKey, type SpawningSupervisorMessage, type StreamFlowReport,
@@ -388,7 +388,7 @@ class WebIndexHostImpl implements WebIndexHost {
   /** The running entry of partition p. @throws ActorStoppedError (terminal) when it does not run here */
   #entry(p: number): Running {
     const entry = this.#running.get(p);
-    if (!entry) throw Object.assign(new ActorStoppedError(`partition ${p} of the web index does not run in this process`), { terminal: true });
+    if (!entry) throw terminalError(new ActorStoppedError(`partition ${p} of the web index does not run in this process`));
     return entry;
   }
 

@@ -1,4 +1,4 @@
-import type { ActorRef, Clock } from '../../index.js';
+import { isTerminalError, type ActorRef, type Clock } from '../../index.js';
 import type { Barrier, MetricMessage, PartitionScores, PushDeferred, PushReport, RedirectLinks, RoundApplied } from './metricActor.js';
 import { budgetThreshold } from './residualHistogram.js';
 
@@ -488,14 +488,14 @@ async function pushRound(ref: MetricRef, message: MetricMessage, clock: Clock): 
 
 /**
  * `ask`, retried while the actor restarts (up to ~30 s): rounds survive partition faults.
- * An error with `terminal: true` (the actor system has stopped) is thrown at once.
+ * An error marked terminal (`terminalError`: the actor system has stopped) is thrown at once.
  */
 export async function askWithRetry<M, R>(ref: () => ActorRef<M, R>, message: M, clock: Clock, attempts = 60): Promise<R> {
   for (let i = 0; ; i++) {
     try {
       return await ref().ask(message, { timeoutMs: 120_000 });
     } catch (err) {
-      if (i >= attempts || (err as { terminal?: unknown }).terminal === true) throw err;
+      if (i >= attempts || isTerminalError(err)) throw err;
       await sleep(clock, Math.min(500, 10 * 2 ** i));
     }
   }

@@ -1,3 +1,4 @@
+import { isTerminalError } from '../../errors.js';
 import type { ActorRef } from '../actor/ref.js';
 import type { Clock } from '../clock.js';
 
@@ -13,7 +14,7 @@ export interface AskRetryOptions {
  * Asks the actor `ref()` names, trying again after a failure (a restart in progress, an
  * injected fault, a timeout) with exponential backoff from 10 ms, doubling, at most 500 ms
  * between tries. `ref` is called for each try, so a restarted actor is looked up again.
- * Errors with `terminal: true` (the topology stopped) are not retried.
+ * Errors marked terminal (`terminalError`: the topology stopped) are not retried.
  * @throws the last try's error after `retries` retries
  */
 export async function askWithRetry<M, R>(ref: () => ActorRef<M, R>, message: M, clock: Clock, options: AskRetryOptions = {}): Promise<R> {
@@ -23,7 +24,7 @@ export async function askWithRetry<M, R>(ref: () => ActorRef<M, R>, message: M, 
     try {
       return await ref().ask(message, { timeoutMs });
     } catch (err) {
-      if (i >= retries || (err as { terminal?: unknown }).terminal === true) throw err;
+      if (i >= retries || isTerminalError(err)) throw err;
       await new Promise<void>((resolve) => clock.setTimeout(resolve, Math.min(500, 10 * 2 ** i)));
     }
   }

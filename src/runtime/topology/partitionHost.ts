@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
+import { ActorStoppedError, InvalidArgumentError, terminalError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorRef } from '../actor/ref.js';
@@ -251,7 +251,7 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']> {
     const ref = () => {
       const entry = this.#running.get(`${stage}/${partition}`);
-      if (!entry) throw Object.assign(new ActorStoppedError(`partition ${partition} of stage ${stage} does not run in this process`), { terminal: true });
+      if (!entry) throw terminalError(new ActorStoppedError(`partition ${partition} of stage ${stage} does not run in this process`));
       return entry.ref;
     };
     return askStageQuery(ref, request, this.system.clock, options) as Promise<S[N]['answer']>;

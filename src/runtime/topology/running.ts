@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ActorStoppedError, JobStalledError } from '../../errors.js';
+import { ActorStoppedError, JobStalledError, terminalError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { ChaosPolicy } from '../actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../actor/logger.js';
@@ -202,11 +202,10 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     return e.cause === undefined ? e.message : `${e.message}; last failure: ${describe(e.cause)}`;
   };
   const stopped = () =>
-    Object.assign(
+    terminalError(
       failure
         ? new ActorStoppedError(`topology ${topology.name} has stopped: a failure escalated past its stage's supervisor: ${describe(failure.error)}`, { cause: failure.error })
         : new ActorStoppedError(`topology ${topology.name} has stopped`),
-      { terminal: true },
     );
   const started = whenStagesStarted(system, topology.stages);
   started.catch(() => undefined); // awaited below, unless supervise throws first

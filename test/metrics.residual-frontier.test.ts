@@ -45,6 +45,13 @@ test('the residual frontier keeps sum |r| and sum x within its error bound throu
   for (let p = 0; p < pages; p++) if (Math.abs(r[p]!) > threshold) assert.ok(candidates.has(p), `page ${p} (|r| ${Math.abs(r[p]!)}) over ${threshold} is listed`);
   assert.ok(candidates.has(7), 'a touched page is listed');
   assert.ok(candidates.size < pages / 4, `${candidates.size} candidates of ${pages}: not every page`);
+  // The threshold's own bucket is filtered: a page under the threshold, not touched, is left out.
+  const under = [...Array(pages).keys()].filter((p) => p !== 7 && Math.abs(r[p]!) <= threshold);
+  assert.ok(under.length > 0);
+  for (const p of under) assert.ok(!candidates.has(p), `page ${p} (|r| ${Math.abs(r[p]!)}) under ${threshold}, not touched, is not listed`);
+  // With the threshold at a page's accounted |r| (less than the rounding margin under it), that page is listed.
+  const at = [...Array(pages).keys()].find((p) => p !== 7 && Math.abs(r[p]!) > 0)!;
+  assert.ok(new Set(frontier.candidates(Math.abs(r[at]!) * (1 + 2 ** -30))).has(at), 'a page within the rounding margin under the threshold is listed');
   assert.deepEqual(frontier.candidates(Infinity), [7], 'Infinity lists the touched pages only');
   frontier.account(7, r[7]!, x[7]!);
   frontier.clearTouched();

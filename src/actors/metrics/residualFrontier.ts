@@ -3,6 +3,12 @@ import { RESIDUAL_BUCKETS, residualBucket } from './residualHistogram.js';
 
 /** Relative rounding error of one float64 addition, doubled for margin (2^-53 is the unit roundoff). */
 const ROUNDING = 2 ** -52;
+/**
+ * Relative margin under the threshold at which `candidates` still lists a member of the
+ * threshold's bucket: 2^-20, about 2^32 times the relative rounding error of the few float64
+ * additions by which a slot's residual may differ from the value accounted for it.
+ */
+const CANDIDATE_MARGIN = 2 ** -20;
 /** Relative size of the sums' error bound past which `remaining` sums the buckets again (then a loss of 6e-8 of the bound at most). */
 const RESUM_ABOVE = 2 ** -24;
 
@@ -16,8 +22,8 @@ const RESUM_ABOVE = 2 ** -24;
  * power-of-two buckets of residualHistogram.ts) and its place in that bucket's member list,
  * and per bucket the sum of |r| of its members. Then:
  * - `candidates(threshold)` lists the slots whose accounted |r| may exceed `threshold`
- *   (every member of the buckets from `residualBucket(threshold)` up; a bucket holds values
- *   within a factor 2, so at most that bucket's members are listed in vain) plus the slots
+ *   (the members of the buckets above `residualBucket(threshold)`, and those of that bucket
+ *   whose accounted |r| is over the threshold less a rounding margin) plus the slots
  *   `touch`ed since they were last accounted (their r moved: contributions folded);
  * - `histogram()`, `remaining()` and `sumX()` are the push report's fields, from the running
  *   sums. The sums are updated by adding and subtracting, so each carries a bound on its
@@ -111,16 +117,30 @@ export class ResidualFrontier {
   }
 
   /**
-   * Slots that may hold |r| > `threshold`: the members of every bucket from
-   * `residualBucket(threshold)` up, and the touched slots (each once). Infinity gives the
-   * touched slots only; the caller checks each slot's residual as it is when pushed.
+   * Slots that may hold |r| > `threshold`: the touched slots (each once), the members of
+   * every bucket above `residualBucket(threshold)`, and the members of that bucket whose
+   * accounted |r| exceeds `threshold` (1 - CANDIDATE_MARGIN). Infinity gives the touched slots
+   * only; the caller checks each slot's residual as it is when pushed.
+   *
+   * The threshold's own bucket is filtered here, in one pass over a typed array, because it
+   * is where the leftover residual of a converged computation sits (the budget threshold
+   * falls among the many small residuals it leaves on every page): listed whole, it made
+   * the push queue and check thousands of pages per partition and round to push a few
+   * hundred (issue 18). A slot not touched since it was accounted holds the same residual
+   * up to the rounding of the additions that moved it since (a push's own transfer, a flush
+   * folding its pending delta into the mirror: the same terms summed in another order), far
+   * under the margin, so the filter drops only slots the push would not push.
    */
   candidates(threshold: number): number[] {
     const out = [...this.#touched];
     if (threshold === Infinity) return out;
     const from = threshold > 0 ? residualBucket(threshold) : 0;
-    for (let b = from; b < RESIDUAL_BUCKETS; b++) {
-      for (const slot of this.#members[b]!) if (this.#touchedFlag[slot] === 0) out.push(slot);
+    const abs = this.#abs;
+    const flag = this.#touchedFlag;
+    const least = threshold * (1 - CANDIDATE_MARGIN);
+    for (const slot of this.#members[from]!) if (flag[slot] === 0 && abs[slot]! > least) out.push(slot);
+    for (let b = from + 1; b < RESIDUAL_BUCKETS; b++) {
+      for (const slot of this.#members[b]!) if (flag[slot] === 0) out.push(slot);
     }
     return out;
   }

@@ -103,6 +103,12 @@ export interface HostIndexTotal {
   readonly hosts: number;
   /** Wall-clock ms of the refresh. */
   readonly at: number;
+  /**
+   * Host records the refresh wrote: every host for a full refresh (a walk of every live
+   * page), only those whose pages' scores moved since the last one for a partial one
+   * (src/actors/metrics/hostIndex.ts, HostIndexMemo). Absent in totals stored before it was counted.
+   */
+  readonly rewritten?: number;
 }
 
 /** Names in the `counters` family. */

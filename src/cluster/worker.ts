@@ -397,7 +397,8 @@ class ClusterWorker implements Worker {
     return o.run(async () => {
       // The unit answers asks through its last checkpoint: its request consumer closes just
       // before its actors stop (beforeStop), or here when the host did not call that.
-      const closeAsks = async () => void (await this.#guard('close ask requests', () => this.#asks.close(o.unit)));
+      let asksClosed: Promise<void> | undefined;
+      const closeAsks = () => (asksClosed ??= this.#guard('close ask requests', () => this.#asks.close(o.unit)).then(() => undefined));
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition, { checkpoint: true, beforeStop: closeAsks }));
       await closeAsks();
       const reason = leaseProblem(o);

@@ -78,8 +78,8 @@ export interface CrawlGap {
   readonly state: FrontierState;
   /**
    * The frontier row's reason, e.g. `robots.txt unreachable (fetch failed: Headers Timeout
-   * Error)`, `not in scope (...)`, `fetch failed: timed out`; the state itself for queued and
-   * requested URLs, which have none.
+   * Error)`, `not in scope (...)`, `fetch failed: timed out`; for rows without one
+   * (queued and requested URLs), {@link UNSTATED_GAP_REASONS}.
    */
   readonly reason: string;
   /** How many URLs. */
@@ -87,6 +87,17 @@ export interface CrawlGap {
   /** Some of them. */
   readonly examples: readonly string[];
 }
+
+/**
+ * The reason a {@link CrawlGap} gives for frontier rows that record none: `queued` (a spent
+ * crawl budget leaves URLs so), `requested` (a crawl request out, no result applied), and a
+ * failed fetch stored without an error text.
+ */
+export const UNSTATED_GAP_REASONS: Readonly<Partial<Record<FrontierState, string>>> = Object.freeze({
+  queued: 'not requested yet',
+  requested: 'requested, no result yet',
+  fetched: 'last fetch failed',
+});
 
 /**
  * Sums the gaps of several partitions by state and reason.
@@ -303,7 +314,7 @@ export class PartitionView {
         const entry = packr.unpack(v) as FrontierEntry;
         const state = entry.state ?? 'requested';
         if (state === 'fetched' && !(entry.failures !== undefined && entry.failures > 0)) return;
-        const reason = entry.reason ?? (state === 'fetched' ? `failed (status ${entry.status ?? 0})` : state);
+        const reason = entry.reason ?? UNSTATED_GAP_REASONS[state] ?? state;
         tally.add(state, reason, 1, [keys[i]!.toString('utf8')]);
       });
     }

@@ -33,6 +33,8 @@ test('404, 500, malformed HTML, an oversized body and invalid URLs each get a st
     assert.match(result.rejectedSeeds[0]!.reason, /does not parse/);
     assert.match(result.rejectedSeeds[1]!.reason, /scheme ftp: is not crawled/);
     assert.ok(result.converge.converged, 'the crawl went on to the metric');
+    // The one URL the crawl left for a retry: the 500 (a 404 is an answer, not a failure).
+    assert.deepEqual(result.gaps.map((g) => [g.state, g.reason, g.urls, g.examples]), [['fetched', 'HTTP 500', 1, [new URL(serverError).href]]]);
 
     const partitioner = hostPartitioner(4);
     const packr = new Packr({ useRecords: false });

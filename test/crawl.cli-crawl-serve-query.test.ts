@@ -36,11 +36,18 @@ test('npx shardflow crawl --seed --map --max-pages, then serve and query page|ba
     assert.equal(summary.pages, 8, 'index and 0..6 (7 is disallowed)');
     assert.equal(summary.frontier.blocked, 1);
     assert.equal(summary.frontier['out-of-scope'], 1);
+    // The URLs the crawl left, with why (docs/crawling.md, "When the crawl ends").
+    assert.deepEqual(summary.gaps.map((g: { state: string; reason: string; urls: number; examples: string[] }) => [g.state, g.reason, g.urls, g.examples]).sort(), [
+      ['blocked', 'disallowed by robots.txt', 1, ['http://site.test/7.html']],
+      ['out-of-scope', 'not in scope (hosts site.test)', 1, ['http://ext.test/']],
+    ]);
     assert.equal(summary.converged, true);
     assert.equal(server.requests.get('http://site.test/7.html'), undefined);
 
     const limited = await run(['crawl', '--seed', 'http://site.test/index.html', '--map', `site.test=127.0.0.1:${port}`, '--delay-ms', '0', '--partitions', '2', '--data-dir', join(dir, 'limited'), '--max-pages', '3', '--json', '--no-rank']);
     assert.equal(JSON.parse(limited.stdout).pages, 3);
+    const spent = (JSON.parse(limited.stdout).gaps as Array<{ state: string; urls: number }>).find((g) => g.state === 'queued');
+    assert.ok(spent && spent.urls > 0, `the URLs the spent budget left queued are listed: ${limited.stdout}`);
 
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 't0k\n', { mode: 0o600 });

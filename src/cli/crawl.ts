@@ -21,6 +21,7 @@ import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 import { crawlOnClusterCli } from './crawlCluster.js';
 import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
 import { writeScoresFile } from './scoresFile.js';
+import { crawlGapsOf, describeCrawlGaps } from '../jobs/crawlGaps.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
@@ -141,6 +142,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
     for (let p = 0; p < options.partitions; p++) {
       for (const [state, n] of Object.entries(await (await index.view(p)).frontierStates())) frontier[state] = (frontier[state] ?? 0) + n;
     }
+    const gaps = await crawlGapsOf(index);
     const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
     const [hosts, top] = await Promise.all([service.topHosts({ limit: 100 }), service.topPages({ limit: 10 })]);
     ok = true;
@@ -152,6 +154,7 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
       outlinks: counts.reduce((a, c) => a + c.outlinks, 0),
       backlinks: counts.reduce((a, c) => a + c.backlinks, 0),
       frontier,
+      gaps,
       hosts: hosts.top,
       top: top.top,
       crawlSeconds,
@@ -396,6 +399,7 @@ function printSummary(dir: string, r: Omit<CrawlSitesResult, 'index'>): void {
   console.log(`scope: ${r.scope}`);
   console.log(`pages stored: ${r.pages}; links: ${r.outlinks}; backlinks: ${r.backlinks}`);
   console.log(`frontier: ${Object.entries(r.frontier).map(([s, n]) => `${s} ${n}`).join(', ')}`);
+  if (r.gaps.length > 0) console.log(`not fetched with an answer (retried later, or never: out of scope):\n${describeCrawlGaps(r.gaps).join('\n')}`);
   console.log(`crawl ${r.crawlSeconds.toFixed(1)} s; metric ${r.rankSeconds.toFixed(1)} s${r.converged === null ? ' (skipped)' : r.converged ? ' (converged)' : ' (NOT converged)'}`);
   console.log('hosts (pages, authority):');
   for (const h of r.hosts.slice(0, 20)) console.log(`  ${h.host}: ${h.pages}, ${h.authority.toFixed(4)}`);

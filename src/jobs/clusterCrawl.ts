@@ -7,6 +7,7 @@ import { sumCounts, type PartitionCounts } from '../actors/metrics/metricActor.j
 import { WEB_INDEX_STAGE, type PartitionAsker } from '../topology/clusterProtocol.js';
 import { QueryService } from '../query/queryService.js';
 import { remotePartitionView } from '../query/remoteView.js';
+import { mergeCrawlGaps, type CrawlGap } from '../query/partitionView.js';
 import { askAllPartitions, convergeOnCluster } from './clusterConverge.js';
 import { waitClusterCrawlQuiet } from './clusterQuiet.js';
 import { aborted, raceStops } from './watchdog.js';
@@ -46,6 +47,8 @@ export interface CrawlSummary {
   readonly backlinks: number;
   /** Frontier entries by state, over all partitions. */
   readonly frontier: Record<string, number>;
+  /** URLs the crawl ended without fetching with an answer, by state and reason, most first (`PartitionView.crawlGaps`). */
+  readonly gaps: CrawlGap[];
   /** Live pages per host, most first (up to 100). */
   readonly hosts: Array<{ host: string; pages: number; authority: number }>;
   /** The ten best pages. */
@@ -142,10 +145,11 @@ export async function crawlOnCluster(options: ClusterCrawlOptions): Promise<Clus
     const frontier: Record<string, number> = {};
     const states = (await askAllPartitions(options.client, options.partitions, { kind: 'read', method: 'frontierStates', args: [] })) as Array<Record<string, number>>;
     for (const s of states) for (const [state, n] of Object.entries(s)) frontier[state] = (frontier[state] ?? 0) + n;
+    const gaps = mergeCrawlGaps((await askAllPartitions(options.client, options.partitions, { kind: 'read', method: 'crawlGaps', args: [] })) as CrawlGap[][]);
     const service = new QueryService({ partitioner, view: async (p) => remotePartitionView(options.client, p), clock });
     const [hosts, top] = await Promise.all([service.topHosts({ limit: 100 }), service.topPages({ limit: 10 })]);
     return {
-      seeds, refused, pages: metric.pages, outlinks: metric.outlinks, backlinks: metric.backlinks, frontier, hosts: hosts.top, top: top.top,
+      seeds, refused, pages: metric.pages, outlinks: metric.outlinks, backlinks: metric.backlinks, frontier, gaps, hosts: hosts.top, top: top.top,
       scores: metric.scores, converge: metric.converge, crawlSeconds, convergeSeconds: metric.convergeSeconds,
     };
   };

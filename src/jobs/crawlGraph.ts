@@ -10,6 +10,8 @@ import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from './watchdog.js';
 import { ReplayServer, type ReplayOverride } from '../replay/replayServer.js';
 import type { WebGraph } from '../replay/graphFile.js';
+import { crawlGapsOf } from './crawlGaps.js';
+import type { CrawlGap } from '../query/partitionView.js';
 
 /** Options of `crawlGraph`. */
 export interface CrawlGraphOptions extends JobLifecycleOptions {
@@ -48,6 +50,14 @@ export interface CrawlGraphResult {
   /** Supervision tree at the end, as text. */
   readonly tree: string;
   readonly served: ReadonlyMap<number, number>;
+  /**
+   * Frontier URLs the crawl ended without fetching with an answer, by state and reason
+   * (`PartitionView.crawlGaps`): e.g. `blocked` by a robots.txt that did not answer in time,
+   * or `fetched` with a failed last fetch (the page is stored with the error, without
+   * links). Empty when every page of the graph was fetched with an answer; the crawl is
+   * quiet with such URLs because their retry is scheduled later, not awaited.
+   */
+  readonly gaps: CrawlGap[];
 }
 
 /**
@@ -118,9 +128,11 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       const convergeSeconds = (performance.now() - t1) / 1000;
       const scores = await index.scores();
       const counts = await index.counts();
-      return { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds };
+      const gaps = await crawlGapsOf(index);
+      if (gaps.length > 0) options.log.warn({ gaps }, 'the crawl ended with URLs not fetched: their retry is scheduled later');
+      return { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds, gaps };
     };
-    const { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds } = await raceStops(run(), watchdog.failed, stop);
+    const { scores, counts, result, crawlSeconds, convergeSeconds, rejectedSeeds, gaps } = await raceStops(run(), watchdog.failed, stop);
     return {
       scores,
       converge: result,
@@ -131,6 +143,7 @@ export async function crawlGraph(options: CrawlGraphOptions): Promise<CrawlGraph
       rejectedSeeds,
       tree: index.system.renderTree(),
       served: server.served,
+      gaps,
     };
   } finally {
     watchdog.stop();

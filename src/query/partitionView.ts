@@ -3,7 +3,7 @@ import type { Store } from '../storage/index.js';
 import { decodeFloat64s, hostOf, StoreClosedError, type PartitionId } from '../index.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
-import { ColumnFamilies, linkPrefix, type FrontierEntry, type PageRecord } from '../actors/partition/schema.js';
+import { ColumnFamilies, linkPrefix, type FrontierEntry, type FrontierState, type PageRecord } from '../actors/partition/schema.js';
 import { TopK } from './topK.js';
 import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
@@ -72,13 +72,70 @@ export interface HostPages {
   readonly top: RawScore[];
 }
 
+/** URLs of one frontier state and reason that a crawl has not fetched with an answer ({@link PartitionView.crawlGaps}). */
+export interface CrawlGap {
+  /** `blocked`, `out-of-scope`, `queued`, `requested`, or `fetched` (the last fetch failed). */
+  readonly state: FrontierState;
+  /**
+   * The frontier row's reason, e.g. `robots.txt unreachable (fetch failed: Headers Timeout
+   * Error)`, `not in scope (...)`, `fetch failed: timed out`; for rows without one
+   * (queued and requested URLs), {@link UNSTATED_GAP_REASONS}.
+   */
+  readonly reason: string;
+  /** How many URLs. */
+  readonly urls: number;
+  /** Some of them. */
+  readonly examples: readonly string[];
+}
+
+/**
+ * The reason a {@link CrawlGap} gives for frontier rows that record none: `queued` (a spent
+ * crawl budget leaves URLs so), `requested` (a crawl request out, no result applied), and a
+ * failed fetch stored without an error text.
+ */
+export const UNSTATED_GAP_REASONS: Readonly<Partial<Record<FrontierState, string>>> = Object.freeze({
+  queued: 'not requested yet',
+  requested: 'requested, no result yet',
+  fetched: 'last fetch failed',
+});
+
+/**
+ * Sums the gaps of several partitions by state and reason.
+ * @param examples most URLs kept per group
+ * @returns the groups, most URLs first (then by state and reason)
+ */
+export function mergeCrawlGaps(lists: ReadonlyArray<readonly CrawlGap[]>, examples = 3): CrawlGap[] {
+  const tally = new GapTally(examples);
+  for (const list of lists) for (const g of list) tally.add(g.state, g.reason, g.urls, g.examples);
+  return tally.list();
+}
+
+/** Counts URLs per (state, reason), keeping the first `examples` of each. */
+class GapTally {
+  readonly #groups = new Map<string, { state: FrontierState; reason: string; urls: number; examples: string[] }>();
+  constructor(readonly examples: number) {}
+
+  add(state: FrontierState, reason: string, urls: number, examples: readonly string[]): void {
+    const key = `${state}\u0000${reason}`;
+    let g = this.#groups.get(key);
+    if (!g) this.#groups.set(key, (g = { state, reason, urls: 0, examples: [] }));
+    g.urls += urls;
+    for (const url of examples) if (g.examples.length < this.examples) g.examples.push(url);
+  }
+
+  /** The groups, most URLs first (then by state and reason). */
+  list(): CrawlGap[] {
+    return [...this.#groups.values()].sort((a, b) => b.urls - a.urls || a.state.localeCompare(b.state) || a.reason.localeCompare(b.reason));
+  }
+}
+
 const packr = new Packr({ useRecords: false });
 
 /** The reads the query API makes of a partition: a {@link PartitionView}, or one asked through a cluster (`remotePartitionView`). */
-export type PartitionReads = Pick<PartitionView, 'closed' | 'page' | 'outlinks' | 'backlinks' | 'rawScores' | 'hostPages' | 'summary' | 'frontierStates' | 'hostIndex'>;
+export type PartitionReads = Pick<PartitionView, 'closed' | 'page' | 'outlinks' | 'backlinks' | 'rawScores' | 'hostPages' | 'summary' | 'frontierStates' | 'crawlGaps' | 'hostIndex'>;
 
 /** Names of the {@link PartitionReads} methods a cluster client may ask a partition's owner to run. */
-export const PARTITION_READS = ['page', 'outlinks', 'backlinks', 'rawScores', 'hostPages', 'summary', 'frontierStates', 'hostIndex'] as const;
+export const PARTITION_READS = ['page', 'outlinks', 'backlinks', 'rawScores', 'hostPages', 'summary', 'frontierStates', 'crawlGaps', 'hostIndex'] as const;
 
 /** One of {@link PARTITION_READS}. */
 export type PartitionReadMethod = (typeof PARTITION_READS)[number];
@@ -237,6 +294,31 @@ export class PartitionView {
       }
     }
     return out;
+  }
+
+  /**
+   * The frontier URLs a crawl has not fetched with an answer, grouped by state and reason:
+   * `blocked` (robots.txt disallows them, or was unreachable: RFC 9309 section 2.3.1.4),
+   * `out-of-scope`, `queued` and `requested` (not fetched yet), and `fetched` ones whose last
+   * fetch failed (no answer, 429 or 5xx; a retry is scheduled). A crawl that ends quiet with
+   * such URLs has left them for later; this says which and why.
+   * @param examples most URLs listed per group (in key order)
+   * @returns the groups, most URLs first
+   * @throws StoreClosedError once the view is closed
+   */
+  async crawlGaps(examples = 3): Promise<CrawlGap[]> {
+    this.#check();
+    const tally = new GapTally(examples);
+    for await (const { keys, values } of this.store.chunks(ColumnFamilies.frontier, { chunkSize: 4096 })) {
+      values.forEach((v, i) => {
+        const entry = packr.unpack(v) as FrontierEntry;
+        const state = entry.state ?? 'requested';
+        if (state === 'fetched' && !(entry.failures !== undefined && entry.failures > 0)) return;
+        const reason = entry.reason ?? UNSTATED_GAP_REASONS[state] ?? state;
+        tally.add(state, reason, 1, [keys[i]!.toString('utf8')]);
+      });
+    }
+    return tally.list();
   }
 
   /** Calls `visit` for each live page (optionally under `prefix`) with its x + r (src/actors/partition/livePages.ts). */

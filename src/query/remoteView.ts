@@ -47,6 +47,7 @@ export function remotePartitionView(client: PartitionAsker, p: number, options: 
     hostPages: (host, limit) => read('hostPages', host, limit),
     summary: (limit, hostLimit) => read('summary', limit, ...(hostLimit !== undefined ? [hostLimit] : [])),
     frontierStates: () => read('frontierStates'),
+    crawlGaps: (examples) => read('crawlGaps', ...(examples !== undefined ? [examples] : [])),
     hostIndex: () => read('hostIndex'),
   };
 }

@@ -124,8 +124,8 @@ const SCAN_CHUNK = 1024;
  *   `out-of-scope` (host not allowed) or nothing (dropped host);
  * - dispatch: for each host with queued URLs, fewer than `maxInFlightPerHost` requests out
  *   and its politeness delay over, the highest-priority URL is checked against the
- *   origin's robots.txt (fetched once a day through the crawler's fetcher, cached in
- *   `robots`): allowed ones are marked `requested` and sent in `crawl-requests/<p>` through
+ *   origin's robots.txt (fetched once a day through the crawler's fetcher, at most
+ *   `maxRobotsFetches` at once, cached in `robots`): allowed ones are marked `requested` and sent in `crawl-requests/<p>` through
  *   the outbox (frontier rows and outbox rows in one write batch); disallowed ones become
  *   `blocked` until the robots.txt is fetched again;
  * - feedback: the policy also consumes `fetches/<p>` (its own subscription, with applied
@@ -489,6 +489,8 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
   /**
    * The rules of `origin` when known and fresh; otherwise starts (or waits for) a fetch of
    * its robots.txt and returns undefined. A cached record in `robots` is used while fresh.
+   * At most `maxRobotsFetches` fetches are in flight; another origin waits (undefined) until
+   * one ends.
    */
   async function robotsFor(state: CrawlPolicyState, ctx: ActorContext<CrawlPolicyMessage>, origin: string, now: number): Promise<CachedRobots | undefined> {
     if (!o.robots) return { rules: { allows: () => true, crawlDelayMs: 0 }, expiresAt: Infinity };
@@ -502,6 +504,8 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         if (c.expiresAt > now) return c;
       }
     }
+    // At the bound, the origin waits: the end of a fetch in flight dispatches again.
+    if (state.robotsFetching.size >= o.maxRobotsFetches) return undefined;
     state.robotsFetching.add(origin);
     const fetcher = o.robots;
     const settle = (fetch: RobotsFetch) => {

@@ -386,6 +386,39 @@ for (const impl of [directory, s3]) {
       await store.close();
     });
 
+    it('a put after another writer put and collected the key stores again the files that writer removed (a listing is trusted only while the key\'s latest checkpoint is this process\'s)', async () => {
+      const key = newKey();
+      const store = await Store.open({ path: fresh('db'), columnFamilies });
+      await writePages(store, 0, 300, 'a');
+      const first = await checkpoints.put(key, store, 1);
+      const ssts = first.manifest.files.filter((f) => f.name.endsWith('.sst'));
+      assert.ok(ssts.length > 0);
+      // Another owner (another process: its own store object) puts a store of other content and keeps only its checkpoint.
+      const { url, env } = impl.location(checkpoints);
+      const other = openCheckpointStore(url, { env });
+      const theirs = await Store.open({ path: fresh('db'), columnFamilies });
+      await writePages(theirs, 0, 300, 'b');
+      await other.put(key, theirs, 2);
+      assert.deepEqual((await other.collect(key, 1)).removed, [1]);
+      await other.close();
+      await theirs.close();
+      // This process's earlier listing holds files the other's collect removed: the put lists again and stores them.
+      const again = await checkpoints.put(key, store, 3);
+      const stored = new Set(again.manifest.files.filter((f) => f.name.endsWith('.sst')).map((f) => f.sha256));
+      for (const f of ssts) assert.ok(stored.has(f.sha256), `${f.name} is in the new checkpoint`);
+      assert.ok(again.uploadedFiles >= ssts.length, `the SST files the collect removed are stored again (${again.uploadedFiles} files stored)`);
+      const expected = await contents(store);
+      await withRestored(checkpoints, key, 3, async (copy) => assert.deepEqual(await contents(copy), expected));
+      // A put right after, with no other writer: the earlier SST files are not stored again.
+      await writePages(store, 300, 10, 'a');
+      const next = await checkpoints.put(key, store, 4);
+      const kept = next.manifest.files.filter((f) => f.name.endsWith('.sst') && stored.has(f.sha256)).length;
+      assert.ok(kept > 0, 'the earlier SST files are in the next checkpoint');
+      assert.ok(next.uploadedFiles <= next.files - kept, `the earlier SST files are not stored again (${next.uploadedFiles} of ${next.files} stored, ${kept} earlier SSTs)`);
+      await withRestored(checkpoints, key, 4, async (copy) => assert.deepEqual(await contents(copy), await contents(store)));
+      await store.close();
+    });
+
     it('put of a checkpoint directory made by Store.checkpoint leaves it in place; restore refuses an existing directory', async () => {
       const key = newKey();
       const store = await Store.open({ path: fresh('db'), columnFamilies });

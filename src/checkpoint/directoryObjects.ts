@@ -10,7 +10,7 @@
  * younger than an hour (a write in progress) and list older ones (left by a crash) like
  * any object, so that `collect`, which deletes what no manifest uses, removes them.
  */
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -41,15 +41,18 @@ export class DirectoryObjects implements CheckpointObjects {
   /** The latest `sync()`'s folder syncs (and, through it, every earlier one's). */
   #syncing: Promise<void> = Promise.resolve();
 
-  /** Writes `name` through a temporary file (fsynced, renamed); returns the folder to sync. */
-  async #commit(name: string, write: (tmp: string) => Promise<void>): Promise<string> {
+  /**
+   * Writes `name` through a temporary file (fsynced, renamed); returns the folder to sync.
+   * @param write writes the temporary file; when it returns its still open handle, that one
+   *   is synced and closed (else the file is opened again for the sync)
+   */
+  async #commit(name: string, write: (tmp: string) => Promise<FileHandle | void>): Promise<string> {
     const final = this.#path(name);
     const dir = path.dirname(final);
     await mkdir(dir, { recursive: true });
     const tmp = `${final}${TMP_MARK}${randomBytes(6).toString('hex')}`;
     try {
-      await write(tmp);
-      const fh = await open(tmp, 'r+');
+      const fh = (await write(tmp)) ?? (await open(tmp, 'r+'));
       try {
         await fh.sync();
       } finally {
@@ -82,9 +85,11 @@ export class DirectoryObjects implements CheckpointObjects {
       const fh = await open(tmp, 'wx');
       try {
         await fh.writeFile(bytes);
-      } finally {
+      } catch (err) {
         await fh.close();
+        throw err;
       }
+      return fh; // synced and closed by #commit
     });
     await syncDir(dir);
   }

@@ -49,6 +49,17 @@ const HASH_CACHE_LIMIT = 100_000;
 const IMMUTABLE_FILE = /^\d+\.(sst|blob)$/;
 
 /**
+ * What the key's stored files are, as this process last listed or wrote them: valid while the
+ * key's latest manifest is `latest` (this process's last put, or the one seen at the listing),
+ * since only the key's owner puts and collects (`CheckpointStore`, "one writer per key").
+ */
+interface StoredListing {
+  readonly latest: number | undefined;
+  /** Object name (`<key>/files/<sha256>`) to bytes. */
+  readonly files: Map<string, number>;
+}
+
+/**
  * Removes the staging folders (`<prefix><pid>-...`) that processes no longer running left
  * behind (killed mid-put): they hold hard links to SST files the store has since deleted,
  * whose disk space would otherwise never come back.
@@ -84,6 +95,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   readonly #hashes = new Map<string, string>();
   /** Puts that stored at least one file, for the manifest-hold test hook. */
   #storingPuts = 0;
+  /**
+   * Per key, its stored files as of its latest manifest (StoredListing), so that a put lists
+   * them only when another writer put since (an owner that changed): a listing of a directory
+   * store is a readdir and a stat per stored file, on the libuv pool every put shares.
+   */
+  readonly #listings = new Map<string, StoredListing>();
+  /**
+   * Per open `Store`, the name, size and SHA-256 of the immutable files (SST, blob) of its
+   * earlier local checkpoints: RocksDB never gives two files of one open database the same
+   * number, so a name seen before in a checkpoint of the same `Store` object is the same file
+   * (a hard link to it), and needs neither a stat nor a hash again.
+   */
+  readonly #immutableByStore = new WeakMap<Store, Map<string, CheckpointFile>>();
 
   /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
   constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
@@ -127,12 +151,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       throw new InvalidArgumentError(`checkpoint ${key}@${sequence}: the sequence number must be above the latest checkpoint's (${last}) in ${this.url}`);
     }
     const t0 = performance.now();
-    // The key's stored files, listed while the local checkpoint is made and described (only
-    // this put, under the key's lock, adds to them meanwhile).
-    const listing = this.objects.list(filesPrefix(key));
+    // The key's stored files: this process's listing when no other writer put since, else
+    // listed while the local checkpoint is made and described (only this put, under the
+    // key's lock, adds to them meanwhile). Forgotten until the manifest is stored, so that a
+    // put that fails part way lists again next time.
+    const known = this.#listings.get(key);
+    this.#listings.delete(key);
+    const listing = known && known.latest === last
+      ? Promise.resolve(known.files)
+      : this.objects.list(filesPrefix(key)).then((listed) => new Map(listed.map((o) => [o.name, o.bytes])));
     listing.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     let dir: string;
     let staged: string | undefined;
+    let immutable: Map<string, CheckpointFile> | undefined;
     if (source instanceof Store) {
       const stagingDir = options.stagingDir ?? path.dirname(source.path);
       const prefix = `.checkpoint-${path.basename(source.path)}-`;
@@ -141,14 +172,16 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       await removeDeadStaging(stagingDir, prefix);
       await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
       dir = staged;
+      immutable = this.#immutableByStore.get(source);
+      if (!immutable) this.#immutableByStore.set(source, (immutable = new Map()));
     } else {
       dir = source.directory;
     }
     try {
       const checkpointSeconds = staged ? (performance.now() - t0) / 1000 : 0;
       const t1 = performance.now();
-      const files = await this.#describe(dir);
-      const stored = new Map((await listing).map((o) => [o.name, o.bytes]));
+      const files = await this.#describe(dir, immutable);
+      const stored = await listing;
       const toUpload = new Map<string, CheckpointFile>();
       for (const f of files) {
         const name = fileObjectName(key, f.sha256);
@@ -181,6 +214,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       };
       // Last: the checkpoint exists from here on.
       await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
+      for (const [name, f] of toUpload) stored.set(name, f.bytes);
+      this.#listings.set(key, { latest: sequence, files: stored });
       return {
         manifest,
         files: files.length,
@@ -195,8 +230,12 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     }
   }
 
-  /** Name, size and SHA-256 of every file of a checkpoint directory, by name. */
-  async #describe(dir: string): Promise<CheckpointFile[]> {
+  /**
+   * Name, size and SHA-256 of every file of a checkpoint directory, by name.
+   * @param immutable the immutable files of earlier local checkpoints of the same open store
+   *   (`#immutableByStore`): used instead of a stat and a hash, and added to
+   */
+  async #describe(dir: string, immutable?: Map<string, CheckpointFile>): Promise<CheckpointFile[]> {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -212,7 +251,14 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const out: CheckpointFile[] = new Array(names.length);
     // Stats and hashes of several files at once: one at a time, a put of a store of 60 files
     // spent tens of ms waiting on the libuv pool for them under load.
+    const seen = new Set<string>();
     await forEachLimit(names, DESCRIBE_CONCURRENCY, async (name, i) => {
+      const known = immutable?.get(name);
+      if (known) {
+        out[i] = known;
+        seen.add(name);
+        return;
+      }
       const p = path.join(dir, name);
       const st = await stat(p, { bigint: true });
       const cacheKey = IMMUTABLE_FILE.test(name) ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}` : undefined;
@@ -227,7 +273,13 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         }
       }
       out[i] = { name, bytes: Number(st.size), sha256 };
+      if (immutable && IMMUTABLE_FILE.test(name)) {
+        immutable.set(name, out[i]!);
+        seen.add(name);
+      }
     });
+    // Files gone from the store (compacted away) are not asked for again.
+    if (immutable) for (const name of immutable.keys()) if (!seen.has(name)) immutable.delete(name);
     return out;
   }
 
@@ -294,9 +346,14 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         for (const f of m?.files ?? []) used.add(fileObjectName(key, f.sha256));
       }
       // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
+      const known = this.#listings.get(key);
+      this.#listings.delete(key);
       await this.objects.delete(removed.slice().reverse().map((s) => manifestName(key, s)));
-      const unused = (await this.objects.list(filesPrefix(key))).filter((o) => !used.has(o.name));
+      const listed = await this.objects.list(filesPrefix(key));
+      const unused = listed.filter((o) => !used.has(o.name));
       await this.objects.delete(unused.map((o) => o.name));
+      // What is stored now: the listing less what was removed (the latest manifest is as before).
+      if (known && known.latest === seqs[0]) this.#listings.set(key, { latest: known.latest, files: new Map(listed.filter((o) => used.has(o.name)).map((o) => [o.name, o.bytes])) });
       return {
         kept,
         removed,
@@ -309,6 +366,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   async remove(key: string): Promise<number> {
     checkKey(key);
     return this.#lock(key).runExclusive(async () => {
+      this.#listings.delete(key);
       const seqs = await this.list(key);
       // Newest first: a reader meanwhile still sees an older checkpoint whole, never a newer one.
       for (const s of seqs.slice().reverse()) await this.objects.delete([manifestName(key, s)]);

@@ -211,6 +211,13 @@ type MetricState = SubscribedState & {
 const packr = new Packr({ useRecords: false });
 /** Unacked bound of the metric actor's consumer of `metrics/<p>`. */
 const METRICS_RECEIVER_QUEUE = 256;
+/**
+ * How the metric actor's acks wait for checkpoints: no idle checkpoint after a fold's commit
+ * (PartitionCheckpointer.hold). Nobody waits for these acks: a round's barrier counts folds,
+ * not acks, and the next push's checkpoint (one per round) releases them, or half the bound,
+ * or the interval, or the coordinator's last (`durable`) barrier.
+ */
+const METRICS_HOLD = { idle: false } as const;
 /** Folded messages that force a commit (half the consumer's unacked bound of 256). */
 const MAX_PENDING_MESSAGES = 128;
 /**
@@ -702,7 +709,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         // producer incarnation: dead-lettered with the reason, its mark left as it is
         // (with checkpoints, both wait for one: the mark that skips it may not be in one yet)
         const settle = () => (verdict.kind === 'applied' ? consumer.ack(m) : consumer.deadLetter(m, verdict.reason));
-        if (env.checkpoints) env.checkpoints.hold(consumer, 1, settle, METRICS_RECEIVER_QUEUE);
+        if (env.checkpoints) env.checkpoints.hold(consumer, 1, settle, METRICS_RECEIVER_QUEUE, METRICS_HOLD);
         else await settle();
         env.counters.onSettled(Namespaces.metrics, messageKey(m));
         continue;
@@ -789,7 +796,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         else await consumer.ack(message);
       }
     };
-    if (env.checkpoints) env.checkpoints.hold(consumer, settle.length, run, METRICS_RECEIVER_QUEUE);
+    if (env.checkpoints) env.checkpoints.hold(consumer, settle.length, run, METRICS_RECEIVER_QUEUE, METRICS_HOLD);
     else await run();
   }
 }

@@ -523,12 +523,22 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const owed = cache.takeCopyOwed();
     if (mirror) {
       // The pages this push changed (each once in `deltas.slots`), then those whose outlinks
-      // changed (`owed`, possibly repeated) that it did not change.
-      const checked = new Set<number>();
-      const owedNotChanged = owed.filter((slot) => !deltas.has(slot) && next.has(slot) && !checked.has(slot) && checked.add(slot));
-      for (const slot of [deltas.slots, owedNotChanged].flat()) {
+      // changed (`owed`, possibly repeated) that it did not change; no array of both (it
+      // was 66 MB of a 60,000-page converge's allocations).
+      const dueX = (slot: number) => {
         const x = (next.has(slot) ? next.x(slot) : 0) + deltas.dx(slot);
-        if (copies.due(slot, x)) copies.send(slot, x, cache.slotAdjacency(slot) ?? (await adjacencyNow(slot)));
+        return copies.due(slot, x) ? x : undefined;
+      };
+      for (const slot of deltas.slots) {
+        const x = dueX(slot);
+        if (x !== undefined) copies.send(slot, x, cache.slotAdjacency(slot) ?? (await adjacencyNow(slot)));
+      }
+      const checked = new Set<number>();
+      for (const slot of owed) {
+        if (deltas.has(slot) || !next.has(slot) || checked.has(slot)) continue;
+        checked.add(slot);
+        const x = dueX(slot);
+        if (x !== undefined) copies.send(slot, x, cache.slotAdjacency(slot) ?? (await adjacencyNow(slot)));
       }
     } else {
       for (const slot of next.slots) {

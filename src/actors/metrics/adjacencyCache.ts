@@ -14,9 +14,15 @@ export interface Adjacency {
    * passes r w_pq on, not d r w_pq.
    */
   readonly undamped: boolean;
+  /**
+   * Per target, in the order of `targets`: its page's slot when the target is on the cache's
+   * own partition, else -1 (`AdjacencyCache.localSlots`); set by the first push of the page,
+   * so that a push adds a local share with array reads instead of lookups per link.
+   */
+  local?: Int32Array;
 }
 
-const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: new Float64Array(0), undamped: false });
+const EMPTY: Adjacency = Object.freeze({ targets: new Int32Array(0), weights: new Float64Array(0), undamped: false, local: new Int32Array(0) });
 
 /**
  * A read cache of one partition's `outlinks` column family, in compact form (about 12
@@ -109,7 +115,7 @@ export class AdjacencyCache {
         ids[i] = this.idOf(targets[i]!);
         weights[i] = total > 0 ? rawWeights[i]! / total : 0;
       }
-      adj = { targets: ids, weights, undamped: undamped && targets.length === 1 };
+      adj = { targets: ids, weights, undamped: undamped && targets.length === 1, local: undefined };
     }
     const slot = this.slotOf(url);
     this.#slots[slot] = adj;
@@ -309,6 +315,19 @@ export class AdjacencyCache {
     const slot = this.slotOfKey(keys.bytes, keys.start(id), keys.end(id));
     this.#localSlot[id] = slot + 1;
     return slot;
+  }
+
+  /**
+   * The slot of each of `targets` that partition `own` holds (see `localSlot`), -1 for a
+   * target on another partition: `Adjacency.local`.
+   */
+  localSlots(targets: Int32Array, own: number): Int32Array {
+    const out = new Int32Array(targets.length);
+    for (let i = 0; i < targets.length; i++) {
+      const id = targets[i]!;
+      out[i] = this.#partitionOf[id] === own ? this.localSlot(id) : -1;
+    }
+    return out;
   }
 
   /** Partition owning a target id. */

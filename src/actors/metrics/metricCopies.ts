@@ -54,7 +54,9 @@ class PackedCopies {
  */
 export class MetricCopies {
   readonly #per: PackedCopies[];
-  readonly #sent: Array<[slot: number, x: number]> = [];
+  /** The pages whose copy this push sends, and the x sent (two arrays: no pair object per page). */
+  readonly #sentSlots: number[] = [];
+  readonly #sentX: number[] = [];
   /** Pages whose copy this push sends to another partition. */
   pages = 0;
   /** Backlinks on other partitions that get a copy (entries in messages). */
@@ -89,7 +91,8 @@ export class MetricCopies {
       this.links += remote;
       this.pages++;
     }
-    this.#sent.push([slot, x]);
+    this.#sentSlots.push(slot);
+    this.#sentX.push(x);
   }
 
   /**
@@ -128,7 +131,7 @@ export class MetricCopies {
 
   /** Records the copies sent in the cache; call once the batch given to `write` committed. */
   commit(): void {
-    for (const [slot, x] of this.#sent) this.cache.setCopySent(slot, x);
+    for (let i = 0; i < this.#sentSlots.length; i++) this.cache.setCopySent(this.#sentSlots[i]!, this.#sentX[i]!);
   }
 }
 

@@ -105,6 +105,62 @@ describe('fetches/<p> and links/<q> codecs (features table on the wire)', () => 
     assert.equal(first!.features, last!.features);
   });
 
+  it('write the URL columns joined by 0x00, and arrays when a URL holds one (both round-trip)', async () => {
+    const { fetchCodec, linkOpCodec } = await import('../src/actors/messages.js');
+    const fetches = (target: string) => ({ type: 'fetches' as const, results: [
+      { url: 'http://a/', status: 200, fetchedAt: 1, outlinks: [{ target, features: body }, { target: 'http://b/', features: nav }] },
+      { url: 'http://c/', status: 200, fetchedAt: 2, outlinks: [] },
+      { url: 'http://d/', status: 0, fetchedAt: 3, error: 'refused' },
+      { url: 'http://e/', status: 200, fetchedAt: 4, outlinks: [{ target: '', features: body }] },
+    ] });
+    const ops = (target: string) => ({ type: 'links' as const, ops: [
+      { op: 'add' as const, source: 'http://a/', target, features: body },
+      { op: 'remove' as const, source: 'http://a/', target: 'http://x/' },
+      { op: 'update' as const, source: 'http://e/', target: 'http://b/', features: nav },
+    ] });
+    for (const [target, form] of [['http://a/1', 'joined'], ['http://a/\u0000z', 'arrays']] as const) {
+      const f = packr.unpack(fetchCodec.encode(fetches(target))) as Record<string, unknown>;
+      assert.equal(typeof f.targetsJoined === 'string', form === 'joined', `fetches in the ${form} form`);
+      assert.deepEqual(fetchCodec.decode(fetchCodec.encode(fetches(target))), fetches(target));
+      const l = packr.unpack(linkOpCodec.encode(ops(target))) as Record<string, unknown>;
+      assert.equal(typeof l.targetsJoined === 'string', form === 'joined', `links in the ${form} form`);
+      assert.deepEqual(linkOpCodec.decode(linkOpCodec.encode(ops(target))), ops(target));
+    }
+    assert.deepEqual(linkOpCodec.decode(linkOpCodec.encode({ type: 'links', ops: [] })), { type: 'links', ops: [] });
+    assert.deepEqual(fetchCodec.decode(fetchCodec.encode({ type: 'fetches', results: [] })), { type: 'fetches', results: [] });
+  });
+
+  it('refuse joined columns that disagree with their counts (UndecodableMessageError)', async () => {
+    const { fetchCodec, linkOpCodec } = await import('../src/actors/messages.js');
+    const u32 = (...v: number[]) => Buffer.from(Uint32Array.from(v).buffer);
+    const i32 = (...v: number[]) => Buffer.from(Int32Array.from(v).buffer);
+    const links = (v: object) => packr.pack({ type: 'links', kindBytes: Uint8Array.of(0, 2), sourcesJoined: 'http://a/', sourceRuns: u32(2), targetsJoined: 'http://b/\u0000http://c/', features: [body], featureOfBytes: i32(0, -1), ...v });
+    assert.deepEqual(linkOpCodec.decode(links({})).ops, [{ op: 'add', source: 'http://a/', target: 'http://b/', features: body }, { op: 'remove', source: 'http://a/', target: 'http://c/' }]);
+    for (const [what, bytes] of [
+      ['one target too few', links({ targetsJoined: 'http://b/' })],
+      ['runs that sum past the operations', links({ sourceRuns: u32(3) })],
+      ['runs that sum short of them', links({ sourceRuns: u32(1) })],
+      ['more runs than sources', links({ sourceRuns: u32(1, 1) })],
+      ['an unknown kind', links({ kindBytes: Uint8Array.of(0, 9) })],
+      ['a feature index out of range', links({ featureOfBytes: i32(4, -1) })],
+      ['feature indexes of another length', links({ featureOfBytes: i32(0) })],
+      ['a column not of whole values', links({ sourceRuns: Uint8Array.of(2, 0, 0) })],
+    ] as const) {
+      assert.throws(() => linkOpCodec.decode(bytes), UndecodableMessageError, what);
+    }
+    const fetches = (v: object, r: object = {}) => packr.pack({ type: 'fetches', features: [body], targetsJoined: 'http://b/\u0000http://c/', featureOfBytes: u32(0, 0), results: [{ url: 'http://a/', status: 200, fetchedAt: 1, outlinkCount: 2, ...r }], ...v });
+    assert.equal(fetchCodec.decode(fetches({})).results[0]!.outlinks!.length, 2);
+    for (const [what, bytes] of [
+      ['a count above the targets', fetches({}, { outlinkCount: 3 })],
+      ['a count that is not one', fetches({}, { outlinkCount: -1 })],
+      ['indexes of another length', fetches({ featureOfBytes: u32(0) })],
+      ['an index out of range', fetches({ featureOfBytes: u32(0, 5) })],
+      ['targets without indexes', fetches({ featureOfBytes: undefined })],
+    ] as const) {
+      assert.throws(() => fetchCodec.decode(bytes), UndecodableMessageError, what);
+    }
+  });
+
   it('decode batches of the earlier form (an object per outlink)', async () => {
     const { fetchCodec } = await import('../src/actors/messages.js');
     const earlier = { type: 'fetches', results: [{ url: 'http://a/', status: 200, fetchedAt: 1, outlinks: [{ target: 'http://b/', features: body }] }] };

@@ -32,4 +32,33 @@ describe('host partitioner', () => {
     for (let i = 0; i < 1000; i++) used.add(p.forUrl(`http://host${i}.example/`));
     assert.equal(used.size, 16);
   });
+
+  it('hostOf gives the same host after any URL as on its own (its memo of the last authority)', () => {
+    // Pairs where the second URL starts with the first one's text, or shares most of it:
+    // a memo keyed by too short a prefix would return the first host for the second.
+    const urls = [
+      'http://a.b/x', 'http://a.bc/x', 'http://a.b', 'http://a.b.c/', 'http://a.b?q', 'http://a.b#f', 'http://a.b\\x',
+      'http://A.B/y', 'https://a.b/y', 'http://u@a.b/x', 'http://u@a.b@c.d/x', 'http://a.b:8080/x', 'http://a.b:80/x',
+      'http://a.b//x', 'x://a.b/', 'http://a.b/http://c.d/', 'http://%41.b/', 'http://a.b/x',
+    ];
+    const fresh = (url: string) => {
+      // The host computed from scratch: hostOf right after a URL without a closing delimiter
+      // (which it does not remember) and another host.
+      hostOf('http://zz.example');
+      hostOf('http://yy.example/');
+      return hostOf(url);
+    };
+    const expected = new Map(urls.map((u) => [u, fresh(u)]));
+    for (const a of urls) {
+      for (const b of urls) {
+        hostOf(a);
+        assert.equal(hostOf(b), expected.get(b), `${b} after ${a}`);
+      }
+    }
+    assert.equal(expected.get('http://a.bc/x'), 'a.bc');
+    assert.equal(expected.get('http://u@a.b@c.d/x'), 'c.d');
+    hostOf('http://a.b/x');
+    assert.throws(() => hostOf('http:/a.b/x'), /scheme/);
+    assert.throws(() => hostOf('http:///x'), /empty host/);
+  });
 });

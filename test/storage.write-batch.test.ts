@@ -130,6 +130,48 @@ describe('WriteBatch', () => {
     await store.close();
   });
 
+  it('mergePairs merges into two-part keys, and keyOrder (puts or merges) gives what the given order gives, one key\'s operations in their order', async () => {
+    const store = await openStore();
+    const v = (s: string) => Buffer.from(s);
+    const firsts = ['http://b/', 'http://a/', 'http://b/', 'http://ab/', 'http://a/', 'http://é/', 'http://a/'];
+    const seconds = ['http://x/', 'http://y/', 'http://x/', 'http://x/', 'http://x/', 'http://x/', 'http://y/'];
+    const ones = firsts.map((_, i) => encodeInt64(i + 1));
+    // Every argument form: joined strings, a shared part, Buffer parts and a part with 0x00 (built in JS).
+    const forms: Array<[string, readonly (string | Uint8Array)[] | string, readonly (string | Uint8Array)[] | string]> = [
+      ['strings', firsts, seconds],
+      ['one shared second', firsts, 'http://s/'],
+      ['Buffer parts', firsts.map((f) => Buffer.from(f)), seconds],
+      ['a part with 0x00', [...firsts.slice(0, -1), 'http://a/\u0000z'], seconds],
+    ];
+    for (const [form, fs, ss] of forms) {
+      const key = (i: number) => `${typeof fs === 'string' ? fs : Buffer.from(fs[i]!).toString()}\u0000${typeof ss === 'string' ? ss : Buffer.from(ss[i]!).toString()}`;
+      const expected = new Map<string, bigint>();
+      firsts.forEach((_, i) => expected.set(key(i), (expected.get(key(i)) ?? 0n) + BigInt(i + 1)));
+      for (const keyOrder of [false, true]) {
+        const s2 = await openStore();
+        await s2.write(s2.batch().mergePairs('counts', fs, ss, ones, { keyOrder }).mergePairs('counts', fs, ss, ones, { keyOrder }));
+        for (const [k, sum] of expected) assert.equal(decodeInt64((await s2.get('counts', k))!), 2n * sum, `${form}, keyOrder ${keyOrder}: ${k}`);
+        // Puts on one key: the last given wins in key order too (a stable sort).
+        await s2.write(s2.batch().putPairs('pages', fs, ss, firsts.map((_, i) => v(String(i))), { keyOrder }));
+        const last = new Map<string, string>();
+        firsts.forEach((_, i) => last.set(key(i), String(i)));
+        for (const [k, value] of last) assert.equal((await s2.get('pages', k))?.toString(), value, `${form}, keyOrder ${keyOrder}: ${k}`);
+        let count = 0;
+        for await (const _ of s2.iterate('pages')) count++;
+        assert.equal(count, last.size);
+        await s2.close();
+      }
+    }
+    // All or nothing, as putPairs.
+    const bad = store.batch().put('pages', 'k', v('v'));
+    assert.throws(() => bad.mergePairs('counts', 'a', ['b', 42 as unknown as string], [ones[0]!, ones[1]!], { keyOrder: true }), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.mergePairs('counts', 'a', [Buffer.from('b'), 'c'], [ones[0]!], { keyOrder: true }), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.mergePairs('counts', 'a', 'b', ones[0]!), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.throws(() => bad.mergePairs('counts', 'a', [Buffer.from('b')], ['not bytes' as unknown as Uint8Array]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    assert.equal(bad.length, 1);
+    await store.close();
+  });
+
   it('a family with memtable insert hints keeps every merge, in order or not, across flushes, and refuses range deletes', async () => {
     const store = await Store.open({
       path: path.join(dir, `s${n++}`),

@@ -165,40 +165,74 @@ function tableFeatures(features: readonly LinkFeatures[], index: unknown, where:
   return f;
 }
 
-/** A fetch result on the wire: its outlinks as targets and feature indexes (FeaturesTable). */
-type FetchResultWire = Omit<FetchResult, 'outlinks'> & { readonly outlinkTargets?: readonly string[]; readonly outlinkFeatureOf?: readonly number[] };
+/**
+ * A fetch result on the wire: its outlinks as targets and feature indexes (FeaturesTable),
+ * either in arrays of its own (`outlinkTargets`, `outlinkFeatureOf`: the form of batches
+ * written before the joined form, and of batches with a URL holding a 0x00) or as a count
+ * of the batch's joined columns (`outlinkCount`: FetchBatchWire).
+ */
+type FetchResultWire = Omit<FetchResult, 'outlinks'> & { readonly outlinkTargets?: readonly string[]; readonly outlinkFeatureOf?: readonly number[]; readonly outlinkCount?: number };
 
 interface FetchBatchWire {
   readonly type: 'fetches';
   readonly results: readonly (FetchResult | FetchResultWire)[];
   /** The features table of the results' outlinks (absent in batches written before it: each result then has `outlinks`). */
   readonly features?: readonly LinkFeatures[];
+  /**
+   * The joined form: the targets of every result's outlinks, in order, joined by 0x00
+   * (`joinUrls`), each result taking the next `outlinkCount`; one msgpack string for the
+   * batch instead of one per link (as `links/<q>` batches do: LinkOpBatchJoined).
+   */
+  readonly targetsJoined?: string;
+  /** The joined form: index in `features` per outlink (uint32 LE), in the order of `targetsJoined`. */
+  readonly featureOfBytes?: Uint8Array;
 }
 
 const fetchWire = msgpackCodec('fetches', (v): v is FetchBatchWire =>
   isObj(v) && v.type === 'fetches' && Array.isArray(v.results) && (v.features === undefined || (Array.isArray(v.features) && v.features.every(isObj))) &&
+  (v.targetsJoined === undefined ? v.featureOfBytes === undefined : typeof v.targetsJoined === 'string' && v.featureOfBytes instanceof Uint8Array && v.features !== undefined) &&
   v.results.every((r) => isObj(r) && typeof r.url === 'string' && typeof r.status === 'number' && typeof r.fetchedAt === 'number'));
 
 /**
  * Codec of `fetches/<p>` batches. The outlinks travel as a features table and per link its
- * target and index (FeaturesTable); batches of the earlier form (`outlinks` objects) still decode.
+ * target and index (FeaturesTable), in the batch's joined columns (FetchBatchWire), or in
+ * arrays per result when a URL holds a 0x00; batches of the earlier forms (arrays per
+ * result, `outlinks` objects) still decode.
  * @throws UndecodableMessageError (decode) when a result's targets and feature indexes differ
- *   in length, or an index is not one of the table's.
+ *   in length, the joined columns hold another number of links than the results' counts,
+ *   or an index is not one of the table's.
  */
 export const fetchCodec: Codec<FetchBatch> = {
   encode: (value) => {
     const table = new FeaturesTable();
+    const targets: string[] = [];
+    const featureOf: number[] = [];
     const results = value.results.map((r): FetchResult | FetchResultWire => {
       if (r.outlinks === undefined) return r;
       const { outlinks, ...rest } = r;
-      return { ...rest, outlinkTargets: outlinks.map((o) => o.target), outlinkFeatureOf: outlinks.map((o) => table.indexOf(o.features)) };
+      for (const o of outlinks) {
+        targets.push(o.target);
+        featureOf.push(table.indexOf(o.features));
+      }
+      return { ...rest, outlinkCount: outlinks.length };
     });
-    return fetchWire.encode({ type: 'fetches', results, features: table.features });
+    const targetsJoined = joinUrls(targets);
+    if (targetsJoined !== undefined) return fetchWire.encode({ type: 'fetches', results, features: table.features, targetsJoined, featureOfBytes: wireBytes(Uint32Array.from(featureOf)) });
+    // A URL with a 0x00: arrays per result.
+    let next = 0;
+    const arrays = results.map((r): FetchResult | FetchResultWire => {
+      if (!('outlinkCount' in r) || r.outlinkCount === undefined) return r;
+      const { outlinkCount: n, ...rest } = r;
+      next += n;
+      return { ...rest, outlinkTargets: targets.slice(next - n, next), outlinkFeatureOf: featureOf.slice(next - n, next) };
+    });
+    return fetchWire.encode({ type: 'fetches', results: arrays, features: table.features });
   },
   decode: (bytes) => {
     const wire = fetchWire.decode(bytes);
     const features = wire.features;
     if (features === undefined) return wire as FetchBatch;
+    if (wire.targetsJoined !== undefined) return decodeJoinedFetches(wire, features);
     const results = wire.results.map((r): FetchResult => {
       if (!('outlinkTargets' in r) && !('outlinkFeatureOf' in r)) return r as FetchResult;
       const { outlinkTargets: targets, outlinkFeatureOf: of, ...rest } = r as FetchResultWire;
@@ -219,7 +253,34 @@ export const fetchCodec: Codec<FetchBatch> = {
   check: fetchWire.check as Codec<FetchBatch>['check'],
 };
 
-/** Link operations on the wire: columns, sources once per run, features by table index (FeaturesTable). */
+/** The fetch results of a batch in the joined form. @throws UndecodableMessageError as `fetchCodec.decode` says */
+function decodeJoinedFetches(wire: FetchBatchWire, features: readonly LinkFeatures[]): FetchBatch {
+  let total = 0;
+  for (const r of wire.results) {
+    const n = (r as FetchResultWire).outlinkCount;
+    if (n === undefined) continue;
+    if (!Number.isInteger(n) || n < 0) throw new UndecodableMessageError(`fetches: ${r.url}: outlinkCount ${String(n)} is not a count`);
+    total += n;
+  }
+  const targets = splitUrls(wire.targetsJoined!, total, 'fetches: targetsJoined');
+  const featureOf = fromWire(Uint32Array, wire.featureOfBytes!, 'featureOfBytes', 'fetches');
+  if (featureOf.length !== total) throw new UndecodableMessageError(`fetches: featureOfBytes holds ${featureOf.length} indexes for ${total} outlinks`);
+  let next = 0;
+  const results = wire.results.map((r): FetchResult => {
+    if (!('outlinkCount' in r) || r.outlinkCount === undefined) return r as FetchResult;
+    const { outlinkCount: n, ...rest } = r;
+    const outlinks = new Array<Outlink>(n);
+    for (let i = 0; i < n; i++, next++) outlinks[i] = { target: targets[next]!, features: tableFeatures(features, featureOf[next], `fetches: ${r.url}: outlink ${i}`) };
+    return { ...rest, outlinks };
+  });
+  return { type: 'fetches', results };
+}
+
+/**
+ * Link operations on the wire, the earlier column form: sources once per run, features by
+ * table index (FeaturesTable), one msgpack string or number per operation and column.
+ * Still decoded (outbox rows and broker messages written by earlier versions).
+ */
 interface LinkOpBatchWire {
   readonly type: 'links';
   /** 0 add, 1 update, 2 remove, per operation. */
@@ -234,6 +295,29 @@ interface LinkOpBatchWire {
   readonly featureOf: readonly number[];
 }
 
+/**
+ * Link operations on the wire, the joined form (what `linkOpCodec` writes): the URL columns
+ * as one string each, joined by 0x00 (no URL of the batch holds one: `joinUrls`), and the
+ * number columns as binary (little-endian). A batch of 512 operations is then six msgpack
+ * values instead of about 2,000: msgpackr writes a long string with one native UTF-8 encoding,
+ * where it encodes each short string in a JS loop (8% of a cnr-2000 load's main thread, with
+ * the fetches' targets), and the receiver splits it with one native `split`.
+ */
+interface LinkOpBatchJoined {
+  readonly type: 'links';
+  /** 0 add, 1 update, 2 remove, one byte per operation. */
+  readonly kindBytes: Uint8Array;
+  /** The sources of the runs of operations with the same source, joined by 0x00. */
+  readonly sourcesJoined: string;
+  /** Operations per run (uint32 LE), as many as sources; they sum to the operations. */
+  readonly sourceRuns: Uint8Array;
+  /** The targets, one per operation, joined by 0x00. */
+  readonly targetsJoined: string;
+  readonly features: readonly LinkFeatures[];
+  /** Index in `features` per operation (int32 LE), -1 for a remove. */
+  readonly featureOfBytes: Uint8Array;
+}
+
 const OP_KINDS = ['add', 'update', 'remove'] as const;
 
 const isLinkOpObjects = (v: unknown): v is LinkOpBatch =>
@@ -245,39 +329,76 @@ const isLinkOpColumns = (v: unknown): v is LinkOpBatchWire =>
   isObj(v) && v.type === 'links' && Array.isArray(v.kinds) && isStrArray(v.sources) && Array.isArray(v.sourceOf) && isStrArray(v.targets) &&
   Array.isArray(v.features) && v.features.every(isObj) && Array.isArray(v.featureOf);
 
-const linkOpWire = msgpackCodec('links', (v): v is LinkOpBatch | LinkOpBatchWire => isLinkOpObjects(v) || isLinkOpColumns(v));
+const isLinkOpJoined = (v: unknown): v is LinkOpBatchJoined =>
+  isObj(v) && v.type === 'links' && v.kindBytes instanceof Uint8Array && typeof v.sourcesJoined === 'string' && v.sourceRuns instanceof Uint8Array &&
+  typeof v.targetsJoined === 'string' && Array.isArray(v.features) && v.features.every(isObj) && v.featureOfBytes instanceof Uint8Array;
+
+const linkOpWire = msgpackCodec('links', (v): v is LinkOpBatch | LinkOpBatchWire | LinkOpBatchJoined => isLinkOpJoined(v) || isLinkOpObjects(v) || isLinkOpColumns(v));
 /** What a sender of `links/<q>` batches gives: `LinkOp` objects (their `check`). */
 const linkOpObjects = msgpackCodec('links', isLinkOpObjects);
 
 /**
- * Codec of `links/<q>` batches: columns on the wire (LinkOpBatchWire, a third fewer bytes
- * than an object per operation, and the features shared), decoded to `LinkOp` objects;
- * batches of the earlier form (`ops` objects) still decode.
- * @throws UndecodableMessageError (decode) when the columns differ in length, or a kind,
- *   source index or feature index is out of range.
+ * `urls` joined by 0x00, or undefined when one of them holds a 0x00 (it would split): the
+ * caller then sends them as an array. Graph files and WHATWG URL serialisation (which
+ * percent-encodes control characters) give no such URL; a link key (`linkKey`) could not
+ * hold one either.
+ */
+function joinUrls(urls: readonly string[]): string | undefined {
+  for (let i = 0; i < urls.length; i++) if (urls[i]!.includes('\u0000')) return undefined;
+  return urls.join('\u0000');
+}
+
+/**
+ * The `count` strings joined by `joinUrls`.
+ * @throws UndecodableMessageError (naming `what`) when the string holds another number of them
+ */
+function splitUrls(joined: string, count: number, what: string): string[] {
+  const parts = count === 0 ? [] : joined.split('\u0000');
+  if (parts.length !== count || (count === 0 && joined.length > 0)) throw new UndecodableMessageError(`${what}: ${count} URLs expected, the joined string holds ${count === 0 ? 'some' : parts.length}`);
+  return parts;
+}
+
+/**
+ * Codec of `links/<q>` batches: the joined form on the wire (LinkOpBatchJoined), or the
+ * column form (LinkOpBatchWire) when a URL holds a 0x00; decoded to `LinkOp` objects;
+ * batches of the earlier forms (column form, `ops` objects) still decode.
+ * @throws UndecodableMessageError (decode) when the columns differ in length, a joined
+ *   string holds another number of URLs, or a kind, source index, run or feature index is
+ *   out of range.
  */
 export const linkOpCodec: Codec<LinkOpBatch> = {
   encode: (value) => {
     const n = value.ops.length;
-    const kinds = new Array<number>(n);
+    const kinds = new Uint8Array(n);
     const sources: string[] = [];
+    const runs: number[] = [];
     const sourceOf = new Array<number>(n);
     const targets = new Array<string>(n);
-    const featureOf = new Array<number>(n);
+    const featureOf = new Int32Array(n);
     const table = new FeaturesTable();
     for (let i = 0; i < n; i++) {
       const o = value.ops[i]!;
-      if (sources.length === 0 || sources[sources.length - 1] !== o.source) sources.push(o.source);
+      if (sources.length === 0 || sources[sources.length - 1] !== o.source) {
+        sources.push(o.source);
+        runs.push(0);
+      }
+      runs[runs.length - 1]!++;
       sourceOf[i] = sources.length - 1;
       targets[i] = o.target;
       kinds[i] = o.op === 'add' ? 0 : o.op === 'update' ? 1 : 2;
       featureOf[i] = o.op === 'remove' ? -1 : table.indexOf(o.features);
     }
-    return linkOpWire.encode({ type: 'links', kinds, sources, sourceOf, targets, features: table.features, featureOf });
+    const sourcesJoined = joinUrls(sources);
+    const targetsJoined = sourcesJoined === undefined ? undefined : joinUrls(targets);
+    if (sourcesJoined === undefined || targetsJoined === undefined) {
+      return linkOpWire.encode({ type: 'links', kinds: [...kinds], sources, sourceOf, targets, features: table.features, featureOf: [...featureOf] });
+    }
+    return linkOpWire.encode({ type: 'links', kindBytes: kinds, sourcesJoined, sourceRuns: wireBytes(Uint32Array.from(runs)), targetsJoined, features: table.features, featureOfBytes: wireBytes(featureOf) });
   },
   decode: (bytes) => {
     const wire = linkOpWire.decode(bytes);
     if ('ops' in wire) return wire;
+    if ('kindBytes' in wire) return decodeJoinedLinkOps(wire);
     const { kinds, sources, sourceOf, targets, features, featureOf } = wire;
     const n = kinds.length;
     if (sourceOf.length !== n || targets.length !== n || featureOf.length !== n) throw new UndecodableMessageError('links: kinds, sourceOf, targets and featureOf differ in length');
@@ -296,6 +417,31 @@ export const linkOpCodec: Codec<LinkOpBatch> = {
   },
   check: linkOpObjects.check,
 };
+
+/** `LinkOp` objects of a batch in the joined form. @throws UndecodableMessageError as `linkOpCodec.decode` says */
+function decodeJoinedLinkOps(wire: LinkOpBatchJoined): LinkOpBatch {
+  const n = wire.kindBytes.length;
+  const runs = fromWire(Uint32Array, wire.sourceRuns, 'sourceRuns', 'links');
+  const featureOf = fromWire(Int32Array, wire.featureOfBytes, 'featureOfBytes', 'links');
+  if (featureOf.length !== n) throw new UndecodableMessageError('links: kindBytes and featureOfBytes differ in length');
+  const sources = splitUrls(wire.sourcesJoined, runs.length, 'links: sourcesJoined');
+  const targets = splitUrls(wire.targetsJoined, n, 'links: targetsJoined');
+  const ops = new Array<LinkOp>(n);
+  let i = 0;
+  for (let s = 0; s < runs.length; s++) {
+    const source = sources[s]!;
+    const end = i + runs[s]!;
+    if (end > n) throw new UndecodableMessageError(`links: sourceRuns sum past the ${n} operations`);
+    for (; i < end; i++) {
+      const kind = wire.kindBytes[i]!;
+      if (kind === 2) ops[i] = { op: 'remove', source, target: targets[i]! };
+      else if (kind <= 1) ops[i] = { op: OP_KINDS[kind]!, source, target: targets[i]!, features: tableFeatures(wire.features, featureOf[i], `links: operation ${i}`) } as LinkOp;
+      else throw new UndecodableMessageError(`links: operation ${i} has kind ${kind} (0, 1 or 2)`);
+    }
+  }
+  if (i !== n) throw new UndecodableMessageError(`links: sourceRuns sum to ${i}, not the ${n} operations`);
+  return { type: 'links', ops };
+}
 
 /**
  * `metrics/<q>` on the wire: msgpack `{ type, round, keyBytes, keyEnds, deltas }`, the last
@@ -327,23 +473,27 @@ const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
 const littleEndian = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
 
 /** Bytes of a typed array, little-endian (the wire order). */
-function wireBytes(a: Uint32Array | Float64Array): Uint8Array {
+function wireBytes(a: Uint32Array | Int32Array | Float64Array): Uint8Array {
   // (on a big-endian host the arrays would need swapping; none is supported)
-  if (!littleEndian) throw new Error('metrics/<q> messages need a little-endian host');
+  if (!littleEndian) throw new Error('metrics/<q> and links/<q> messages need a little-endian host');
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
 
 /**
  * A typed array over wire bytes: a view of them when they are aligned (the decoded value
  * then shares the message's memory, as `keyBytes` does), else an aligned copy.
+ * @throws UndecodableMessageError `<namespace>: <what> is not a whole number of ...` when
+ *   the length is not a multiple of the element size, or on a big-endian host
  */
-function fromWire<A extends Uint32Array | Float64Array>(
+function fromWire<A extends Uint32Array | Int32Array | Float64Array>(
   View: { new (buffer: ArrayBuffer, byteOffset: number, length: number): A; readonly BYTES_PER_ELEMENT: number },
   bytes: Uint8Array,
   what: string,
+  namespace = 'metrics',
 ): A {
   const size = View.BYTES_PER_ELEMENT;
-  if (bytes.byteLength % size !== 0) throw new UndecodableMessageError(`metrics: ${what} is not a whole number of ${size}-byte values`);
+  if (!littleEndian) throw new UndecodableMessageError('metrics/<q> and links/<q> messages need a little-endian host');
+  if (bytes.byteLength % size !== 0) throw new UndecodableMessageError(`${namespace}: ${what} is not a whole number of ${size}-byte values`);
   // A view when the bytes are aligned (no allocation: each one adds to V8's external memory,
   // which starts major GCs), else a copy.
   if (bytes.byteOffset % size === 0) return new View(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength / size);

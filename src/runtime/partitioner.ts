@@ -45,9 +45,15 @@ function fnv1a32Utf8(text: string): number {
  * Lenient on purpose: graphs in the wild hold URLs that WHATWG `URL` rejects
  * (`http://www.oznet.ksu.edu>/` in the EPA graph), and such a page still needs a home.
  * The host is the text between `//` and the next `/`, `?` or `#`, without userinfo.
+ *
+ * Remembers the last URL's authority, `scheme://host` with the `/`, `?`, `#` or `\\` that
+ * ends it: a URL that starts with it has the same host, returned without a scan (links are
+ * mostly to the linking page's host, so a load or an indexer asks for one host many times
+ * in a row; 4% of a cnr-2000 load's main thread went to `hostOf`).
  * @throws InvalidUrlError when the URL has no `scheme://host` part.
  */
 export function hostOf(url: string): string {
+  if (lastAuthority !== undefined && url.startsWith(lastAuthority)) return lastHost;
   const start = url.indexOf('//');
   if (start < 0 || start === 0 || url[start - 1] !== ':') throw new InvalidUrlError(url, 'URL has no scheme://host');
   let end = url.length;
@@ -59,8 +65,19 @@ export function hostOf(url: string): string {
   const at = host.lastIndexOf('@');
   if (at >= 0) host = host.slice(at + 1);
   if (host.length === 0) throw new InvalidUrlError(url, 'URL has an empty host');
-  return host.toLowerCase();
+  host = host.toLowerCase();
+  // Only an authority closed by its delimiter: `http://a.b` is a prefix of `http://a.bc/`.
+  // (The first `//` of a URL that starts with it is the same, and so is the host's end.)
+  if (end < url.length) {
+    lastAuthority = url.slice(0, end + 1);
+    lastHost = host;
+  }
+  return host;
 }
+
+/** The authority (with its closing delimiter) and host of the last URL `hostOf` scanned. */
+let lastAuthority: string | undefined;
+let lastHost = '';
 
 /**
  * Partitioning by any string key: what a topology's namespaces use. `forKey(key)` is the

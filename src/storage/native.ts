@@ -61,7 +61,7 @@ export interface NativeWriteBatch {
   merge(cf: number, key: NativeKey, operand: NativeKey): void;
   mergeMany(cf: number, keys: NativeKey[], operands: Uint8Array[] | Uint8Array): void;
   putPairs(cf: number, firsts: NativeKey[] | NativeKey, seconds: NativeKey[] | NativeKey, values: Uint8Array[] | Uint8Array): void;
-  putPairsJoined(cf: number, n: number, first: NativeKey, firstJoined: boolean, second: NativeKey, secondJoined: boolean, values: Uint8Array[], valueIndex: Uint32Array): void;
+  putPairsJoined(cf: number, n: number, first: NativeKey, firstJoined: boolean, second: NativeKey, secondJoined: boolean, values: Uint8Array[], valueIndex: Uint32Array, merge?: boolean, keyOrder?: boolean): void;
   mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
   mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number, keyStarts?: Uint32Array): void;
   delete(cf: number, key: NativeKey): void;

@@ -71,15 +71,39 @@ export class WriteBatch {
    * (at least one must be an array; the arrays must have one length). Same result as
    * calling {@link put} with each key built in JS (e.g. link keys `source 0x00 target`),
    * without a Buffer per key; strings are encoded as UTF-8. All or nothing.
+   * `options.keyOrder` records the puts in key order (see {@link PairsOptions}).
    * @throws InvalidArgumentError for an undeclared column family, arrays that differ in
    *   length, no array at all, or a key part / value of the wrong type.
    */
-  putPairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array): this {
+  putPairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array, options?: PairsOptions): this {
+    return this.#pairs(cf, firsts, seconds, values, false, options?.keyOrder === true);
+  }
+
+  /**
+   * Many merges into two-part keys in one native call: `operands[i]` into key `firsts[i]
+   * 0x00 seconds[i]`, with the argument forms of {@link putPairs}. Same result as calling
+   * {@link merge} with each key built in JS (e.g. backlink keys `target 0x00 source`),
+   * without a Buffer per key. All or nothing.
+   * `options.keyOrder` records the merges in key order (see {@link PairsOptions}).
+   * @throws InvalidArgumentError as {@link putPairs} does
+   */
+  mergePairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, operands: readonly Uint8Array[] | Uint8Array, options?: PairsOptions): this {
+    return this.#pairs(cf, firsts, seconds, operands, true, options?.keyOrder === true);
+  }
+
+  #pairs(cf: string, firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array, merge: boolean, keyOrder: boolean): this {
     const joined = joinedPairs(firsts, seconds, values);
     if (joined) {
       const [n, first, firstJoined, second, secondJoined, distinct, index] = joined;
-      this.#native.putPairsJoined(this.#cf(cf), n, first, firstJoined, second, secondJoined, distinct, index);
-    } else this.#native.putPairs(this.#cf(cf), firsts as Key[] | Key, seconds as Key[] | Key, values as Uint8Array[] | Uint8Array);
+      this.#native.putPairsJoined(this.#cf(cf), n, first, firstJoined, second, secondJoined, distinct, index, merge, keyOrder);
+    } else if (!merge && !keyOrder) {
+      this.#native.putPairs(this.#cf(cf), firsts as Key[] | Key, seconds as Key[] | Key, values as Uint8Array[] | Uint8Array);
+    } else {
+      // Key parts that are bytes or hold a 0x00 (rare): each key built here.
+      const [keys, operands] = builtPairs(firsts, seconds, values, keyOrder);
+      if (merge) this.#native.mergeMany(this.#cf(cf), keys, operands);
+      else for (let i = 0; i < keys.length; i++) this.#native.put(this.#cf(cf), keys[i]!, operands[i]!);
+    }
     return this;
   }
 
@@ -201,6 +225,54 @@ function joinedPairs(
   }
   return [n, a[0], a[1], b[0], b[1], distinct, index];
 }
+
+/**
+ * Options of {@link WriteBatch.putPairs} and {@link WriteBatch.mergePairs}.
+ */
+export interface PairsOptions {
+  /**
+   * Record the operations in the order of their keys' bytes (RocksDB's bytewise order), a
+   * stable sort: operations on one key keep their given order, so the result is the same.
+   * For column families with `memtableInsertHint`: a batch's inserts then each start from
+   * the previous one's place in the memtable. Sorted natively (about ten times cheaper
+   * than a JS comparator: the sort was 5% of a cnr-2000 load's main thread). Default false:
+   * the given order.
+   */
+  readonly keyOrder?: boolean;
+}
+
+/**
+ * The keys `first 0x00 second` and values of a pairs call that `joinedPairs` does not take,
+ * in key order when `keyOrder` (stable). Checked before anything is recorded, so that the
+ * call stays all or nothing.
+ * @throws InvalidArgumentError for arrays that differ in length, no array at all, or a key
+ *   part / value of the wrong type
+ */
+function builtPairs(firsts: readonly Key[] | Key, seconds: readonly Key[] | Key, values: readonly Uint8Array[] | Uint8Array, keyOrder: boolean): [Buffer[], Uint8Array[]] {
+  const lengths = [firsts, seconds, values].filter((p) => Array.isArray(p)).map((p) => (p as readonly unknown[]).length);
+  if (lengths.length === 0) throw new InvalidArgumentError('putPairs / mergePairs: one of firsts, seconds, values must be an array');
+  const n = lengths[0]!;
+  if (lengths.some((l) => l !== n)) throw new InvalidArgumentError('putPairs / mergePairs: arrays differ in length');
+  const at = <T>(p: readonly T[] | T, i: number): T => (Array.isArray(p) ? (p as readonly T[])[i]! : (p as T));
+  const part = (k: unknown): Buffer => {
+    if (typeof k === 'string') return Buffer.from(k, 'utf8');
+    if (k instanceof Uint8Array) return Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+    throw new InvalidArgumentError('putPairs / mergePairs: keys must be strings or Uint8Arrays');
+  };
+  const keys: Buffer[] = [];
+  const operands: Uint8Array[] = [];
+  for (let i = 0; i < n; i++) {
+    const v = at(values, i);
+    checkValue(v);
+    keys.push(Buffer.concat([part(at(firsts, i)), SEPARATOR, part(at(seconds, i))]));
+    operands.push(v);
+  }
+  if (!keyOrder) return [keys, operands];
+  const order = keys.map((_, i) => i).sort((i, j) => Buffer.compare(keys[i]!, keys[j]!) || i - j);
+  return [order.map((i) => keys[i]!), order.map((i) => operands[i]!)];
+}
+
+const SEPARATOR = Buffer.of(0);
 
 function checkValue(v: Uint8Array): void {
   if (!(v instanceof Uint8Array)) throw new InvalidArgumentError('values and operands must be Uint8Arrays');

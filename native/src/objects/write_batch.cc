@@ -1,5 +1,6 @@
 #include "objects/write_batch.h"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -163,6 +164,14 @@ rocksdb::Status PutPair(rocksdb::WriteBatchBase* batch, rocksdb::ColumnFamilyHan
   return batch->Put(cf, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
 }
 
+// The merge of `value` into key `a 0x00 b` (as PutPair puts it).
+rocksdb::Status MergePair(rocksdb::WriteBatchBase* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view a, std::string_view b, std::string_view value) {
+  static const char kSep = 0;
+  const rocksdb::Slice key_parts[3] = {S(a), rocksdb::Slice(&kSep, 1), S(b)};
+  const rocksdb::Slice value_part = S(value);
+  return batch->Merge(cf, rocksdb::SliceParts(key_parts, 3), rocksdb::SliceParts(&value_part, 1));
+}
+
 // On failure the batch is rolled back to where the call started: all or nothing.
 Napi::Value Rollback(Napi::Env env, rocksdb::WriteBatchBase* batch, Status s) {
   batch->RollbackToSavePoint();
@@ -258,7 +267,10 @@ Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ColumnFamilyRef* cf = CfArg(info);
   if (cf == nullptr) return env.Undefined();
-  const Status bad = Status::InvalidArgument("putPairsJoined: expects n, first, firstJoined, second, secondJoined, values[], valueIndex");
+  const Status bad = Status::InvalidArgument("putPairsJoined: expects n, first, firstJoined, second, secondJoined, values[], valueIndex[, merge, keyOrder]");
+  // Optional: merge (merges instead of puts), keyOrder (recorded in key order).
+  const bool merge = info.Length() > 8 && info[8].IsBoolean() && info[8].As<Napi::Boolean>().Value();
+  const bool key_order = info.Length() > 9 && info[9].IsBoolean() && info[9].As<Napi::Boolean>().Value();
   if (info.Length() < 8 || !info[1].IsNumber() || !info[3].IsBoolean() || !info[5].IsBoolean() || !info[6].IsArray() ||
       !info[7].IsTypedArray() || info[7].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
     return ThrowStatus(env, bad);
@@ -296,10 +308,26 @@ Napi::Value WriteBatchWrap::PutPairsJoined(const Napi::CallbackInfo& info) {
   for (int64_t i = 0; i < n; ++i) {
     if (which[i] >= values.size()) return ThrowStatus(env, Status::InvalidArgument("putPairsJoined: valueIndex out of range"));
   }
-  return RecordAll(env, cf, static_cast<size_t>(n), [&](rocksdb::ColumnFamilyHandle* ref, size_t i) {
-    const std::string_view a = parts[0].empty() ? shared[0].View() : parts[0][i];
-    const std::string_view b = parts[1].empty() ? shared[1].View() : parts[1][i];
-    return Status::FromRocks(PutPair(rec_, ref, a, b, values[which[i]].View()));
+  auto first = [&](size_t i) { return parts[0].empty() ? shared[0].View() : parts[0][i]; };
+  auto second = [&](size_t i) { return parts[1].empty() ? shared[1].View() : parts[1][i]; };
+  // keyOrder: a stable sort by key `a 0x00 b` (operations on one key keep their order).
+  // Comparing (a, b) part by part is comparing those bytes: no part holds a 0x00, so where
+  // one a is a prefix of the other, the shorter key has the 0x00 at the first difference.
+  // std::string_view compares as unsigned bytes (char_traits<char>), as RocksDB's
+  // bytewise comparator does.
+  std::vector<uint32_t> order;
+  if (key_order) {
+    order.resize(static_cast<size_t>(n));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      const int c = first(x).compare(first(y));
+      return c != 0 ? c < 0 : second(x).compare(second(y)) < 0;
+    });
+  }
+  return RecordAll(env, cf, static_cast<size_t>(n), [&](rocksdb::ColumnFamilyHandle* ref, size_t k) {
+    const size_t i = key_order ? order[k] : k;
+    const std::string_view value = values[which[i]].View();
+    return Status::FromRocks(merge ? MergePair(rec_, ref, first(i), second(i), value) : PutPair(rec_, ref, first(i), second(i), value));
   });
 }
 

@@ -47,7 +47,8 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   Napi::Value PutPairs(const Napi::CallbackInfo& info);
   // putPairsJoined(cf, n, first, firstJoined, second, secondJoined, values[], valueIndex):
   // putPairs with each part either shared or n strings joined by 0x00 in one JS string, and
-  // values[valueIndex[i]] for put i: no N-API call per put.
+  // values[valueIndex[i]] for put i: no N-API call per put. Optional merge (merges instead
+  // of puts) and keyOrder (recorded in key order, a stable sort) flags.
   Napi::Value PutPairsJoined(const Napi::CallbackInfo& info);
   // mergeFloat64s(cf, keys[], values: Float64Array, stride): key i gets the operand
   // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).

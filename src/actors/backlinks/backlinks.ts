@@ -3,7 +3,7 @@ import { Namespaces } from '../namespaces.js';
 import { linkOpCodec } from '../messages.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
-import { ColumnFamilies, Counters, linkKey, linkKeyOrder } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkKey } from '../partition/schema.js';
 import type { CrawlPolicyMessage } from '../crawlPolicy/crawlPolicy.js';
 import { encodeLinkValue } from '../indexer/linkValue.js';
 import { encodeBacklinkLink } from './backlinkValue.js';
@@ -47,10 +47,10 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
         let values: Uint8Array[] = [];
         const putRun = () => {
           if (targets.length === 0) return;
-          // In key order for the memtable insert hint of `backlinks`.
-          const order = linkKeyOrder(targets, sources);
-          // Merges, not puts: the copy of the source's metric in the same record stays.
-          batch.mergeMany(ColumnFamilies.backlinks, order.map((i) => linkKey(targets[i]!, sources[i]!)), order.map((i) => encodeBacklinkLink(values[i]!)));
+          // Keys `target 0x00 source` built natively, in key order (sorted natively) for the
+          // memtable insert hint of `backlinks`. Merges, not puts: the copy of the source's
+          // metric in the same record stays.
+          batch.mergePairs(ColumnFamilies.backlinks, targets, sources, values, { keyOrder: true });
           targets = [];
           sources = [];
           values = [];
@@ -63,7 +63,7 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
           } else {
             targets.push(op.target);
             sources.push(op.source);
-            values.push(encodeLinkValue(edgeWeight(options.weigh, op.features), op.features));
+            values.push(backlinkOperand(encodeLinkValue(edgeWeight(options.weigh, op.features), op.features)));
             if (op.op === 'add') {
               delta++;
               if (options.crawlPolicy) {
@@ -81,3 +81,17 @@ export function backlinks(env: PartitionEnv, options: BacklinksOptions): Behavio
     stop: (state) => closeSubscribed(env, state),
   };
 }
+
+/**
+ * `encodeBacklinkLink(linkValue)`, one Buffer per link value: `encodeLinkValue` returns one
+ * Buffer per distinct (weight, features), so the operands of a batch are a few shared
+ * Buffers (which `mergePairs` sends once each) instead of one per link.
+ */
+function backlinkOperand(linkValue: Buffer): Buffer {
+  let operand = operands.get(linkValue);
+  if (operand === undefined) operands.set(linkValue, (operand = encodeBacklinkLink(linkValue)));
+  return operand;
+}
+
+/** The operands of the link values in use (weak: dropped with the link value). */
+const operands = new WeakMap<Buffer, Buffer>();

@@ -7,7 +7,7 @@ import { fetchCodec, type FetchResult, type LinkFeatures, type LinkOp, type Outl
 import { DEFAULT_MAX_OUTLINKS, extractLinksChunked } from '../crawler/extractLinks.js';
 import type { PartitionEnv } from '../partition/env.js';
 import { closeSubscribed, openSubscribed, type SubscribedState } from '../partition/subscribedState.js';
-import { ColumnFamilies, Counters, linkKey, linkKeyOrder, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
+import { ColumnFamilies, Counters, linkKey, linkPrefix, splitLinkKey, type PageRecord } from '../partition/schema.js';
 import type { WeightFunction } from '../metrics/weights.js';
 import { diffOutlinks } from './diffOutlinks.js';
 import { edgeWeight } from './edgeWeight.js';
@@ -237,12 +237,9 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
         if (op.op === 'add') delta++;
       }
     }
-    // Keys `url 0x00 target`, built natively (one call for the page's links), in target
-    // order for the memtable insert hint of `outlinks`.
-    if (putTargets.length > 0) {
-      const order = linkKeyOrder(url, putTargets);
-      batch.putPairs(ColumnFamilies.outlinks, url, order.map((i) => putTargets[i]!), order.map((i) => putValues[i]!));
-    }
+    // Keys `url 0x00 target`, built natively (one call for the page's links), in key order
+    // (sorted natively) for the memtable insert hint of `outlinks`.
+    if (putTargets.length > 0) batch.putPairs(ColumnFamilies.outlinks, url, putTargets, putValues, { keyOrder: true });
     if (ops.length > 0) {
       env.adjacency.invalidate(url);
       // Also for a page stored for the first time: in continuous mode it may already have

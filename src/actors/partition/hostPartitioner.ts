@@ -23,7 +23,17 @@ export interface Partitioner {
 /** The FNV-1a host partitioner. @throws RangeError when `partitions` is not an integer >= 1. */
 export function hostPartitioner(partitions: number): Partitioner {
   const byKey = keyPartitioner(partitions);
-  const forHost = (host: string): PartitionId => byKey.forKey(host);
+  // The last host's partition: `hostOf` returns the same string for a run of URLs of one
+  // host, so the comparison is mostly by identity and the hash is skipped.
+  let lastHost: string | undefined;
+  let lastPartition = byKey.forKey('');
+  const forHost = (host: string): PartitionId => {
+    if (host !== lastHost) {
+      lastPartition = byKey.forKey(host);
+      lastHost = host;
+    }
+    return lastPartition;
+  };
   return Object.freeze({
     partitions,
     forHost,

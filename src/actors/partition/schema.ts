@@ -225,22 +225,6 @@ export function splitLinkKey(key: Uint8Array): [string, string] {
   return [utf8d.decode(key.subarray(0, i)), utf8d.decode(key.subarray(i + 1))];
 }
 
-/**
- * Indexes 0..n-1 of n link puts, ordered by their keys `a 0x00 b` (`as[i]` or the one `a`
- * of all puts, `bs[i]`): a stable sort, so puts of one key keep their order. JS string
- * order (UTF-16 units) equals the keys' byte order for ASCII URLs; elsewhere it is close,
- * which is all the memtable insert hint of `outlinks` and `backlinks` needs.
- */
-export function linkKeyOrder(as: readonly string[] | string, bs: readonly string[]): number[] {
-  const order = bs.map((_, i) => i);
-  if (typeof as === 'string') return order.sort((i, j) => compareStrings(bs[i]!, bs[j]!) || i - j); // one first part: the second parts decide
-  return order.sort((i, j) => compareStrings(as[i]!, as[j]!) || compareStrings(bs[i]!, bs[j]!) || i - j);
-}
-
-function compareStrings(x: string, y: string): number {
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /** The prefix `url 0x00` under which all links of `url` sit. */
 export function linkPrefix(url: string): Buffer {
   return Buffer.concat([Buffer.from(url, 'utf8'), Buffer.of(SEP)]);

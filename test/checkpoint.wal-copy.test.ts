@@ -97,14 +97,27 @@ for (const target of targets) {
           assert.deepEqual(put.manifest.files.filter((f) => f.name.endsWith('.sst')), [], 'no SST file in the checkpoint');
           assert.ok(walFiles(put.manifest).some((f) => f.bytes > 0), 'the checkpoint holds the WAL');
         }
-        // The same WAL file, grown: the second put stores it again under its new content.
+        // The same WAL file, grown: the second put is a WAL tail put, which stores only the
+        // bytes the log gained, as the file's second chunk.
         const [w1, w2] = [walFiles(first.manifest), walFiles(second.manifest)];
         assert.equal(w1.length, 1);
         assert.equal(w2.length, 1);
         assert.equal(w2[0]!.name, w1[0]!.name, 'one WAL file, the same name in both');
         assert.ok(w2[0]!.bytes > w1[0]!.bytes, 'it grew between the puts');
         assert.notEqual(w2[0]!.sha256, w1[0]!.sha256, 'its new content is hashed anew');
-        assert.ok(second.uploadedBytes >= w2[0]!.bytes, 'and stored again');
+        assert.equal(first.walTail, false);
+        assert.equal(second.walTail, true, 'the second put stored the WAL tail');
+        assert.equal(second.uploadedFiles, 1);
+        assert.equal(second.uploadedBytes, w2[0]!.bytes - w1[0]!.bytes, 'only the bytes the log gained');
+        assert.deepEqual(w2[0]!.chunks?.map((c) => c.bytes), [w1[0]!.bytes, w2[0]!.bytes - w1[0]!.bytes]);
+        assert.equal(w2[0]!.chunks?.[0]?.sha256, w1[0]!.sha256, 'its first chunk is the first put\'s whole file');
+        // With tail puts off, a grown WAL is stored again whole.
+        for (let b = 700; b < 720; b++) await writeWalBatch(store, b);
+        const whole = await checkpoints.put(key, store, 3, { walTailBytes: 0 });
+        const ww = walFiles(whole.manifest);
+        assert.equal(whole.walTail, false);
+        assert.equal(ww[0]!.chunks, undefined);
+        assert.ok(whole.uploadedBytes >= ww[0]!.bytes, 'and stored again whole');
 
         // Each restore replays its own WAL copy: exactly the writes before its put.
         const r1 = await restored(checkpoints, key, 1);
@@ -113,20 +126,44 @@ for (const target of targets) {
         const r2 = await restored(checkpoints, key, 2);
         assert.equal(r2.batches, 700);
         assert.deepEqual(r2.content, expectedAfter(700));
+        assert.deepEqual((await restored(checkpoints, key, 3)).content, expectedAfter(720));
 
-        // Live WAL at or above walBytesForFlush: flushed first, SST files, the same content.
-        for (let b = 700; b < 800; b++) await writeWalBatch(store, b);
-        const third = await checkpoints.put(key, store, 3, { walBytesForFlush: 1 });
+        // Live WAL at or above walBytesForFlush (tail puts off): flushed first, SST files, the same content.
+        for (let b = 720; b < 800; b++) await writeWalBatch(store, b);
+        const third = await checkpoints.put(key, store, 4, { walBytesForFlush: 1, walTailBytes: 0 });
         assert.ok(third.manifest.files.some((f) => f.name.endsWith('.sst')), 'flushed: SST files');
-        const r3 = await restored(checkpoints, key, 3);
+        const r3 = await restored(checkpoints, key, 4);
         assert.deepEqual(r3.content, expectedAfter(800));
         // And below it again: the new WAL (after the flush) holds the next writes.
         for (let b = 800; b < 850; b++) await writeWalBatch(store, b);
-        const fourth = await checkpoints.put(key, store, 4);
+        const fourth = await checkpoints.put(key, store, 5);
         assert.ok(walFiles(fourth.manifest).some((f) => f.bytes > 0 && f.name !== w1[0]!.name), 'a newer WAL file');
-        assert.deepEqual((await restored(checkpoints, key, 4)).content, expectedAfter(850));
+        assert.deepEqual((await restored(checkpoints, key, 5)).content, expectedAfter(850));
+
+        // A flush between two puts (a memtable switch: a new live WAL) ends the chain: the next
+        // put is whole, and the one after it a tail again.
+        for (let b = 850; b < 870; b++) await writeWalBatch(store, b);
+        await store.flush();
+        for (let b = 870; b < 900; b++) await writeWalBatch(store, b);
+        const afterFlush = await checkpoints.put(key, store, 6);
+        assert.equal(afterFlush.walTail, false, 'the log switched: a whole put');
+        for (let b = 900; b < 950; b++) await writeWalBatch(store, b);
+        const tailAgain = await checkpoints.put(key, store, 7);
+        assert.equal(tailAgain.walTail, true);
+        assert.deepEqual((await restored(checkpoints, key, 6)).content, expectedAfter(900));
+        assert.deepEqual((await restored(checkpoints, key, 7)).content, expectedAfter(950));
+        // A chain is this process's: another store object (a reopen) or a put past walTailBytes is whole.
+        for (let b = 950; b < 960; b++) await writeWalBatch(store, b);
+        const limited = await checkpoints.put(key, store, 8, { walTailBytes: 1 });
+        assert.equal(limited.walTail, false, 'the chain is past walTailBytes');
+        assert.deepEqual((await restored(checkpoints, key, 8)).content, expectedAfter(960));
+        // collect keeps what the kept manifests' chunks need.
+        for (let b = 960; b < 1000; b++) await writeWalBatch(store, b);
+        assert.equal((await checkpoints.put(key, store, 9)).walTail, true);
+        await checkpoints.collect(key, 1);
+        assert.deepEqual((await restored(checkpoints, key, 9)).content, expectedAfter(1000));
         // The store itself is untouched by the restores and still live.
-        assert.deepEqual(await walContents(store), expectedAfter(850));
+        assert.deepEqual(await walContents(store), expectedAfter(1000));
       } finally {
         await store.close();
         await checkpoints.remove(key);
@@ -145,7 +182,7 @@ for (const target of targets) {
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const exited = once(child, 'exit');
-      const puts: Array<{ sequence: number; completed: number; wal: Array<{ name: string; bytes: number }> }> = [];
+      const puts: Array<{ sequence: number; completed: number; wal: Array<{ name: string; bytes: number }>; walTail: boolean }> = [];
       try {
         // Killed after its 8th put is reported (while it writes, perhaps mid-put).
         for await (const line of createInterface({ input: child.stdout })) {
@@ -159,6 +196,7 @@ for (const target of targets) {
 
         assert.ok(puts.every((p) => p.wal.some((w) => w.bytes > 0)), 'every put copied the WAL (none flushed: the owner puts with walBytesForFlush 64 MiB)');
         assert.ok(new Set(puts.map((p) => p.wal.map((w) => w.name).join())).size < puts.length, 'several puts stored the same WAL name, grown');
+        assert.ok(puts.filter((p) => p.walTail).length >= 4, `most puts were WAL tail puts, made while batches were written (${puts.map((p) => p.walTail).join()})`);
         const r = await restored(checkpoints, key);
         assert.ok(r.manifest.sequence >= 8, `the latest checkpoint is at least the 8th put (got ${r.manifest.sequence})`);
         const { completed } = JSON.parse(Buffer.from(r.manifest.metadata).toString()) as { completed: number };

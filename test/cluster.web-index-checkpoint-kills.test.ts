@@ -177,6 +177,13 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
     assert.ok(back.length >= 1 && back[0]!.event.sequence === held!.visible, `${unit} restored from ${held!.visible} after the kill mid-upload: ${back.map((b) => `${b.worker}@${b.event.sequence}`).join(', ')}`);
     assert.ok(back.every((b) => b.event.sequence !== held!.sequence), 'never from the half-uploaded checkpoint');
     t.diagnostic(`${result.converge.rounds} rounds, ${((Date.now() - started) / 1000).toFixed(1)} s; restores: ${restoresOf(c.workers).join('; ')}`);
+    // The rounds' puts were mostly WAL tail puts (only the log's new bytes), and restores replayed their chunks.
+    const puts = c.workers.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'checkpointed' ? [e] : [])));
+    const tails = puts.filter((p) => p.walTail).length;
+    const tailRestores = c.workers.flatMap((w) => w.events.filter(({ event: e }) => e.type === 'restored' && e.walChunks > 0)).length;
+    t.diagnostic(`${puts.length} puts, ${tails} WAL tail puts; ${tailRestores} restores of a checkpoint with WAL tails`);
+    assert.ok(tails > 0, 'WAL tail puts were made');
+    assert.ok(tailRestores > 0, 'a restore replayed WAL tails');
     await c.stopAll();
   });
 });

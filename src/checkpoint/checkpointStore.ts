@@ -7,7 +7,7 @@
 import type { Store } from '../storage/store.js';
 import type { CheckpointManifest } from './manifest.js';
 
-export type { CheckpointFile, CheckpointManifest } from './manifest.js';
+export type { CheckpointChunk, CheckpointFile, CheckpointManifest } from './manifest.js';
 
 /**
  * The default `walBytesForFlush` of a checkpoint store's put of a `Store`: 512 KiB. Below it a
@@ -22,6 +22,20 @@ export type { CheckpointFile, CheckpointManifest } from './manifest.js';
  * of the fast ones re-stores the fewest bytes (docs/checkpoints.md, "Where the time goes").
  */
 export const DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH = 512 * 1024;
+
+/**
+ * The default `walTailBytes` of a checkpoint store's put of a `Store`: 8 MiB. A put whose
+ * store only appended to its live write-ahead log since this process's previous put of it
+ * stores just those new bytes (a "WAL tail put": one object and a manifest, instead of a
+ * RocksDB checkpoint, a description of every file and their upload), until the log holds this
+ * many bytes more than at the last whole put; then a whole put flushes the memtables (above
+ * `walBytesForFlush`) and a new chain begins. It bounds what a restore replays from the log
+ * (RocksDB replays about 100 MB/s of WAL here) and the bytes stored again by the next whole
+ * put (docs/checkpoints.md, "WAL tail puts"; the models: Kafka Streams' changelog topics and
+ * Flink's changelog state backend, FLIP-158, which persist state changes as they happen and
+ * materialize the state in the background).
+ */
+export const DEFAULT_CHECKPOINT_WAL_TAIL_BYTES = 8 * 1024 * 1024;
 
 /** A checkpoint directory already made (by `Store.checkpoint(dir)`), uploaded as it is and left in place. */
 export interface CheckpointDirectory {
@@ -65,6 +79,11 @@ export interface CheckpointPutOptions {
    * before.
    */
   readonly walBytesForFlush?: number;
+  /**
+   * For a `Store` source: the WAL bytes a chain of WAL tail puts may add after its last whole
+   * put (`DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`, 8 MiB, by default); 0 makes every put whole.
+   */
+  readonly walTailBytes?: number;
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */
   readonly signal?: AbortSignal;
   /** Called as the put goes (synchronously; an exception thrown here aborts the put). */
@@ -80,10 +99,12 @@ export interface CheckpointPutReport {
   /** Files and bytes stored by this put (the others were in the store already). */
   readonly uploadedFiles: number;
   readonly uploadedBytes: number;
-  /** Making the local checkpoint (RocksDB flush + hard links); 0 for a `CheckpointDirectory`. */
+  /** Making the local checkpoint (RocksDB flush + hard links; for a WAL tail put, reading the log's new bytes); 0 for a `CheckpointDirectory`. */
   readonly checkpointSeconds: number;
   /** Hashing the files, storing the new ones and the manifest. */
   readonly uploadSeconds: number;
+  /** True when the put stored only what the store's live WAL gained since the previous put (`walTailBytes`). */
+  readonly walTail: boolean;
 }
 
 /** What one `restore` did. */

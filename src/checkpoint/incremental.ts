@@ -4,15 +4,15 @@
  * See `CheckpointStore` (checkpointStore.ts) for the contract.
  */
 import { Mutex } from 'async-mutex';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../errors.js';
 import { Store } from '../storage/store.js';
-import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH } from './checkpointStore.js';
+import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from './checkpointStore.js';
 import type {
   CheckpointCollectReport,
   CheckpointDirectory,
@@ -33,7 +33,9 @@ import {
   isCheckpointFileName,
   manifestName,
   manifestsPrefix,
+  objectsOfFile,
   sequenceOfManifest,
+  type CheckpointChunk,
   type CheckpointFile,
   type CheckpointManifest,
 } from './manifest.js';
@@ -47,6 +49,64 @@ const DESCRIBE_CONCURRENCY = 8;
 const HASH_CACHE_LIMIT = 100_000;
 /** RocksDB files never rewritten once written (table and blob files): their hashes are cached. */
 const IMMUTABLE_FILE = /^\d+\.(sst|blob)$/;
+/** A RocksDB write-ahead log file (`<number>.log`, the number growing with each new log). */
+const WAL_FILE = /^(\d+)\.log$/;
+/** Chunks of one WAL file in a chain of tail puts before a put stores the store whole again (bounds a restore's fetches). */
+const MAX_WAL_CHUNKS = 256;
+
+/**
+ * A chain of WAL tail puts of one open `Store` under one key: what the key's latest
+ * checkpoint (put by this process from this store) holds, so that the next put can store
+ * only what the store's live write-ahead log gained since (docs/checkpoints.md, "WAL tail
+ * puts").
+ */
+interface WalChain {
+  readonly key: string;
+  /** The key's latest checkpoint, which this chain's last put wrote. */
+  sequence: number;
+  /** Its files. */
+  files: CheckpointFile[];
+  /** Name of the newest WAL file in it: the store's live log at that put. */
+  readonly wal: string;
+  /** Bytes of that WAL it holds (a prefix of the live file), and their chunks. */
+  walBytes: number;
+  chunks: CheckpointChunk[];
+  /** SHA-256 state over those bytes (copied to digest each put's whole-file hash). */
+  readonly hash: Hash;
+  /** WAL bytes the chain's first (whole) put held: the tail limit counts from there. */
+  readonly baseBytes: number;
+}
+
+/** The name of the newest write-ahead log file in `dir` (highest number), or undefined. */
+async function newestWal(dir: string): Promise<string | undefined> {
+  let best: string | undefined;
+  let bestNumber = -1;
+  for (const name of await readdir(dir)) {
+    const m = WAL_FILE.exec(name);
+    if (m && Number(m[1]) > bestNumber) {
+      bestNumber = Number(m[1]);
+      best = name;
+    }
+  }
+  return best;
+}
+
+/** Bytes `[from, to)` of the file at `file`. */
+async function readRange(file: string, from: number, to: number): Promise<Buffer> {
+  const fh = await open(file, 'r');
+  try {
+    const out = Buffer.allocUnsafe(to - from);
+    let done = 0;
+    while (done < out.length) {
+      const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
+      if (bytesRead === 0) throw new Error(`${file} ended at ${from + done} bytes, expected ${to}`);
+      done += bytesRead;
+    }
+    return out;
+  } finally {
+    await fh.close();
+  }
+}
 
 /**
  * What the key's stored files are, as this process last listed or wrote them: valid while the
@@ -108,6 +168,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * (a hard link to it), and needs neither a stat nor a hash again.
    */
   readonly #immutableByStore = new WeakMap<Store, Map<string, CheckpointFile>>();
+  /** Per open `Store`, the chain of WAL tail puts its latest put began (WalChain). */
+  readonly #walChains = new WeakMap<Store, WalChain>();
 
   /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
   constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
@@ -161,6 +223,14 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       ? Promise.resolve(known.files)
       : this.objects.list(filesPrefix(key)).then((listed) => new Map(listed.map((o) => [o.name, o.bytes])));
     listing.catch(() => undefined); // awaited below; a failure before that must not go unhandled
+    if (source instanceof Store) {
+      const chain = this.#walChains.get(source);
+      this.#walChains.delete(source); // set again by a put that succeeds
+      if (chain && chain.key === key && chain.sequence === last) {
+        const tail = await this.#putWalTail(key, source, sequence, chain, listing, options, t0);
+        if (tail) return tail;
+      }
+    }
     let dir: string;
     let staged: string | undefined;
     let immutable: Map<string, CheckpointFile> | undefined;
@@ -216,6 +286,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
       for (const [name, f] of toUpload) stored.set(name, f.bytes);
       this.#listings.set(key, { latest: sequence, files: stored });
+      if (source instanceof Store) await this.#startWalChain(key, source, sequence, files, dir, options);
       return {
         manifest,
         files: files.length,
@@ -224,10 +295,98 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         uploadedBytes,
         checkpointSeconds,
         uploadSeconds: (performance.now() - t1) / 1000,
+        walTail: false,
       };
     } finally {
       if (staged) await rm(staged, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * After a whole put of `source`: begins a chain of WAL tail puts on its newest WAL file
+   * (read again from the staged checkpoint `dir`, at most about `walBytesForFlush`, for the
+   * SHA-256 state), when tail puts are on and the checkpoint holds a WAL file.
+   */
+  async #startWalChain(key: string, source: Store, sequence: number, files: CheckpointFile[], dir: string, options: CheckpointPutOptions): Promise<void> {
+    if ((options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES) <= 0) return;
+    let wal: CheckpointFile | undefined;
+    for (const f of files) {
+      const m = WAL_FILE.exec(f.name);
+      if (m && (!wal || Number(m[1]) > Number(WAL_FILE.exec(wal.name)![1]))) wal = f;
+    }
+    if (!wal) return;
+    // Updated by hand, not piped into: a Hash used as a stream is digested when it ends.
+    const hash = createHash('sha256').update(await readFile(path.join(dir, wal.name)));
+    if (hash.copy().digest('hex') !== wal.sha256) return; // changed under us: no chain (the next put is whole)
+    this.#walChains.set(source, { key, sequence, files, wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }], hash, baseBytes: wal.bytes });
+  }
+
+  /**
+   * A WAL tail put (docs/checkpoints.md, "WAL tail puts"): when the store's live write-ahead
+   * log is still the chain's newest WAL file (no memtable switch, hence no flush, since the
+   * chain's last put), its bytes past the chain's are the write batches made since, appended
+   * in commit order. They are stored as one object and the new manifest is the last one with
+   * that WAL file one chunk longer: restored, RocksDB replays the whole log on open. Every
+   * write completed before this put began is below the size read here; a batch being written
+   * meanwhile may end the chunk torn, which RocksDB's recovery (point-in-time, the default)
+   * stops before, and the next chunk completes. Compactions may run meanwhile: they change
+   * SST files but not what the chain's files plus the log read as.
+   * @returns the put's report, or undefined when a whole put is needed (the log switched,
+   *   the chain reached `walTailBytes` or MAX_WAL_CHUNKS)
+   */
+  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
+    const { signal } = options;
+    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+    if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
+    if ((await newestWal(source.path)) !== chain.wal) return undefined;
+    const walPath = path.join(source.path, chain.wal);
+    const size = Number((await stat(walPath)).size);
+    if (size < chain.walBytes || size - chain.baseBytes > limit) return undefined;
+    const tail = await readRange(walPath, chain.walBytes, size);
+    // Still the live log after the read: every write before the put is in the bytes read.
+    if ((await newestWal(source.path)) !== chain.wal) return undefined;
+    const checkpointSeconds = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    const stored = await listing;
+    signal?.throwIfAborted();
+    const chunkSha = createHash('sha256').update(tail).digest('hex');
+    const hash = chain.hash.copy().update(tail);
+    const chunks = tail.length > 0 ? [...chain.chunks, { bytes: tail.length, sha256: chunkSha }] : chain.chunks;
+    const walFile: CheckpointFile = { name: chain.wal, bytes: size, sha256: hash.copy().digest('hex'), chunks };
+    const files = chain.files.map((f) => (f.name === chain.wal ? walFile : f));
+    const name = fileObjectName(key, chunkSha);
+    const upload = tail.length > 0 && stored.get(name) !== tail.length;
+    if (upload) {
+      await this.objects.putBytes(name, tail);
+      options.onProgress?.({ kind: 'uploaded', file: `${chain.wal}@${chain.walBytes}`, bytes: tail.length });
+    }
+    signal?.throwIfAborted();
+    if (this.hold && upload && ++this.#storingPuts === this.hold.afterPuts) {
+      process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: 1 files stored, manifest held ${this.hold.ms} ms\n`);
+      await new Promise((r) => setTimeout(r, this.hold!.ms));
+      signal?.throwIfAborted();
+    }
+    const bytes = files.reduce((s, f) => s + f.bytes, 0);
+    const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
+    await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
+    if (upload) stored.set(name, tail.length);
+    this.#listings.set(key, { latest: sequence, files: stored });
+    chain.sequence = sequence;
+    chain.files = files;
+    chain.walBytes = size;
+    chain.chunks = chunks;
+    chain.hash.update(tail);
+    this.#walChains.set(source, chain);
+    return {
+      manifest,
+      files: files.length,
+      bytes,
+      uploadedFiles: upload ? 1 : 0,
+      uploadedBytes: upload ? tail.length : 0,
+      checkpointSeconds,
+      uploadSeconds: (performance.now() - t1) / 1000,
+      walTail: true,
+    };
   }
 
   /**
@@ -315,18 +474,33 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string): Promise<void> {
     const damaged = (why: string): CheckpointDamagedError =>
       new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; restore an earlier checkpoint (sequence option) or take a new one`, m.key, m.sequence, f.name);
-    const body = await this.objects.getStream(fileObjectName(m.key, f.sha256));
-    if (!body) throw damaged(`is missing (object ${fileObjectName(m.key, f.sha256)})`);
     const hash = createHash('sha256');
     let bytes = 0;
-    const check = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        bytes += chunk.length;
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
-    await pipeline(body, check, createWriteStream(target, { flags: 'wx' }));
+    const parts = f.chunks ?? [{ bytes: f.bytes, sha256: f.sha256 }];
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      const object = fileObjectName(m.key, part.sha256);
+      const what = f.chunks ? `chunk ${i + 1} of ${parts.length} (object ${object})` : `(object ${object})`;
+      const body = await this.objects.getStream(object);
+      if (!body) throw damaged(`is missing ${what}`);
+      const partHash = f.chunks ? createHash('sha256') : undefined;
+      let partBytes = 0;
+      const check = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          partBytes += chunk.length;
+          hash.update(chunk);
+          partHash?.update(chunk);
+          done(null, chunk);
+        },
+      });
+      await pipeline(body, check, createWriteStream(target, { flags: i === 0 ? 'wx' : 'a' }));
+      bytes += partBytes;
+      if (partHash) {
+        if (partBytes !== part.bytes) throw damaged(`${what} has ${partBytes} bytes, the manifest says ${part.bytes}`);
+        const sha = partHash.digest('hex');
+        if (sha !== part.sha256) throw damaged(`${what} has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+      }
+    }
     if (bytes !== f.bytes) throw damaged(`has ${bytes} bytes, the manifest says ${f.bytes}`);
     const sha256 = hash.digest('hex');
     if (sha256 !== f.sha256) throw damaged(`has SHA-256 ${sha256}, the manifest says ${f.sha256}`);
@@ -343,7 +517,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const used = new Set<string>();
       for (const s of kept) {
         const m = await this.#manifest(key, s);
-        for (const f of m?.files ?? []) used.add(fileObjectName(key, f.sha256));
+        for (const f of m?.files ?? []) for (const o of objectsOfFile(key, f)) used.add(o);
       }
       // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
       const known = this.#listings.get(key);

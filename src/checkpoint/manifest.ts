@@ -11,17 +11,40 @@
  * ```
  *
  * Each file is stored once per key at `<key>/files/<sha256>` (content-addressed: a file
- * with the same bytes in two checkpoints is one object).
+ * with the same bytes in two checkpoints is one object). A file may instead be stored as
+ * `chunks`, objects `<key>/files/<sha256 of the chunk>` whose concatenation is the file (its
+ * `sha256` is still the whole file's): the live write-ahead log of a put that stored only what
+ * the log gained since the previous put ("WAL tail puts", docs/checkpoints.md). A manifest
+ * with chunks has format `shardflow-checkpoint/2`, so that a reader of format 1 refuses it
+ * instead of looking for an object the whole file was never stored as.
  */
 import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
 
 export const MANIFEST_FORMAT = 'shardflow-checkpoint/1';
+/** The format of a manifest with a file stored as chunks (`CheckpointFile.chunks`). */
+export const MANIFEST_FORMAT_CHUNKED = 'shardflow-checkpoint/2';
 
-/** One file of a checkpoint: its name in the store's directory, size in bytes, SHA-256 (hex). */
+/** One stored object of a file kept as chunks: its size in bytes and SHA-256 (hex). */
+export interface CheckpointChunk {
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/**
+ * One file of a checkpoint: its name in the store's directory, size in bytes, SHA-256 (hex)
+ * of its whole content, and, for a file stored in parts, the `chunks` whose concatenation it
+ * is (in order; their sizes sum to `bytes`); without chunks it is stored whole.
+ */
 export interface CheckpointFile {
   readonly name: string;
   readonly bytes: number;
   readonly sha256: string;
+  readonly chunks?: readonly CheckpointChunk[];
+}
+
+/** The names of the stored objects that hold `file` (`fileObjectName` of each chunk, or of the whole file). */
+export function objectsOfFile(key: string, file: CheckpointFile): string[] {
+  return file.chunks ? file.chunks.map((c) => fileObjectName(key, c.sha256)) : [fileObjectName(key, file.sha256)];
 }
 
 /** A complete checkpoint of one key, as its manifest records it. */
@@ -90,11 +113,13 @@ export const isCheckpointFileName = (name: string): boolean => FILE_NAME.test(na
 
 export function encodeManifest(m: CheckpointManifest): Buffer {
   return Buffer.from(JSON.stringify({
-    format: MANIFEST_FORMAT,
+    format: m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
     key: m.key,
     sequence: m.sequence,
     createdAt: m.createdAt,
-    files: m.files.map((f) => ({ name: f.name, bytes: f.bytes, sha256: f.sha256 })),
+    files: m.files.map((f) => (f.chunks
+      ? { name: f.name, bytes: f.bytes, sha256: f.sha256, chunks: f.chunks.map((c) => ({ bytes: c.bytes, sha256: c.sha256 })) }
+      : { name: f.name, bytes: f.bytes, sha256: f.sha256 })),
     metadata: Buffer.from(m.metadata).toString('base64'),
   }));
 }
@@ -115,7 +140,7 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
   }
   if (raw === null || typeof raw !== 'object') return damaged('not an object');
   const o = raw as Record<string, unknown>;
-  if (o.format !== MANIFEST_FORMAT) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT}`);
+  if (o.format !== MANIFEST_FORMAT && o.format !== MANIFEST_FORMAT_CHUNKED) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT} or ${MANIFEST_FORMAT_CHUNKED}`);
   if (o.key !== key || o.sequence !== sequence) return damaged(`it names ${JSON.stringify(o.key)}@${String(o.sequence)}`);
   if (typeof o.createdAt !== 'string') return damaged('no createdAt');
   if (typeof o.metadata !== 'string') return damaged('no metadata');
@@ -130,7 +155,21 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
     if (typeof e.sha256 !== 'string' || !SHA256.test(e.sha256)) return damaged(`bad sha256 of ${e.name}`);
     names.add(e.name);
     total += e.bytes as number;
-    files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256 });
+    if (e.chunks === undefined) {
+      files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256 });
+      continue;
+    }
+    if (o.format !== MANIFEST_FORMAT_CHUNKED || !Array.isArray(e.chunks) || e.chunks.length === 0) return damaged(`bad chunk list of ${e.name}`);
+    const chunks: CheckpointChunk[] = [];
+    let sum = 0;
+    for (const c of e.chunks as unknown[]) {
+      const k = (c ?? {}) as Record<string, unknown>;
+      if (!Number.isSafeInteger(k.bytes) || (k.bytes as number) < 0 || typeof k.sha256 !== 'string' || !SHA256.test(k.sha256)) return damaged(`bad chunk of ${e.name}`);
+      sum += k.bytes as number;
+      chunks.push({ bytes: k.bytes as number, sha256: k.sha256 });
+    }
+    if (sum !== e.bytes) return damaged(`the chunks of ${e.name} hold ${sum} bytes, the file ${String(e.bytes)}`);
+    files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256, chunks });
   }
   return { key, sequence, createdAt: o.createdAt, files, bytes: total, metadata: new Uint8Array(Buffer.from(o.metadata, 'base64')) };
 }

@@ -39,9 +39,9 @@ function eventLine(e: WorkerEvent): string {
     case 'assigned':
       return `assigned round ${e.round}: ${e.placed.length} placed, ${e.moves.length} moves${e.unplaced.length ? `, unplaced ${e.unplaced.join(' ')}` : ''}`;
     case 'restored':
-      return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes, ${e.seconds.toFixed(3)} s; ${e.reason})`;
+      return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes${e.walChunks > 0 ? `, ${e.walChunks} WAL tails` : ''}, ${e.seconds.toFixed(3)} s; ${e.reason})`;
     case 'checkpointed':
-      return `checkpointed ${e.unit} epoch ${e.epoch}: checkpoint ${e.sequence} (${e.bytes} bytes in ${e.files} files, ${e.uploadedBytes} bytes stored; ${(e.checkpointSeconds + e.uploadSeconds).toFixed(3)} s)`;
+      return `checkpointed ${e.unit} epoch ${e.epoch}: checkpoint ${e.sequence} (${e.bytes} bytes in ${e.files} files, ${e.uploadedBytes} bytes stored${e.walTail ? ', a WAL tail' : ''}; ${(e.checkpointSeconds + e.uploadSeconds).toFixed(3)} s)`;
     case 'waiting':
     case 'fenced':
     case 'failed':

@@ -18,7 +18,7 @@ export type WorkerEvent =
    * worker's data dir before its store opened, in `seconds`; `reason`: why the local store was
    * not used (missing, or older).
    */
-  | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string }
+  | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string; readonly walChunks: number }
   /**
    * With checkpoints: a checkpoint of the unit is durable (`sequence`; `files`, `bytes` of the
    * whole store; `uploadedFiles`, `uploadedBytes` stored by this put, the rest shared with
@@ -29,6 +29,8 @@ export type WorkerEvent =
   | {
     readonly type: 'checkpointed'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly files: number; readonly bytes: number;
     readonly uploadedFiles: number; readonly uploadedBytes: number; readonly checkpointSeconds: number; readonly uploadSeconds: number;
+    /** The put stored only the WAL's new bytes (a WAL tail put, docs/checkpoints.md). */
+    readonly walTail: boolean;
   }
   | { readonly type: 'started'; readonly unit: string; readonly epoch: number }
   /** A planned hand-back: the partition stopped (store flushed and closed), then the lease was released. */

@@ -267,7 +267,7 @@ class ClusterWorker implements Worker {
       intervalMs: c.intervalMs,
       onRestored: (r) => {
         const unit = unitKey({ stage: r.stage, partition: r.partition });
-        this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason });
+        this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason, walChunks: r.walChunks });
       },
       onPut: ({ stage, partition, ...put }) => {
         const unit = unitKey({ stage, partition });

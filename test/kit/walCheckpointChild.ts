@@ -8,7 +8,8 @@
 // checkpoint store at URL (AWS_* from the environment for s3://) every 20 ms with
 // walBytesForFlush 64 MiB (the WAL copied, never a flush in a test's time), each with metadata `{"completed": n}`: n batches
 // were written before the put began, so the checkpoint holds at least those. After each put
-// it prints one JSON line on stdout: `{"sequence", "completed", "wal": [{name, bytes}]}`.
+// it prints one JSON line on stdout: `{"sequence", "completed", "wal": [{name, bytes}], "walTail"}`
+// (walTail: the put stored only the WAL's new bytes, while batches were being written).
 import { openCheckpointStore, Store } from '../../src/storage/index.js';
 import { walColumnFamilies, writeWalBatch } from './walCheckpoint.js';
 
@@ -30,7 +31,7 @@ const putting = (async () => {
     const before = completed;
     const put = await checkpoints.put(key, store, ++sequence, { metadata: Buffer.from(JSON.stringify({ completed: before })), walBytesForFlush: 64 * 2 ** 20 });
     const wal = put.manifest.files.filter((f) => f.name.endsWith('.log')).map((f) => ({ name: f.name, bytes: f.bytes }));
-    process.stdout.write(`${JSON.stringify({ sequence, completed: before, wal })}\n`);
+    process.stdout.write(`${JSON.stringify({ sequence, completed: before, wal, walTail: put.walTail })}\n`);
   }
 })();
 await Promise.race([writing, putting]);

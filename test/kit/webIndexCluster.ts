@@ -219,5 +219,5 @@ export async function withCheckpointedWebIndexCluster(
 
 /** The `restored` events of the workers, as `<worker> <unit> <reason>`. */
 export function restoresOf(ws: readonly WorkerProcess[]): string[] {
-  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit} ${e.reason}`] : [])));
+  return ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'restored' ? [`${w.name} ${e.unit}@${e.sequence}${e.walChunks > 0 ? ` (+${e.walChunks} WAL tails)` : ''} ${e.reason}`] : [])));
 }

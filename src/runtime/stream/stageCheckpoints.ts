@@ -67,6 +67,8 @@ export interface StageRestore {
   readonly seconds: number;
   /** Why the local store was not used: `missing`, or its owner epoch was older. */
   readonly reason: string;
+  /** Chunks of the WAL files restored beyond the first (the WAL tail puts the checkpoint's log was stored by; 0 for a whole put's). */
+  readonly walChunks: number;
 }
 
 /** What a stage partition's checkpoint records beside its files (JSON in the manifest's metadata). */
@@ -146,7 +148,8 @@ export async function restoreStageStoreIfBehind(
   const report = await checkpointing.store.restore(key, staging, { sequence: latest.sequence });
   await rm(storePath, { recursive: true, force: true });
   await rename(staging, storePath);
-  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason };
+  const walChunks = report.manifest.files.reduce((n, f) => n + Math.max(0, (f.chunks?.length ?? 0) - 1), 0);
+  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason, walChunks };
   checkpointing.onRestored?.(restore);
   return restore;
 }

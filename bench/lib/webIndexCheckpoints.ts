@@ -143,17 +143,31 @@ async function balanced(c: WebIndexCluster, ws: readonly WorkerProcess[], timeou
  * @returns the run's figures, and the wall times (ms) of its start, of the end of its load and of its end
  * @throws Error when the job does not end within `s.hangMs`
  */
+/** A round slower than this (ms) prints the workers' stderr (`rank`). */
+const STALL_MS = 120_000;
+
 async function rank(s: WebIndexBenchSetup, c: WebIndexCluster): Promise<{ run: RankRun; from: number; loadedAt: number; to: number }> {
   const loadAverage = [load()];
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(new Error(`the rank job did not end in ${s.hangMs} ms`)), s.hangMs);
   const from = Date.now();
   let loadedAt = from;
+  // A round that takes over STALL_MS (after the load) prints the workers' last stderr once, so
+  // that a stalled run says what its workers were doing while it can still be seen.
+  let lastRound = 0;
+  let dumped = false;
+  const stall = setInterval(() => {
+    if (dumped || lastRound === 0 || Date.now() - lastRound < STALL_MS) return;
+    dumped = true;
+    process.stderr.write(`no round for ${STALL_MS / 1000} s; the workers' stderr:\n`);
+    for (const w of c.workers) process.stderr.write(`--- ${w.name}:\n${w.stderr.slice(-6000)}\n`);
+  }, 5_000);
   try {
     const r = await rankOnCluster({
       client: await c.client(), broker: await c.broker(), partitions: s.partitions, graph: s.graph, tolerance: s.tolerance, log: memoryLogger().log, signal: stop.signal,
-      onLoaded: () => (loadedAt = Date.now()),
+      onLoaded: () => (loadedAt = lastRound = Date.now()),
       onRound: (r) => {
+        lastRound = Date.now();
         if (r.round % 10 === 0) process.stderr.write(`round ${r.round}: ${((Date.now() - from) / 1000).toFixed(1)} s, load average ${load().join(' ')}\n`);
       },
     });
@@ -165,6 +179,7 @@ async function rank(s: WebIndexBenchSetup, c: WebIndexCluster): Promise<{ run: R
     return { run, from, loadedAt, to: Date.now() };
   } finally {
     clearTimeout(timer);
+    clearInterval(stall);
   }
 }
 
@@ -212,6 +227,8 @@ function putFigures(ws: readonly WorkerProcess[], from: number, loadedAt: number
     const ps = puts.filter((x) => x.at >= a && x.at < b).map((x) => x.e);
     return {
       puts: ps.length,
+      // Puts that stored only the WAL's new bytes (docs/checkpoints.md, "WAL tail puts").
+      walTailPuts: ps.filter((e) => e.walTail).length,
       checkpointSeconds: spread(ps.map((e) => e.checkpointSeconds)),
       uploadSeconds: spread(ps.map((e) => e.uploadSeconds)),
       uploadedBytes: spread(ps.map((e) => e.uploadedBytes)),

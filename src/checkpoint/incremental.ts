@@ -315,9 +315,16 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       if (m && (!wal || Number(m[1]) > Number(WAL_FILE.exec(wal.name)![1]))) wal = f;
     }
     if (!wal) return;
-    // Updated by hand, not piped into: a Hash used as a stream is digested when it ends.
-    const hash = createHash('sha256').update(await readFile(path.join(dir, wal.name)));
-    if (hash.copy().digest('hex') !== wal.sha256) return; // changed under us: no chain (the next put is whole)
+    // Updated by hand, not piped into: a Hash used as a stream is digested when it ends. A
+    // failure here leaves no chain (the next put is whole): the put itself is durable, and its
+    // caller must see it succeed.
+    let hash: Hash;
+    try {
+      hash = createHash('sha256').update(await readFile(path.join(dir, wal.name)));
+    } catch {
+      return;
+    }
+    if (hash.copy().digest('hex') !== wal.sha256) return; // changed under us: no chain
     this.#walChains.set(source, { key, sequence, files, wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }], hash, baseBytes: wal.bytes });
   }
 

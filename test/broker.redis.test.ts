@@ -164,3 +164,45 @@ test('redis: a failover holder SIGKILLed after refreshing its liveness but befor
     await b.close();
   }
 });
+
+test('redis: a handover scores entries by id, so claims take them oldest first with a range read (no sort of every due id)', async (t) => {
+  const r = new Redis(url);
+  try {
+    await r.ping();
+  } catch (err) {
+    r.disconnect();
+    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw err;
+    t.skip(`Redis unavailable: ${(err as Error).message}`);
+    return;
+  }
+  const { runScript } = await import('../src/runtime/brokers/redis/scripts.js');
+  const stream = `${prefix}handover-order-${Date.now()}`;
+  const ready = `${stream}:ready`;
+  try {
+    // 25 entries in one ms (seq 0..24: 'ms-10' sorts before 'ms-9' as text), then 5 in the next.
+    const ids: string[] = [];
+    for (let seq = 0; seq < 25; seq++) ids.push(await r.xadd(stream, `5000-${seq}`, 'f', String(seq)) as string);
+    for (let seq = 0; seq < 5; seq++) ids.push(await r.xadd(stream, `5001-${seq}`, 'f', String(25 + seq)) as string);
+    await r.xgroup('CREATE', stream, 'g', '0');
+    await r.xreadgroup('GROUP', 'g', 'old', 'COUNT', 100, 'STREAMS', stream, '>');
+    // A nacked entry already waiting keeps its due time (ZADD NX), after every handed-over one.
+    await r.zadd(ready, Date.now() + 60_000, '5000-3');
+    assert.equal(await runScript(r, 'sfHandover', [stream, ready, `${stream}:alive:old`], ['g', 'old']), 30);
+    const members = await r.zrange(ready, '0', '-1', 'WITHSCORES');
+    const order = members.filter((_, i) => i % 2 === 0);
+    assert.deepEqual(order, [...ids.filter((id) => id !== '5000-3'), '5000-3'], 'the set orders handed-over entries by id, the nacked one last');
+    assert.ok(Number(members[1]) < 0, 'handed-over entries are due at once (negative scores)');
+    // Claims of 7 at a time take them in id order, and say when due entries are left.
+    const claimed: string[] = [];
+    for (;;) {
+      const [out, , left] = (await runScript(r, 'sfClaimReady', [stream, ready], ['g', 'new', 7])) as [Array<[string, unknown, number]>, unknown, number];
+      claimed.push(...out.map((e) => String(e[0])));
+      if (left === 0) break;
+    }
+    assert.deepEqual(claimed, ids.filter((id) => id !== '5000-3'), 'oldest id first, every handed-over entry once');
+    assert.deepEqual(await r.zrange(ready, '0', '-1'), ['5000-3'], 'the nacked entry waits for its due time');
+  } finally {
+    await r.del(stream, ready);
+    r.disconnect();
+  }
+});

@@ -9,8 +9,11 @@ import type { Redis } from 'ioredis';
  * Shared vocabulary (see `keys.ts`):
  * - `stream`: the topic's stream; `group`: the subscription (consumer group).
  * - `ready`: sorted set of entry ids due for redelivery, score = due time in ms (server
- *   clock, `TIME`); an id stays in its last owner's pending entries list (PEL) until a
- *   consumer claims it with XCLAIM, which is what increments Redis' delivery counter.
+ *   clock, `TIME`) for a nacked entry, and for an entry handed over (due at once) its id's
+ *   order below every time (`HANDOVER_SCORE`), so that claims take handed-over entries oldest
+ *   id first with a range read, never a sort; an id stays in its last owner's pending entries
+ *   list (PEL) until a consumer claims it with XCLAIM, which is what increments Redis'
+ *   delivery counter.
  * - `dlq`: the subscription's dead-letter stream.
  * Redelivery count of a delivery = Redis delivery counter - 1.
  *
@@ -23,6 +26,23 @@ const NOW = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+/**
+ * The `ready` score of an entry handed over: its id `<ms>-<seq>` as ms + seq / 2048, less 2^42.
+ * Every such score is negative (entry ids' ms are below 2^42, year 2109), so it is due at once
+ * and sorts before every nacked entry's due time; among them the order is the ids' (exact in a
+ * double for seq < 2047, the fraction's resolution at that magnitude being 2^-11; a stream
+ * adds far fewer entries than that in one ms, and beyond it ties fall back to the members'
+ * text order). Before, handed-over entries all had score 0 and a claim read and sorted every
+ * due id (tens of thousands after a failover) under Redis' one thread: up to 0.7 s per claim,
+ * which stalled every other client's commands past their leases.
+ */
+const HANDOVER_SCORE = `
+local function handover_score(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms) - 4398046511104 + math.min(tonumber(seq), 2047) / 2048
 end
 `;
 
@@ -59,7 +79,8 @@ end
 /** The scripts: name -> { keys, lua }. Argument lists are documented per script. */
 export const scripts = {
   /**
-   * Claims up to `count` due entries from `ready` for `consumer`, the oldest entry ids first.
+   * Claims up to `count` due entries from `ready` for `consumer` in score order: handed-over
+   * entries oldest id first, then nacked entries by due time (one range read of count + 1).
    * KEYS: stream, ready. ARGV: group, consumer, count.
    * Returns `[entries, nextDueMs|false, dueLeft]`, entries as `[id, fields, deliveryCount]`,
    * `dueLeft` 1 when due entries were left for a later claim (the caller then reads no new
@@ -72,19 +93,8 @@ export const scripts = {
 local stream, ready = KEYS[1], KEYS[2]
 local group, consumer, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = now_ms()
-local ids = redis.call('ZRANGEBYSCORE', ready, '-inf', now)
-if #ids > count then
-  -- Oldest first: members of one score sort as text, and 'ms-10' < 'ms-9'.
-  local function key(id)
-    local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-    return tonumber(ms), tonumber(seq)
-  end
-  table.sort(ids, function(a, b)
-    local am, as = key(a)
-    local bm, bs = key(b)
-    return am < bm or (am == bm and as < bs)
-  end)
-end
+-- Handed-over entries first, oldest id first (their scores), then nacked ones by due time.
+local ids = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, count + 1)
 local out = {}
 for i = 1, math.min(#ids, count) do
   local id = ids[i]
@@ -161,14 +171,14 @@ return 1
    */
   sfHandover: {
     numberOfKeys: 3,
-    lua: `
+    lua: `${HANDOVER_SCORE}
 local stream, ready, group, consumer = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local n, start = 0, '-'
 while true do
   local p = redis.call('XPENDING', stream, group, start, '+', 1000, consumer)
   if #p == 0 then break end
   for _, e in ipairs(p) do
-    redis.call('ZADD', ready, 'NX', 0, e[1])
+    redis.call('ZADD', ready, 'NX', handover_score(e[1]), e[1])
     n = n + 1
   end
   if #p < 1000 then break end
@@ -193,7 +203,7 @@ return n
    */
   sfReap: {
     numberOfKeys: 2,
-    lua: `
+    lua: `${HANDOVER_SCORE}
 local stream, ready, group, prefix = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local self, all = ARGV[3], ARGV[4] == '1'
 local handed, deleted = 0, 0
@@ -214,7 +224,7 @@ for _, c in ipairs(cs) do
         local p = redis.call('XPENDING', stream, group, start, '+', 1000, name)
         if #p == 0 then break end
         for _, e in ipairs(p) do
-          handed = handed + redis.call('ZADD', ready, 'NX', 0, e[1])
+          handed = handed + redis.call('ZADD', ready, 'NX', handover_score(e[1]), e[1])
         end
         if #p < 1000 then break end
         start = '(' .. p[#p][1]

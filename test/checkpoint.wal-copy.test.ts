@@ -152,16 +152,34 @@ for (const target of targets) {
         assert.equal(tailAgain.walTail, true);
         assert.deepEqual((await restored(checkpoints, key, 6)).content, expectedAfter(900));
         assert.deepEqual((await restored(checkpoints, key, 7)).content, expectedAfter(950));
+        // A put that flushes leaves the new, empty log out of its checkpoint (RocksDB): the chain
+        // begins at that log's byte 0, and the next put stores it as a file of one chunk.
+        for (let b = 950; b < 955; b++) await writeWalBatch(store, b);
+        const flushing = await checkpoints.put(key, store, 8, { walBytesForFlush: 1, walTailBytes: 1 });
+        assert.equal(flushing.walTail, false);
+        assert.deepEqual(walFiles(flushing.manifest), [], 'no log in a flushed checkpoint');
+        const empty = await checkpoints.put(key, store, 9);
+        assert.equal(empty.walTail, true, 'nothing written since: a tail put of nothing');
+        assert.deepEqual(walFiles(empty.manifest), []);
+        for (let b = 955; b < 957; b++) await writeWalBatch(store, b);
+        const afterFlushTail = await checkpoints.put(key, store, 10);
+        assert.equal(afterFlushTail.walTail, true, 'a tail of the log begun by the flush');
+        assert.deepEqual(walFiles(afterFlushTail.manifest).map((f) => f.chunks?.length), [1], 'the new log, one chunk');
+        assert.deepEqual((await restored(checkpoints, key, 9)).content, expectedAfter(955));
+        assert.deepEqual((await restored(checkpoints, key, 10)).content, expectedAfter(957));
+        for (let b = 957; b < 958; b++) await writeWalBatch(store, b);
+        assert.equal((await checkpoints.put(key, store, 13)).walTail, true);
+        assert.deepEqual((await restored(checkpoints, key, 13)).content, expectedAfter(958));
+        for (let b = 958; b < 960; b++) await writeWalBatch(store, b);
         // A chain is this process's: another store object (a reopen) or a put past walTailBytes is whole.
-        for (let b = 950; b < 960; b++) await writeWalBatch(store, b);
-        const limited = await checkpoints.put(key, store, 8, { walTailBytes: 1 });
+        const limited = await checkpoints.put(key, store, 14, { walTailBytes: 1 });
         assert.equal(limited.walTail, false, 'the chain is past walTailBytes');
-        assert.deepEqual((await restored(checkpoints, key, 8)).content, expectedAfter(960));
+        assert.deepEqual((await restored(checkpoints, key, 14)).content, expectedAfter(960));
         // collect keeps what the kept manifests' chunks need.
         for (let b = 960; b < 1000; b++) await writeWalBatch(store, b);
-        assert.equal((await checkpoints.put(key, store, 9)).walTail, true);
+        assert.equal((await checkpoints.put(key, store, 15)).walTail, true);
         await checkpoints.collect(key, 1);
-        assert.deepEqual((await restored(checkpoints, key, 9)).content, expectedAfter(1000));
+        assert.deepEqual((await restored(checkpoints, key, 15)).content, expectedAfter(1000));
         // The store itself is untouched by the restores and still live.
         assert.deepEqual(await walContents(store), expectedAfter(1000));
       } finally {

@@ -314,7 +314,24 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const m = WAL_FILE.exec(f.name);
       if (m && (!wal || Number(m[1]) > Number(WAL_FILE.exec(wal.name)![1]))) wal = f;
     }
-    if (!wal) return;
+    if (!wal) {
+      // The checkpoint flushed, and RocksDB leaves the new live log out while it is empty. That
+      // log is the store's newest if its number is below the flush's SST files': RocksDB numbers
+      // logs and tables from one counter, and switches the log before the flush numbers its
+      // tables, so a log made by a later switch has a higher number than all of them. Then
+      // every byte of it came after the checkpoint, and the chain begins at its byte 0.
+      let flushed = -1;
+      for (const f of files) if (IMMUTABLE_FILE.test(f.name)) flushed = Math.max(flushed, Number(f.name.split('.')[0]));
+      let live: string | undefined;
+      try {
+        live = await newestWal(source.path);
+      } catch {
+        return;
+      }
+      if (live === undefined || Number(WAL_FILE.exec(live)![1]) >= flushed) return;
+      this.#walChains.set(source, { key, sequence, files, wal: live, walBytes: 0, chunks: [], hash: createHash('sha256'), baseBytes: 0 });
+      return;
+    }
     // Updated by hand, not piped into: a Hash used as a stream is digested when it ends. A
     // failure here leaves no chain (the next put is whole): the put itself is durable, and its
     // caller must see it succeed.
@@ -360,7 +377,13 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const hash = chain.hash.copy().update(tail);
     const chunks = tail.length > 0 ? [...chain.chunks, { bytes: tail.length, sha256: chunkSha }] : chain.chunks;
     const walFile: CheckpointFile = { name: chain.wal, bytes: size, sha256: hash.copy().digest('hex'), chunks };
-    const files = chain.files.map((f) => (f.name === chain.wal ? walFile : f));
+    // The log is in the chain's files, or (a chain begun after a flush) joins them now, once
+    // it holds a byte.
+    const files = chunks.length === 0
+      ? chain.files
+      : chain.files.some((f) => f.name === chain.wal)
+      ? chain.files.map((f) => (f.name === chain.wal ? walFile : f))
+      : [...chain.files, walFile].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const name = fileObjectName(key, chunkSha);
     const upload = tail.length > 0 && stored.get(name) !== tail.length;
     if (upload) {

@@ -151,6 +151,10 @@ class RemoteAskClient implements ClusterClient {
       }, timeoutMs);
       this.#waiting.set(id, { stage, partition, resolve, reject, timer });
     });
+    // Marked handled before the send: a send slower than the timeout (a broker stalled) would
+    // otherwise leave the timeout's rejection unhandled, which ends the process (it is still
+    // thrown to the caller below).
+    answer.catch(() => {});
     try {
       await (await this.#producer(stage, partition)).send(payload);
     } catch (err) {
@@ -159,7 +163,6 @@ class RemoteAskClient implements ClusterClient {
         clearTimeout(w.timer);
         this.#waiting.delete(id);
       }
-      answer.catch(() => {});
       throw err;
     }
     return answer;

@@ -55,12 +55,31 @@ describe('metrics/<q> contribution codec', () => {
     ]);
     // Re-encoded (keys picked out with starts), it travels as runs.
     assert.deepEqual(copyPairs(contributionCodec.decode(contributionCodec.encode(old)).copies!), copyPairs(old.copies!));
+    // Keys picked out of one buffer (as from a KeyArena): a target named by several runs travels once.
+    const arena = Buffer.from('..http://t.example/..http://s.example/..http://s.example/ß..http://u.example/');
+    const at = (key: string) => [arena.indexOf(key), arena.indexOf(key) + Buffer.byteLength(key)] as const;
+    const pick = (keys: string[]) => ({ bytes: arena, starts: Uint32Array.from(keys.map((k) => at(k)[0])), ends: Uint32Array.from(keys.map((k) => at(k)[1])) });
+    const picked = {
+      sources: pick(['http://s.example/', 'http://s.example/ß']),
+      values: Float64Array.of(0.5, 0.25),
+      runs: Uint32Array.of(2, 2),
+      targets: pick(['http://t.example/', 'http://u.example/', 'http://u.example/', 'http://t.example/']),
+    };
+    const encoded = contributionCodec.encode({ type: 'metrics', round: 9, keys: packKeys([]), deltas: new Float64Array(0), copies: picked });
+    const raw = packr.unpack(encoded) as { copyTargetBytes: Uint8Array };
+    assert.equal(Buffer.from(raw.copyTargetBytes).toString(), 'http://t.example/http://u.example/');
+    assert.deepEqual(copyPairs(contributionCodec.decode(encoded).copies!), [
+      ['http://t.example/', 'http://s.example/', 0.5],
+      ['http://u.example/', 'http://s.example/', 0.5],
+      ['http://u.example/', 'http://s.example/ß', 0.25],
+      ['http://t.example/', 'http://s.example/ß', 0.25],
+    ]);
   });
 
   it('refuses bytes that are not msgpack, a wrong shape, lengths that differ and offsets out of range', () => {
     const wire = (over: Record<string, unknown>) =>
       packr.pack({ type: 'metrics', round: 1, keyBytes: Buffer.from('ab'), keyEnds: Buffer.from(Uint32Array.of(1, 2).buffer), deltas: Buffer.from(Float64Array.of(1, 2).buffer), ...over });
-    const runsWire = { copySourceBytes: Buffer.from('s'), copySourceEnds: Buffer.from(Uint32Array.of(1).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer), copyRuns: Buffer.from(Uint32Array.of(2).buffer), copyTargetBytes: Buffer.from('tu'), copyTargetEnds: Buffer.from(Uint32Array.of(1, 2).buffer) };
+    const runsWire = { copySourceBytes: Buffer.from('s'), copySourceEnds: Buffer.from(Uint32Array.of(1).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer), copyRuns: Buffer.from(Uint32Array.of(2).buffer), copyTargetBytes: Buffer.from('tu'), copyTargetEnds: Buffer.from(Uint32Array.of(1, 2).buffer), copyTargetIndexes: Buffer.from(Uint32Array.of(0, 1).buffer) };
     assert.doesNotThrow(() => contributionCodec.decode(wire({})));
     assert.deepEqual(copyPairs(contributionCodec.decode(wire(runsWire)).copies!), [['t', 's', 1], ['u', 's', 1]]);
     for (const [what, bytes] of [
@@ -79,6 +98,8 @@ describe('metrics/<q> contribution codec', () => {
       ['copy runs that do not sum to the targets', wire({ ...runsWire, copyRuns: Buffer.from(Uint32Array.of(3).buffer) })],
       ['copy runs of another length', wire({ ...runsWire, copyRuns: Buffer.from(Uint32Array.of(1, 1).buffer) })],
       ['copy target ends past the bytes', wire({ ...runsWire, copyTargetEnds: Buffer.from(Uint32Array.of(1, 3).buffer) })],
+      ['a copy naming a target out of range', wire({ ...runsWire, copyTargetIndexes: Buffer.from(Uint32Array.of(0, 2).buffer) })],
+      ['copy runs without target indexes', wire({ ...runsWire, copyTargetIndexes: undefined })],
       ['both copy forms', wire({ ...runsWire, copyKeyBytes: Buffer.from('a\u0000b'), copyKeyEnds: Buffer.from(Uint32Array.of(3).buffer) })],
       ['copy values of another length', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer), copyValues: Buffer.from(Float64Array.of(1, 2).buffer) })],
       ['copy ends past the bytes', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(3).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer) })],

@@ -136,7 +136,10 @@ export interface CopyRuns {
   readonly values: Float64Array;
   /** How many consecutive `targets` each run takes (they sum to the targets' count). */
   readonly runs: Uint32Array;
-  /** The target pages (URLs, UTF-8), run after run. */
+  /**
+   * The target pages (URLs, UTF-8), run after run. Keys given with `starts` that share
+   * their start and end (picked out of one buffer) are one key: it travels once.
+   */
   readonly targets: PackedKeys;
 }
 
@@ -480,6 +483,8 @@ interface ContributionWire {
   readonly copyRuns?: Uint8Array;
   readonly copyTargetBytes?: Uint8Array;
   readonly copyTargetEnds?: Uint8Array;
+  /** LE uint32, one per copy: the index of its target among copyTargetBytes / copyTargetEnds (each distinct target once). */
+  readonly copyTargetIndexes?: Uint8Array;
   /**
    * The form written before runs (decoded still, e.g. from an outbox or a broker written
    * by an earlier version): one backlink key (`target 0x00 source`) per copy, packed, with
@@ -493,7 +498,7 @@ const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
   isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && v.keyBytes instanceof Uint8Array &&
   v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array &&
   (v.dictionary === undefined ? v.indexes === undefined : typeof v.dictionary === 'string' && v.indexes instanceof Uint8Array) &&
-  allBytes(v, ['copySourceBytes', 'copySourceEnds', 'copyRuns', 'copyTargetBytes', 'copyTargetEnds', 'copyKeyBytes', 'copyKeyEnds', 'copyValues']));
+  allBytes(v, ['copySourceBytes', 'copySourceEnds', 'copyRuns', 'copyTargetBytes', 'copyTargetEnds', 'copyTargetIndexes', 'copyKeyBytes', 'copyKeyEnds', 'copyValues']));
 
 /** True when each of `fields` of `v` is absent or bytes. */
 function allBytes(v: Record<string, unknown>, fields: readonly string[]): boolean {
@@ -578,7 +583,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
  *   no 0x00.
  */
 function decodeCopies(wire: ContributionWire): CopyRuns | undefined {
-  const runFields = [wire.copySourceBytes, wire.copySourceEnds, wire.copyRuns, wire.copyTargetBytes, wire.copyTargetEnds];
+  const runFields = [wire.copySourceBytes, wire.copySourceEnds, wire.copyRuns, wire.copyTargetBytes, wire.copyTargetEnds, wire.copyTargetIndexes];
   const legacy = wire.copyKeyBytes !== undefined || wire.copyKeyEnds !== undefined;
   if (runFields.every((f) => f === undefined) && !legacy) {
     if (wire.copyValues !== undefined) throw new UndecodableMessageError('metrics: copyValues without copies');
@@ -605,30 +610,69 @@ function decodeCopies(wire: ContributionWire): CopyRuns | undefined {
     }
     return { sources: { bytes, starts: sourceStarts, ends }, values, runs: new Uint32Array(ends.length).fill(1), targets: { bytes, starts: targetStarts, ends: targetEnds } };
   }
-  if (runFields.some((f) => f === undefined)) throw new UndecodableMessageError('metrics: copies need copySourceBytes, copySourceEnds, copyRuns, copyTargetBytes and copyTargetEnds');
+  if (runFields.some((f) => f === undefined)) throw new UndecodableMessageError('metrics: copies need copySourceBytes, copySourceEnds, copyRuns, copyTargetBytes, copyTargetEnds and copyTargetIndexes');
   const sourceEnds = fromWire(Uint32Array, wire.copySourceEnds!, 'copySourceEnds');
   const runs = fromWire(Uint32Array, wire.copyRuns!, 'copyRuns');
-  const targetEnds = fromWire(Uint32Array, wire.copyTargetEnds!, 'copyTargetEnds');
+  const distinctEnds = fromWire(Uint32Array, wire.copyTargetEnds!, 'copyTargetEnds');
+  const indexes = fromWire(Uint32Array, wire.copyTargetIndexes!, 'copyTargetIndexes');
   if (sourceEnds.length !== values.length || runs.length !== values.length) throw new UndecodableMessageError('metrics: copySourceEnds, copyValues and copyRuns differ in length');
   checkEnds(sourceEnds, wire.copySourceBytes!.byteLength, 'copySourceEnds');
-  checkEnds(targetEnds, wire.copyTargetBytes!.byteLength, 'copyTargetEnds');
+  checkEnds(distinctEnds, wire.copyTargetBytes!.byteLength, 'copyTargetEnds');
   let total = 0;
   for (let j = 0; j < runs.length; j++) total += runs[j]!;
-  if (total !== targetEnds.length) throw new UndecodableMessageError(`metrics: copyRuns sum to ${total}, not the ${targetEnds.length} targets`);
-  return { sources: { bytes: wire.copySourceBytes!, ends: sourceEnds }, values, runs, targets: { bytes: wire.copyTargetBytes!, ends: targetEnds } };
+  if (total !== indexes.length) throw new UndecodableMessageError(`metrics: copyRuns sum to ${total}, not the ${indexes.length} copies`);
+  // Copy i's target: distinct target indexes[i], as a view (starts and ends into the bytes).
+  const starts = new Uint32Array(indexes.length);
+  const ends = new Uint32Array(indexes.length);
+  for (let i = 0; i < indexes.length; i++) {
+    const d = indexes[i]!;
+    if (d >= distinctEnds.length) throw new UndecodableMessageError(`metrics: copy ${i} names target ${d} of ${distinctEnds.length}`);
+    starts[i] = d === 0 ? 0 : distinctEnds[d - 1]!;
+    ends[i] = distinctEnds[d]!;
+  }
+  return { sources: { bytes: wire.copySourceBytes!, ends: sourceEnds }, values, runs, targets: { bytes: wire.copyTargetBytes!, starts, ends } };
 }
 
-/** The wire fields of `copies` (keys picked out with `starts` are packed one after another first). */
+/**
+ * The wire fields of `copies`: keys picked out with `starts` are packed one after another,
+ * and targets with the same start and end travel once (an index per copy names them).
+ */
 function copiesWire(copies: CopyRuns): Partial<ContributionWire> {
   const sources = copies.sources.starts ? gatherKeys(copies.sources.bytes, copies.sources.starts, copies.sources.ends) : copies.sources;
-  const targets = copies.targets.starts ? gatherKeys(copies.targets.bytes, copies.targets.starts, copies.targets.ends) : copies.targets;
+  const { targets } = copies;
+  const n = targets.ends.length;
+  const indexes = new Uint32Array(n);
+  let distinct: PackedKeys;
+  if (targets.starts) {
+    // Distinct (start, end) pairs in order of first use.
+    const seen = new Map<number, number>();
+    const starts: number[] = [];
+    const ends: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const start = targets.starts[i]!;
+      const end = targets.ends[i]!;
+      let d = seen.get(start);
+      if (d === undefined || ends[d] !== end) {
+        d = starts.length;
+        seen.set(start, d);
+        starts.push(start);
+        ends.push(end);
+      }
+      indexes[i] = d;
+    }
+    distinct = gatherKeys(targets.bytes, Uint32Array.from(starts), Uint32Array.from(ends));
+  } else {
+    for (let i = 0; i < n; i++) indexes[i] = i;
+    distinct = targets;
+  }
   return {
     copySourceBytes: sources.bytes,
     copySourceEnds: wireBytes(sources.ends),
     copyValues: wireBytes(copies.values),
     copyRuns: wireBytes(copies.runs),
-    copyTargetBytes: targets.bytes,
-    copyTargetEnds: wireBytes(targets.ends),
+    copyTargetBytes: distinct.bytes,
+    copyTargetEnds: wireBytes(distinct.ends),
+    copyTargetIndexes: wireBytes(indexes),
   };
 }
 

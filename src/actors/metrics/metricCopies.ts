@@ -9,64 +9,42 @@ import type { AdjacencyCache, Adjacency } from './adjacencyCache.js';
 import type { KeyArena } from './keyArena.js';
 import { CONTRIBUTIONS_PER_MESSAGE } from './contributions.js';
 
-/** Keys packed one after another in a growing buffer, copied out of KeyArenas. */
-class GrowingKeys {
-  bytes = Buffer.allocUnsafe(4096);
-  used = 0;
-  ends: number[] = [];
-
-  add(arena: KeyArena, i: number): void {
-    const s = arena.start(i);
-    const e = arena.end(i);
-    const need = this.used + (e - s);
-    if (need > this.bytes.length) {
-      const next = Buffer.allocUnsafe(Math.max(need, 2 * this.bytes.length));
-      this.bytes.copy(next, 0, 0, this.used);
-      this.bytes = next;
-    }
-    // Byte loops, not Buffer#copy: keys are tens of bytes, and copy's per-call checks cost
-    // more than the bytes (5 s of a cnr-2000 run's main thread).
-    const out = this.bytes;
-    const from = arena.bytes;
-    let at = this.used;
-    for (let k = s; k < e; k++) out[at++] = from[k]!;
-    this.used = at;
-    this.ends.push(at);
-  }
-
-  /** Keys [i, j) packed from offset 0. */
-  slice(i: number, j: number): PackedKeys {
-    const from = i === 0 ? 0 : this.ends[i - 1]!;
-    const ends = new Uint32Array(j - i);
-    for (let k = i; k < j; k++) ends[k - i] = this.ends[k]! - from;
-    return { bytes: this.bytes.subarray(from, j === 0 ? 0 : this.ends[j - 1]!), ends };
-  }
-}
-
 /**
- * The copies bound for one partition, in runs (CopyRuns): each source page once, with its
- * x and the count of its targets on that partition, then the targets.
+ * The copies bound for one partition, in runs (CopyRuns): each source page's slot once,
+ * with its x and the count of its targets on that partition, then the targets' ids. Keys
+ * stay in the cache's KeyArenas until a message is written (no bytes copied here).
  */
 class PackedCopies {
-  readonly sources = new GrowingKeys();
-  readonly targets = new GrowingKeys();
+  slots: number[] = [];
   values: number[] = [];
   runs: number[] = [];
+  targets: number[] = [];
   /** The `send` call whose run is open here (-1: none). */
   open = -1;
 
   /** Opens a run for source `slot` with value `x` (the next `target` calls join it). */
-  openRun(source: KeyArena, slot: number, x: number, call: number): void {
-    this.sources.add(source, slot);
+  openRun(slot: number, x: number, call: number): void {
+    this.slots.push(slot);
     this.values.push(x);
     this.runs.push(0);
     this.open = call;
   }
 
-  target(target: KeyArena, id: number): void {
-    this.targets.add(target, id);
+  target(id: number): void {
+    this.targets.push(id);
     this.runs[this.runs.length - 1]!++;
   }
+}
+
+/** Keys `ids[i .. j)` of `arena`, as offsets into its buffer (read it before the next add). */
+function pickKeys(arena: KeyArena, ids: readonly number[], i: number, j: number): PackedKeys {
+  const starts = new Uint32Array(j - i);
+  const ends = new Uint32Array(j - i);
+  for (let k = i; k < j; k++) {
+    starts[k - i] = arena.start(ids[k]!);
+    ends[k - i] = arena.end(ids[k]!);
+  }
+  return { bytes: arena.bytes, starts, ends };
 }
 
 /**
@@ -113,8 +91,8 @@ export class MetricCopies {
       const q = cache.partitionOf(id);
       if (q === this.own) continue;
       const part = this.#per[q]!;
-      if (part.open !== call) part.openRun(cache.slotKeys, slot, x, call);
-      part.target(cache.targetKeys, id);
+      if (part.open !== call) part.openRun(slot, x, call);
+      part.target(id);
       remote++;
     }
     if (remote > 0) {
@@ -147,7 +125,14 @@ export class MetricCopies {
           round,
           keys: { bytes: new Uint8Array(0), ends: new Uint32Array(0) },
           deltas: new Float64Array(0),
-          copies: { sources: part.sources.slice(r0, r1), values: Float64Array.from(part.values.slice(r0, r1)), runs: Uint32Array.from(part.runs.slice(r0, r1)), targets: part.targets.slice(t0, t1) },
+          // Keys picked out of the arenas (their offsets), packed by the codec before the
+          // next await; a target named by several runs travels once.
+          copies: {
+            sources: pickKeys(this.cache.slotKeys, part.slots, r0, r1),
+            values: Float64Array.from(part.values.slice(r0, r1)),
+            runs: Uint32Array.from(part.runs.slice(r0, r1)),
+            targets: pickKeys(this.cache.targetKeys, part.targets, t0, t1),
+          },
         });
         r0 = r1;
         t0 = t1;

@@ -21,6 +21,9 @@ class PackedCopies {
   targets: number[] = [];
   /** The `send` call whose run is open here (-1: none). */
   open = -1;
+  /** Runs and targets already taken into a contribution message (`MetricCopies.take`). */
+  takenRuns = 0;
+  takenTargets = 0;
 
   /** Opens a run for source `slot` with value `x` (the next `target` calls join it). */
   openRun(slot: number, x: number, call: number): void {
@@ -103,47 +106,60 @@ export class MetricCopies {
     this.#sentX.push(x);
   }
 
+  /** Messages that carried copies so far, and their payload bytes (contributions included). */
+  #messages = 0;
+  #bytes = 0;
+
   /**
-   * Enqueues the copies as `metrics/<q>` messages of `round` in `batch`'s outbox (whole runs,
-   * closed once they hold CONTRIBUTIONS_PER_MESSAGE copies or more).
+   * The next copies for partition `q` (whole runs, closed once they hold
+   * CONTRIBUTIONS_PER_MESSAGE copies or more), taken from those left to send; undefined when
+   * none is left. Keys are picked out of the cache's arenas (offsets): encode them before
+   * the next await (the codec packs them; a target named by several runs travels once).
+   */
+  take(q: number): CopyRuns | undefined {
+    const part = this.#per[q]!;
+    const r0 = part.takenRuns;
+    const t0 = part.takenTargets;
+    if (r0 >= part.runs.length) return undefined;
+    let r1 = r0;
+    let t1 = t0;
+    while (r1 < part.runs.length && t1 - t0 < CONTRIBUTIONS_PER_MESSAGE) t1 += part.runs[r1++]!;
+    part.takenRuns = r1;
+    part.takenTargets = t1;
+    return {
+      sources: pickKeys(this.cache.slotKeys, part.slots, r0, r1),
+      values: Float64Array.from(part.values.slice(r0, r1)),
+      runs: Uint32Array.from(part.runs.slice(r0, r1)),
+      targets: pickKeys(this.cache.targetKeys, part.targets, t0, t1),
+    };
+  }
+
+  /** Counts a message of `payloadBytes` that carried copies `take` gave. */
+  attached(_q: number, payloadBytes: number): void {
+    this.#messages++;
+    this.#bytes += payloadBytes;
+  }
+
+  /**
+   * Enqueues the copies not yet taken into contribution messages (`take`, through
+   * `enqueuePartitionContributions`' `attach`) as `metrics/<q>` messages of `round` of their
+   * own in `batch`'s outbox.
    * @param sent messages enqueued per partition, added to
    * @param bytes payload bytes enqueued per partition, added to
-   * @returns messages and payload bytes of the copies' messages
+   * @returns messages that carried copies and their payload bytes (contributions included),
+   *   those of `take` too
    */
   async write(outbox: StreamOutbox, batch: WriteBatch, round: number, sent: number[], bytes: number[]): Promise<{ messages: number; bytes: number }> {
-    let total = 0;
-    let messages = 0;
     for (let q = 0; q < this.#per.length; q++) {
-      const part = this.#per[q]!;
-      // Runs [r0, r1) and their targets [t0, t1) per message.
-      for (let r0 = 0, t0 = 0; r0 < part.runs.length; ) {
-        let r1 = r0;
-        let t1 = t0;
-        while (r1 < part.runs.length && t1 - t0 < CONTRIBUTIONS_PER_MESSAGE) t1 += part.runs[r1++]!;
-        const payload = contributionCodec.encode({
-          type: 'metrics',
-          round,
-          keys: { bytes: new Uint8Array(0), ends: new Uint32Array(0) },
-          deltas: new Float64Array(0),
-          // Keys picked out of the arenas (their offsets), packed by the codec before the
-          // next await; a target named by several runs travels once.
-          copies: {
-            sources: pickKeys(this.cache.slotKeys, part.slots, r0, r1),
-            values: Float64Array.from(part.values.slice(r0, r1)),
-            runs: Uint32Array.from(part.runs.slice(r0, r1)),
-            targets: pickKeys(this.cache.targetKeys, part.targets, t0, t1),
-          },
-        });
-        r0 = r1;
-        t0 = t1;
+      for (let copies = this.take(q); copies; copies = this.take(q)) {
+        const payload = contributionCodec.encode({ type: 'metrics', round, keys: { bytes: new Uint8Array(0), ends: new Uint32Array(0) }, deltas: new Float64Array(0), copies });
         await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
         sent[q] = (sent[q] ?? 0) + 1;
         bytes[q] = (bytes[q] ?? 0) + payload.length;
-        total += payload.length;
-        messages++;
+        this.attached(q, payload.length);
       }
     }
-    return { messages, bytes: total };
+    return { messages: this.#messages, bytes: this.#bytes };
   }
 
   /** Records the copies sent in the cache; call once the batch given to `write` committed. */

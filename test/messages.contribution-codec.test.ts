@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Packr } from 'msgpackr';
 import { UndecodableMessageError } from '../src/errors.js';
-import { contributionCodec } from '../src/actors/messages.js';
+import { contributionCodec, type CopyRuns } from '../src/actors/messages.js';
 import { packedKey, packKeys } from '../src/storage/index.js';
 
 // `metrics/<q>` messages carry packed keys and a float64 array; bad ones must be refused
@@ -27,24 +27,61 @@ describe('metrics/<q> contribution codec', () => {
     );
     assert.deepEqual(withSource.source, { dictionary: 'd-1', indexes: Uint32Array.of(4, 0, 7, 2 ** 32 - 1) });
     assert.equal(withSource.copies, undefined);
-    // Copies of source metrics for backlinks (keys `target 0x00 source`), alone or with contributions.
-    const backlinkKeys = ['http://t.example/\u0000http://s.example/', 'http://ü.example/\u0000http://s.example/ß'];
-    const copies = { keys: packKeys(backlinkKeys.map((k) => Buffer.from(k))), values: Float64Array.of(0.15, 7.25e-3) };
+    // Copies of source metrics for backlinks, in runs (a source, its x, its targets), alone or with contributions.
+    const sources = ['http://s.example/', 'http://s.example/ß'];
+    const targets = ['http://t.example/', 'http://ü.example/', 'http://t.example/2'];
+    const copies = { sources: packKeys(sources.map((k) => Buffer.from(k))), values: Float64Array.of(0.15, 7.25e-3), runs: Uint32Array.of(2, 1), targets: packKeys(targets.map((k) => Buffer.from(k))) };
     for (const value of [
       { type: 'metrics' as const, round: 9, keys: packKeys([]), deltas: new Float64Array(0), copies },
       { type: 'metrics' as const, round: 9, keys: back.keys, deltas, copies },
     ]) {
       const decoded = contributionCodec.decode(contributionCodec.encode(value));
-      assert.deepEqual([...decoded.copies!.values], [0.15, 7.25e-3]);
-      assert.deepEqual(backlinkKeys.map((_, i) => Buffer.from(packedKey(decoded.copies!.keys, i)).toString()), backlinkKeys);
+      assert.deepEqual(copyPairs(decoded.copies!), [
+        ['http://t.example/', 'http://s.example/', 0.15],
+        ['http://ü.example/', 'http://s.example/', 0.15],
+        ['http://t.example/2', 'http://s.example/ß', 7.25e-3],
+      ]);
       assert.equal(decoded.deltas.length, value.deltas.length);
     }
+    // The form written before runs (one backlink key `target 0x00 source` per copy) still decodes, as runs of one.
+    const legacyKeys = ['http://t.example/\u0000http://s.example/', 'http://ü.example/\u0000http://s.example/ß'];
+    const legacy = packKeys(legacyKeys.map((k) => Buffer.from(k)));
+    const old = contributionCodec.decode(
+      packr.pack({ type: 'metrics', round: 9, keyBytes: Buffer.alloc(0), keyEnds: Buffer.alloc(0), deltas: Buffer.alloc(0), copyKeyBytes: legacy.bytes, copyKeyEnds: Buffer.from(legacy.ends.buffer), copyValues: Buffer.from(Float64Array.of(0.15, 7.25e-3).buffer) }),
+    );
+    assert.deepEqual(copyPairs(old.copies!), [
+      ['http://t.example/', 'http://s.example/', 0.15],
+      ['http://ü.example/', 'http://s.example/ß', 7.25e-3],
+    ]);
+    // Re-encoded (keys picked out with starts), it travels as runs.
+    assert.deepEqual(copyPairs(contributionCodec.decode(contributionCodec.encode(old)).copies!), copyPairs(old.copies!));
+    // Keys picked out of one buffer (as from a KeyArena): a target named by several runs travels once.
+    const arena = Buffer.from('..http://t.example/..http://s.example/..http://s.example/ß..http://u.example/');
+    const at = (key: string) => [arena.indexOf(key), arena.indexOf(key) + Buffer.byteLength(key)] as const;
+    const pick = (keys: string[]) => ({ bytes: arena, starts: Uint32Array.from(keys.map((k) => at(k)[0])), ends: Uint32Array.from(keys.map((k) => at(k)[1])) });
+    const picked = {
+      sources: pick(['http://s.example/', 'http://s.example/ß']),
+      values: Float64Array.of(0.5, 0.25),
+      runs: Uint32Array.of(2, 2),
+      targets: pick(['http://t.example/', 'http://u.example/', 'http://u.example/', 'http://t.example/']),
+    };
+    const encoded = contributionCodec.encode({ type: 'metrics', round: 9, keys: packKeys([]), deltas: new Float64Array(0), copies: picked });
+    const raw = packr.unpack(encoded) as { copyTargetBytes: Uint8Array };
+    assert.equal(Buffer.from(raw.copyTargetBytes).toString(), 'http://t.example/http://u.example/');
+    assert.deepEqual(copyPairs(contributionCodec.decode(encoded).copies!), [
+      ['http://t.example/', 'http://s.example/', 0.5],
+      ['http://u.example/', 'http://s.example/', 0.5],
+      ['http://u.example/', 'http://s.example/ß', 0.25],
+      ['http://t.example/', 'http://s.example/ß', 0.25],
+    ]);
   });
 
   it('refuses bytes that are not msgpack, a wrong shape, lengths that differ and offsets out of range', () => {
     const wire = (over: Record<string, unknown>) =>
       packr.pack({ type: 'metrics', round: 1, keyBytes: Buffer.from('ab'), keyEnds: Buffer.from(Uint32Array.of(1, 2).buffer), deltas: Buffer.from(Float64Array.of(1, 2).buffer), ...over });
+    const runsWire = { copySourceBytes: Buffer.from('s'), copySourceEnds: Buffer.from(Uint32Array.of(1).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer), copyRuns: Buffer.from(Uint32Array.of(2).buffer), copyTargetBytes: Buffer.from('tu'), copyTargetEnds: Buffer.from(Uint32Array.of(1, 2).buffer), copyTargetIndexes: Buffer.from(Uint32Array.of(0, 1).buffer) };
     assert.doesNotThrow(() => contributionCodec.decode(wire({})));
+    assert.deepEqual(copyPairs(contributionCodec.decode(wire(runsWire)).copies!), [['t', 's', 1], ['u', 's', 1]]);
     for (const [what, bytes] of [
       ['garbage', Buffer.from([0xc1, 0xff, 0x00])],
       ['keys as an array', wire({ keyBytes: ['a', 'b'] })],
@@ -55,6 +92,15 @@ describe('metrics/<q> contribution codec', () => {
       ['indexes without a dictionary', wire({ indexes: Buffer.from(Uint32Array.of(0, 1).buffer) })],
       ['indexes of another length', wire({ dictionary: 'd', indexes: Buffer.from(Uint32Array.of(0).buffer) })],
       ['copy keys without values', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer) })],
+      ['a copy key without 0x00', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer) })],
+      ['copy values alone', wire({ copyValues: Buffer.from(Float64Array.of(1).buffer) })],
+      ['copy runs without targets', wire({ copySourceBytes: Buffer.from('s'), copySourceEnds: Buffer.from(Uint32Array.of(1).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer), copyRuns: Buffer.from(Uint32Array.of(1).buffer) })],
+      ['copy runs that do not sum to the targets', wire({ ...runsWire, copyRuns: Buffer.from(Uint32Array.of(3).buffer) })],
+      ['copy runs of another length', wire({ ...runsWire, copyRuns: Buffer.from(Uint32Array.of(1, 1).buffer) })],
+      ['copy target ends past the bytes', wire({ ...runsWire, copyTargetEnds: Buffer.from(Uint32Array.of(1, 3).buffer) })],
+      ['a copy naming a target out of range', wire({ ...runsWire, copyTargetIndexes: Buffer.from(Uint32Array.of(0, 2).buffer) })],
+      ['copy runs without target indexes', wire({ ...runsWire, copyTargetIndexes: undefined })],
+      ['both copy forms', wire({ ...runsWire, copyKeyBytes: Buffer.from('a\u0000b'), copyKeyEnds: Buffer.from(Uint32Array.of(3).buffer) })],
       ['copy values of another length', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(2).buffer), copyValues: Buffer.from(Float64Array.of(1, 2).buffer) })],
       ['copy ends past the bytes', wire({ copyKeyBytes: Buffer.from('ab'), copyKeyEnds: Buffer.from(Uint32Array.of(3).buffer), copyValues: Buffer.from(Float64Array.of(1).buffer) })],
     ] as const) {
@@ -62,6 +108,17 @@ describe('metrics/<q> contribution codec', () => {
     }
   });
 });
+
+/** [target, source, x] of each copy of `copies`, run by run. */
+function copyPairs(copies: CopyRuns): Array<[string, string, number]> {
+  const out: Array<[string, string, number]> = [];
+  let t = 0;
+  for (let j = 0; j < copies.runs.length; j++) {
+    const source = Buffer.from(packedKey(copies.sources, j)).toString();
+    for (let k = 0; k < copies.runs[j]!; k++) out.push([Buffer.from(packedKey(copies.targets, t++)).toString(), source, copies.values[j]!]);
+  }
+  return out;
+}
 
 describe('msgpack codecs', () => {
   it('read plain msgpack maps from other producers as well as their own records', async () => {

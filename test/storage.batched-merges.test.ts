@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { decodeFloat64s, decodeInt64, encodeFloat64s, encodeInt64, float64Add, int64Add } from '../src/operators/mergeOperators.js';
+import { decodeFloat64s, decodeInt64, decodeRecord, encodeFloat64s, encodeInt64, encodeRecord, float64Add, int64Add, record } from '../src/operators/mergeOperators.js';
 import { gatherKeys, packedKey, packKeys, Store, type PackedKeys } from '../src/storage/index.js';
 
 // WriteBatch.mergeMany and mergeFloat64s record many merges in one native call; they must
@@ -26,6 +26,8 @@ function openStore(): Promise<Store> {
       ranksMany: { mergeOperator: float64Add() },
       countsOne: { mergeOperator: int64Add() },
       countsMany: { mergeOperator: int64Add() },
+      recordsOne: { mergeOperator: record({ m: 'lww', v: 'lww' }) },
+      recordsMany: { mergeOperator: record({ m: 'lww', v: 'lww' }), memtableInsertHint: true },
     },
   });
 }
@@ -142,6 +144,120 @@ describe('batched merges', () => {
     await store.close();
   });
 
+  it('mergePairRuns equals one-by-one merges into `first 0x00 second` keys, groups in order, packed or picked columns', async () => {
+    const store = await openStore();
+    // Keys `target 0x00 source` with 97 targets and 13 sources; runs of 0 to 6 targets per
+    // source, so keys repeat within and across groups (int64 sums: every merge counts).
+    const target = (i: number) => keyOf(i);
+    const source = (j: number) => `https://source.example/${j % 13}`;
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, w) => {
+        for (let b = 0; b < 3; b++) {
+          const one = store.batch();
+          const groups = [];
+          for (let g = 0; g < 3; g++) {
+            const firsts: string[] = [];
+            const seconds: string[] = [];
+            const operands: Buffer[] = [];
+            const runs: number[] = [];
+            for (let j = 0; j < 40; j++) {
+              const run = (w + b + g + j) % 7;
+              const s = source(w * 5 + b * 3 + g + j);
+              const operand = encodeInt64(BigInt(((w + b + j) % 9) - 4));
+              seconds.push(s);
+              operands.push(operand);
+              runs.push(run);
+              for (let k = 0; k < run; k++) {
+                const t = target(w * 31 + b * 17 + g * 7 + j * 3 + k);
+                firsts.push(t);
+                one.merge('countsOne', `${t}\u0000${s}`, operand);
+              }
+            }
+            const pack = (keys: string[]) => packKeys(keys.map((k) => Buffer.from(k)));
+            groups.push({ firsts: g === 1 ? picked(firsts) : pack(firsts), seconds: g === 2 ? picked(seconds) : pack(seconds), operands: packKeys(operands), runs: Uint32Array.from(runs) });
+          }
+          const many = store.batch().mergePairRuns('countsMany', groups);
+          assert.equal(many.length, one.length);
+          await store.write(one);
+          await store.write(many);
+          if (b === 1 && w === 0) await store.flush();
+        }
+      }),
+    );
+    const a = await readAll(store, 'countsOne');
+    const b = await readAll(store, 'countsMany');
+    assert.ok(a.size > 200, `${a.size} keys`);
+    assert.deepEqual([...b.keys()], [...a.keys()]);
+    await store.flush();
+    await store.compactRange('countsOne');
+    await store.compactRange('countsMany');
+    const a2 = await readAll(store, 'countsOne');
+    const b2 = await readAll(store, 'countsMany');
+    for (const [k, v] of a2) assert.equal(decodeInt64(b2.get(k)!), decodeInt64(v), k);
+    await store.close();
+  });
+
+  it('mergePairRuns with lastPerKey and keyOrder records one merge per key and equals every merge of lww records', async () => {
+    const store = await openStore();
+    // Every key first gets a `v` from another writer; then copies {m: x} arrive in groups
+    // (messages), the same backlink several times: only the last one counts.
+    const keys: Array<[string, string]> = [];
+    for (let t = 0; t < 20; t++) for (let s = 0; s < 5; s++) keys.push([`https://t.example/${t}`, `https://s.example/${(t * 3 + s) % 11}`]);
+    const link = store.batch();
+    for (const [t, s] of keys) for (const cf of ['recordsOne', 'recordsMany']) link.merge(cf, `${t}\u0000${s}`, encodeRecord({ v: Buffer.from(`link ${t} ${s}`) }));
+    await store.write(link);
+    for (let round = 0; round < 3; round++) {
+      const one = store.batch();
+      const groups = [];
+      let merges = 0;
+      const distinct = new Set<string>();
+      for (let g = 0; g < 4; g++) {
+        // Runs by source: each source's targets among `keys`, a third of them per group.
+        const bySource = new Map<string, string[]>();
+        keys.forEach(([t, s], i) => {
+          if ((i + g + round) % 3 === 0) bySource.set(s, [...(bySource.get(s) ?? []), t]);
+        });
+        const firsts: string[] = [];
+        const seconds: string[] = [];
+        const operands: Buffer[] = [];
+        const runs: number[] = [];
+        for (const [s, ts] of bySource) {
+          const x = round * 100 + g * 10 + s.length + ts.length / 8;
+          seconds.push(s);
+          operands.push(encodeRecord({ m: x }));
+          runs.push(ts.length);
+          for (const t of ts) {
+            firsts.push(t);
+            one.merge('recordsOne', `${t}\u0000${s}`, encodeRecord({ m: x }));
+            merges++;
+            distinct.add(`${t}\u0000${s}`);
+          }
+        }
+        const pack = (k: Array<string | Buffer>) => packKeys(k.map((x) => Buffer.from(x)));
+        groups.push({ firsts: pack(firsts), seconds: pack(seconds), operands: pack(operands), runs: Uint32Array.from(runs) });
+      }
+      const many = store.batch().mergePairRuns('recordsMany', groups, { lastPerKey: true, keyOrder: true });
+      assert.ok(merges > distinct.size, 'some keys get several copies');
+      assert.equal(many.length, distinct.size);
+      await store.write(one);
+      await store.write(many);
+      if (round === 1) await store.flush();
+    }
+    const check = async () => {
+      const a = await readAll(store, 'recordsOne');
+      const b = await readAll(store, 'recordsMany');
+      assert.equal(a.size, keys.length);
+      assert.deepEqual([...b.keys()], [...a.keys()]);
+      for (const [k, v] of a) assert.deepEqual(decodeRecord(b.get(k)!), decodeRecord(v), k);
+    };
+    await check();
+    await store.flush();
+    await store.compactRange('recordsOne');
+    await store.compactRange('recordsMany');
+    await check();
+    await store.close();
+  });
+
   it('rejects bad arguments and records nothing then', async () => {
     const store = await openStore();
     const batch = store.batch().merge('countsMany', 'a', encodeInt64(1));
@@ -173,6 +289,21 @@ describe('batched merges', () => {
       code: 'SF_ERR_INVALID_ARGUMENT',
     });
     assert.throws(() => gatherKeys(packed.bytes, Uint32Array.of(0), Uint32Array.of(4)), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    const one = packKeys([Buffer.from('s')]);
+    const op = packKeys([encodeInt64(1)]);
+    const good = { firsts: packed, seconds: one, operands: op, runs: Uint32Array.of(2) };
+    for (const bad of [
+      { ...good, runs: Uint32Array.of(3) },
+      { ...good, runs: Uint32Array.of(1, 1) },
+      { ...good, operands: packKeys([]) },
+      { ...good, firsts: { bytes: packed.bytes, ends: Uint32Array.of(2, 1) } },
+      { ...good, seconds: { bytes: one.bytes, ends: Uint32Array.of(2) } },
+      { ...good, firsts: { bytes: packed.bytes, starts: Uint32Array.of(0), ends: Uint32Array.of(1, 3) } },
+    ]) {
+      // The first group is good and would record 2 merges: all or nothing.
+      assert.throws(() => batch.mergePairRuns('countsMany', [good, bad]), { code: 'SF_ERR_INVALID_ARGUMENT' });
+    }
+    assert.throws(() => batch.mergePairRuns('nope', [good]), { code: 'SF_ERR_INVALID_ARGUMENT' });
     assert.equal(batch.length, 1);
     await store.write(batch);
     assert.equal(decodeInt64((await store.get('countsMany', 'a'))!), 1n);

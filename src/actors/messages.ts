@@ -1,4 +1,4 @@
-import type { PackedKeys } from '../storage/index.js';
+import { gatherKeys, type PackedKeys } from '../storage/index.js';
 import { msgpackCodec, UndecodableMessageError, type Codec } from '../index.js';
 
 /**
@@ -119,11 +119,28 @@ export interface ContributionBatch {
    */
   readonly source?: { readonly dictionary: string; readonly indexes: Uint32Array };
   /**
-   * Copies of source pages' metrics for backlinks of partition q (backlinks/backlinkValue.ts):
-   * `values[i]` (the source's x) for the backlink whose `backlinks` key (`target 0x00
-   * source`) is key i of `keys`. Absent when the message carries none.
+   * Copies of source pages' metrics for backlinks of partition q (backlinks/backlinkValue.ts),
+   * in runs, one per source page: run j gives `values[j]` (source j's x) to the backlinks
+   * `target 0x00 source_j` (their `backlinks` keys) of the next `runs[j]` keys of
+   * `targets`, whose pages are on partition q. Each key travels once per run, not twice
+   * per copy. Absent when the message carries none.
    */
-  readonly copies?: { readonly keys: PackedKeys; readonly values: Float64Array };
+  readonly copies?: CopyRuns;
+}
+
+/** The `copies` of a ContributionBatch: runs of backlinks that share their source and its x. */
+export interface CopyRuns {
+  /** The source page of each run (URL, UTF-8). */
+  readonly sources: PackedKeys;
+  /** The source's x (unnormalised rank estimate) of each run. */
+  readonly values: Float64Array;
+  /** How many consecutive `targets` each run takes (they sum to the targets' count). */
+  readonly runs: Uint32Array;
+  /**
+   * The target pages (URLs, UTF-8), run after run. Keys given with `starts` that share
+   * their start and end (picked out of one buffer) are one key: it travels once.
+   */
+  readonly targets: PackedKeys;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -456,19 +473,38 @@ interface ContributionWire {
   readonly dictionary?: string;
   /** Little-endian uint32 array. */
   readonly indexes?: Uint8Array;
-  /** Backlink keys of the copies, packed like keyBytes/keyEnds; their values as LE float64. */
+  /**
+   * The copies' runs (CopyRuns): sources packed like keyBytes/keyEnds, their x as LE
+   * float64, the run lengths as LE uint32, the targets packed like keyBytes/keyEnds.
+   */
+  readonly copySourceBytes?: Uint8Array;
+  readonly copySourceEnds?: Uint8Array;
+  readonly copyValues?: Uint8Array;
+  readonly copyRuns?: Uint8Array;
+  readonly copyTargetBytes?: Uint8Array;
+  readonly copyTargetEnds?: Uint8Array;
+  /** LE uint32, one per copy: the index of its target among copyTargetBytes / copyTargetEnds (each distinct target once). */
+  readonly copyTargetIndexes?: Uint8Array;
+  /**
+   * The form written before runs (decoded still, e.g. from an outbox or a broker written
+   * by an earlier version): one backlink key (`target 0x00 source`) per copy, packed, with
+   * `copyValues` one x per key.
+   */
   readonly copyKeyBytes?: Uint8Array;
   readonly copyKeyEnds?: Uint8Array;
-  readonly copyValues?: Uint8Array;
 }
 
 const contributionWire = msgpackCodec('metrics', (v): v is ContributionWire =>
   isObj(v) && v.type === 'metrics' && typeof v.round === 'number' && v.keyBytes instanceof Uint8Array &&
   v.keyEnds instanceof Uint8Array && v.deltas instanceof Uint8Array &&
   (v.dictionary === undefined ? v.indexes === undefined : typeof v.dictionary === 'string' && v.indexes instanceof Uint8Array) &&
-  (v.copyKeyBytes === undefined
-    ? v.copyKeyEnds === undefined && v.copyValues === undefined
-    : v.copyKeyBytes instanceof Uint8Array && v.copyKeyEnds instanceof Uint8Array && v.copyValues instanceof Uint8Array));
+  allBytes(v, ['copySourceBytes', 'copySourceEnds', 'copyRuns', 'copyTargetBytes', 'copyTargetEnds', 'copyTargetIndexes', 'copyKeyBytes', 'copyKeyEnds', 'copyValues']));
+
+/** True when each of `fields` of `v` is absent or bytes. */
+function allBytes(v: Record<string, unknown>, fields: readonly string[]): boolean {
+  for (const f of fields) if (v[f] !== undefined && !(v[f] instanceof Uint8Array)) return false;
+  return true;
+}
 
 const littleEndian = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
 
@@ -505,8 +541,9 @@ function fromWire<A extends Uint32Array | Int32Array | Float64Array>(
 /**
  * Codec of `metrics/<q>` batches.
  * @throws UndecodableMessageError (decode) when keyEnds, deltas (and indexes) differ in
- *   length, or keyEnds decrease or pass the end of keyBytes (the same for the copies'
- *   copyKeyEnds, copyValues and copyKeyBytes).
+ *   length, or keyEnds decrease or pass the end of keyBytes; for the copies, as
+ *   `decodeCopies` says (an incomplete form, columns of different lengths, runs that do not
+ *   sum to the targets, ends out of their bytes).
  */
 export const contributionCodec: Codec<ContributionBatch> = {
   encode: (value) =>
@@ -517,7 +554,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
       keyEnds: wireBytes(value.keys.ends),
       deltas: wireBytes(value.deltas),
       ...(value.source ? { dictionary: value.source.dictionary, indexes: wireBytes(value.source.indexes) } : {}),
-      ...(value.copies ? { copyKeyBytes: value.copies.keys.bytes, copyKeyEnds: wireBytes(value.copies.keys.ends), copyValues: wireBytes(value.copies.values) } : {}),
+      ...(value.copies ? copiesWire(value.copies) : {}),
     }),
   decode: (bytes) => {
     const wire = contributionWire.decode(bytes);
@@ -526,14 +563,7 @@ export const contributionCodec: Codec<ContributionBatch> = {
     const deltas = fromWire(Float64Array, wire.deltas, 'deltas');
     if (ends.length !== deltas.length) throw new UndecodableMessageError('metrics: keyEnds and deltas differ in length');
     checkEnds(ends, wire.keyBytes.byteLength, 'keyEnds');
-    let copies: ContributionBatch['copies'];
-    if (wire.copyKeyBytes !== undefined && wire.copyKeyEnds !== undefined && wire.copyValues !== undefined) {
-      const copyEnds = fromWire(Uint32Array, wire.copyKeyEnds, 'copyKeyEnds');
-      const values = fromWire(Float64Array, wire.copyValues, 'copyValues');
-      if (copyEnds.length !== values.length) throw new UndecodableMessageError('metrics: copyKeyEnds and copyValues differ in length');
-      checkEnds(copyEnds, wire.copyKeyBytes.byteLength, 'copyKeyEnds');
-      copies = { keys: { bytes: wire.copyKeyBytes, ends: copyEnds }, values };
-    }
+    const copies = decodeCopies(wire);
     let source: ContributionBatch['source'];
     if (wire.dictionary !== undefined && wire.indexes !== undefined) {
       const indexes = fromWire(Uint32Array, wire.indexes, 'indexes');
@@ -543,6 +573,108 @@ export const contributionCodec: Codec<ContributionBatch> = {
     return { type: 'metrics', round: wire.round, keys: { bytes: wire.keyBytes, ends }, deltas, ...(source ? { source } : {}), ...(copies ? { copies } : {}) };
   },
 };
+
+/**
+ * The copies of a `metrics/<q>` message, from either wire form (runs, or one backlink key
+ * per copy as written before runs: each key `target 0x00 source` becomes a run of one, as
+ * views of the key's two parts).
+ * @throws UndecodableMessageError when a form is incomplete, its columns differ in length,
+ *   runs do not sum to the targets, ends decrease or pass their bytes, or a legacy key has
+ *   no 0x00.
+ */
+function decodeCopies(wire: ContributionWire): CopyRuns | undefined {
+  const runFields = [wire.copySourceBytes, wire.copySourceEnds, wire.copyRuns, wire.copyTargetBytes, wire.copyTargetEnds, wire.copyTargetIndexes];
+  const legacy = wire.copyKeyBytes !== undefined || wire.copyKeyEnds !== undefined;
+  if (runFields.every((f) => f === undefined) && !legacy) {
+    if (wire.copyValues !== undefined) throw new UndecodableMessageError('metrics: copyValues without copies');
+    return undefined;
+  }
+  if (wire.copyValues === undefined) throw new UndecodableMessageError('metrics: copies without copyValues');
+  const values = fromWire(Float64Array, wire.copyValues, 'copyValues');
+  if (legacy) {
+    if (wire.copyKeyBytes === undefined || wire.copyKeyEnds === undefined || runFields.some((f) => f !== undefined)) throw new UndecodableMessageError('metrics: copy keys need copyKeyBytes and copyKeyEnds alone');
+    const ends = fromWire(Uint32Array, wire.copyKeyEnds, 'copyKeyEnds');
+    if (ends.length !== values.length) throw new UndecodableMessageError('metrics: copyKeyEnds and copyValues differ in length');
+    checkEnds(ends, wire.copyKeyBytes.byteLength, 'copyKeyEnds');
+    const bytes = wire.copyKeyBytes;
+    const targetStarts = new Uint32Array(ends.length);
+    const targetEnds = new Uint32Array(ends.length);
+    const sourceStarts = new Uint32Array(ends.length);
+    for (let i = 0; i < ends.length; i++) {
+      const start = i === 0 ? 0 : ends[i - 1]!;
+      const zero = bytes.subarray(start, ends[i]!).indexOf(0);
+      if (zero < 0) throw new UndecodableMessageError(`metrics: copy key ${i} has no 0x00 between target and source`);
+      targetStarts[i] = start;
+      targetEnds[i] = start + zero;
+      sourceStarts[i] = start + zero + 1;
+    }
+    return { sources: { bytes, starts: sourceStarts, ends }, values, runs: new Uint32Array(ends.length).fill(1), targets: { bytes, starts: targetStarts, ends: targetEnds } };
+  }
+  if (runFields.some((f) => f === undefined)) throw new UndecodableMessageError('metrics: copies need copySourceBytes, copySourceEnds, copyRuns, copyTargetBytes, copyTargetEnds and copyTargetIndexes');
+  const sourceEnds = fromWire(Uint32Array, wire.copySourceEnds!, 'copySourceEnds');
+  const runs = fromWire(Uint32Array, wire.copyRuns!, 'copyRuns');
+  const distinctEnds = fromWire(Uint32Array, wire.copyTargetEnds!, 'copyTargetEnds');
+  const indexes = fromWire(Uint32Array, wire.copyTargetIndexes!, 'copyTargetIndexes');
+  if (sourceEnds.length !== values.length || runs.length !== values.length) throw new UndecodableMessageError('metrics: copySourceEnds, copyValues and copyRuns differ in length');
+  checkEnds(sourceEnds, wire.copySourceBytes!.byteLength, 'copySourceEnds');
+  checkEnds(distinctEnds, wire.copyTargetBytes!.byteLength, 'copyTargetEnds');
+  let total = 0;
+  for (let j = 0; j < runs.length; j++) total += runs[j]!;
+  if (total !== indexes.length) throw new UndecodableMessageError(`metrics: copyRuns sum to ${total}, not the ${indexes.length} copies`);
+  // Copy i's target: distinct target indexes[i], as a view (starts and ends into the bytes).
+  const starts = new Uint32Array(indexes.length);
+  const ends = new Uint32Array(indexes.length);
+  for (let i = 0; i < indexes.length; i++) {
+    const d = indexes[i]!;
+    if (d >= distinctEnds.length) throw new UndecodableMessageError(`metrics: copy ${i} names target ${d} of ${distinctEnds.length}`);
+    starts[i] = d === 0 ? 0 : distinctEnds[d - 1]!;
+    ends[i] = distinctEnds[d]!;
+  }
+  return { sources: { bytes: wire.copySourceBytes!, ends: sourceEnds }, values, runs, targets: { bytes: wire.copyTargetBytes!, starts, ends } };
+}
+
+/**
+ * The wire fields of `copies`: keys picked out with `starts` are packed one after another,
+ * and targets with the same start and end travel once (an index per copy names them).
+ */
+function copiesWire(copies: CopyRuns): Partial<ContributionWire> {
+  const sources = copies.sources.starts ? gatherKeys(copies.sources.bytes, copies.sources.starts, copies.sources.ends) : copies.sources;
+  const { targets } = copies;
+  const n = targets.ends.length;
+  const indexes = new Uint32Array(n);
+  let distinct: PackedKeys;
+  if (targets.starts) {
+    // Distinct (start, end) pairs in order of first use.
+    const seen = new Map<number, number>();
+    const starts: number[] = [];
+    const ends: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const start = targets.starts[i]!;
+      const end = targets.ends[i]!;
+      let d = seen.get(start);
+      if (d === undefined || ends[d] !== end) {
+        d = starts.length;
+        seen.set(start, d);
+        starts.push(start);
+        ends.push(end);
+      }
+      indexes[i] = d;
+    }
+    distinct = gatherKeys(targets.bytes, Uint32Array.from(starts), Uint32Array.from(ends));
+  } else {
+    for (let i = 0; i < n; i++) indexes[i] = i;
+    distinct = targets;
+  }
+  return {
+    copySourceBytes: sources.bytes,
+    copySourceEnds: wireBytes(sources.ends),
+    copyValues: wireBytes(copies.values),
+    copyRuns: wireBytes(copies.runs),
+    copyTargetBytes: distinct.bytes,
+    copyTargetEnds: wireBytes(distinct.ends),
+    copyTargetIndexes: wireBytes(indexes),
+  };
+}
 
 /** @throws UndecodableMessageError unless `ends` are non-decreasing and at most `limit` (the packed bytes' length). */
 function checkEnds(ends: Uint32Array, limit: number, what: string): void {

@@ -12,7 +12,7 @@ export type { ColumnFamilyOptions, StoreOptions, StoreCheckpointOptions, WriteOp
 export type { Key, PackedKeys } from './key.js';
 export { gatherKeys, packKeys, packedKey } from './key.js';
 export { WriteBatch } from './writeBatch.js';
-export type { PairsOptions } from './writeBatch.js';
+export type { PairRuns, PairsOptions } from './writeBatch.js';
 export { IndexedWriteBatch } from './indexedBatch.js';
 export { Snapshot } from './snapshot.js';
 export { SharedResources } from './resources.js';

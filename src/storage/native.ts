@@ -64,6 +64,8 @@ export interface NativeWriteBatch {
   putPairsJoined(cf: number, n: number, first: NativeKey, firstJoined: boolean, second: NativeKey, secondJoined: boolean, values: Uint8Array[], valueIndex: Uint32Array, merge?: boolean, keyOrder?: boolean): void;
   mergeFloat64s(cf: number, keys: NativeKey[], values: Float64Array, stride: number): void;
   mergeFloat64sPacked(cf: number, keyBytes: Uint8Array, keyEnds: Uint32Array, values: Float64Array, stride: number, keyStarts?: Uint32Array): void;
+  /** columns: groups of ten (firstBytes, firstEnds, firstStarts, secondBytes, secondEnds, secondStarts, operandBytes, operandEnds, operandStarts, runs). */
+  mergePairRuns(cf: number, columns: Array<Uint8Array | Uint32Array | undefined>, lastPerKey: boolean, keyOrder: boolean): void;
   delete(cf: number, key: NativeKey): void;
   deleteRange(cf: number, start: NativeKey, end: NativeKey): void;
   clear(): void;

@@ -126,6 +126,32 @@ export class WriteBatch {
     return this;
   }
 
+  /**
+   * Many merges into two-part keys in runs, from packed columns, in one native call (no JS
+   * object per merge): in each group, run j merges `operands` key j into the keys `first
+   * 0x00 seconds_j` of the group's next `runs[j]` firsts; groups are taken in order. Without
+   * options, the same result as calling {@link merge} for each key built in JS. For merges
+   * that share their second key part and operand in runs: the copies of a source page's
+   * metric into the backlink keys `target 0x00 source` of its targets. All or nothing.
+   * - `options.lastPerKey`: only the last merge of each key is recorded. The same result
+   *   only when a key's later operand replaces its earlier ones whatever they hold (e.g. a
+   *   `record` operand setting the same `lww` fields each time); the caller's claim,
+   *   not checked.
+   * - `options.keyOrder`: the merges are recorded in key order (a stable sort: the merges
+   *   of one key keep their order), for memtable insert hints (see {@link PairsOptions}).
+   * @throws InvalidArgumentError for an undeclared column family, a group whose `seconds`,
+   *   `operands` and `runs` differ in length or whose runs do not sum to its firsts' count,
+   *   or packed `ends` / `starts` out of their bytes (or decreasing, without `starts`).
+   */
+  mergePairRuns(cf: string, groups: readonly PairRuns[], options?: { readonly lastPerKey?: boolean; readonly keyOrder?: boolean }): this {
+    const columns: Array<Uint8Array | Uint32Array | undefined> = [];
+    for (const g of groups) {
+      columns.push(g.firsts.bytes, g.firsts.ends, g.firsts.starts, g.seconds.bytes, g.seconds.ends, g.seconds.starts, g.operands.bytes, g.operands.ends, g.operands.starts, g.runs);
+    }
+    this.#native.mergePairRuns(this.#cf(cf), columns, options?.lastPerKey === true, options?.keyOrder === true);
+    return this;
+  }
+
   delete(cf: string, key: Key): this {
     this.#native.delete(this.#cf(cf), key);
     return this;
@@ -224,6 +250,19 @@ function joinedPairs(
     index = new Uint32Array(n);
   }
   return [n, a[0], a[1], b[0], b[1], distinct, index];
+}
+
+/**
+ * One group of {@link WriteBatch.mergePairRuns}: `runs.length` runs, run j merging
+ * `operands` key j into `first 0x00 seconds_j` for the next `runs[j]` keys of `firsts`
+ * (`sum(runs)` of them). Each column is packed (`PackedKeys`: bytes and end offsets,
+ * optionally start offsets).
+ */
+export interface PairRuns {
+  readonly firsts: PackedKeys;
+  readonly seconds: PackedKeys;
+  readonly operands: PackedKeys;
+  readonly runs: Uint32Array;
 }
 
 /**

@@ -1,7 +1,9 @@
 #include "objects/write_batch.h"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "addon.h"
@@ -23,6 +25,7 @@ Napi::Function WriteBatchWrap::Init(Napi::Env env) {
                          InstanceMethod<&WriteBatchWrap::PutPairsJoined>("putPairsJoined"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64s>("mergeFloat64s"),
                          InstanceMethod<&WriteBatchWrap::MergeFloat64sPacked>("mergeFloat64sPacked"),
+                         InstanceMethod<&WriteBatchWrap::MergePairRuns>("mergePairRuns"),
                          InstanceMethod<&WriteBatchWrap::Delete>("delete"),
                          InstanceMethod<&WriteBatchWrap::DeleteRange>("deleteRange"),
                          InstanceMethod<&WriteBatchWrap::Clear>("clear"),
@@ -405,6 +408,146 @@ Napi::Value WriteBatchWrap::MergeFloat64sPacked(const Napi::CallbackInfo& info) 
     const uint32_t from = start != nullptr ? start[i] : (i == 0 ? 0 : end[i - 1]);
     for (int64_t j = 0; j < stride; ++j) util::StoreF64LE(operand.data() + j * 8, data[i * stride + j]);
     return Status::FromRocks(rec_->Merge(ref, rocksdb::Slice(base + from, end[i] - from), rocksdb::Slice(operand)));
+  });
+}
+
+namespace {
+// A packed key column from JS: bytes (Uint8Array), ends (Uint32Array) and optional starts
+// (Uint32Array as long as ends; without it key i starts where key i-1 ends). Part i is
+// bytes[start_i .. ends[i]).
+struct PackedArg {
+  const char* base = nullptr;
+  const uint32_t* ends = nullptr;
+  const uint32_t* starts = nullptr;
+  size_t n = 0;
+  std::string_view Part(size_t i) const {
+    const uint32_t from = starts != nullptr ? starts[i] : (i == 0 ? 0 : ends[i - 1]);
+    return std::string_view(base + from, ends[i] - from);
+  }
+};
+
+bool IsTyped(const Napi::Value& v, napi_typedarray_type type) {
+  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == type;
+}
+
+// Reads a[i], a[i+1], a[i+2] (bytes, ends, starts or undefined) and checks every part lies
+// within bytes (and, without starts, that ends do not decrease). False: *error set.
+bool ReadPacked(const Napi::Array& a, uint32_t i, PackedArg* out, const char** error) {
+  Napi::Value b = a.Get(i), e = a.Get(i + 1), st = a.Get(i + 2);
+  if (!IsTyped(b, napi_uint8_array) || !IsTyped(e, napi_uint32_array) || !(st.IsUndefined() || IsTyped(st, napi_uint32_array))) {
+    *error = "expects bytes: Uint8Array, ends: Uint32Array, starts: Uint32Array | undefined per column";
+    return false;
+  }
+  Napi::Uint8Array bytes = b.As<Napi::Uint8Array>();
+  Napi::Uint32Array ends = e.As<Napi::Uint32Array>();
+  out->base = reinterpret_cast<const char*>(bytes.Data());
+  out->ends = ends.Data();
+  out->n = ends.ElementLength();
+  out->starts = nullptr;
+  if (!st.IsUndefined()) {
+    Napi::Uint32Array starts = st.As<Napi::Uint32Array>();
+    if (starts.ElementLength() != out->n) {
+      *error = "starts must be as long as ends";
+      return false;
+    }
+    out->starts = starts.Data();
+  }
+  uint32_t previous = 0;
+  for (size_t k = 0; k < out->n; ++k) {
+    const uint32_t from = out->starts != nullptr ? out->starts[k] : previous;
+    if (out->ends[k] < from || out->ends[k] > bytes.ByteLength()) {
+      *error = out->starts != nullptr ? "each part must have start <= end <= bytes.length" : "ends must be non-decreasing and within bytes";
+      return false;
+    }
+    previous = out->ends[k];
+  }
+  return true;
+}
+
+// One merge of mergePairRuns: key `first 0x00 second`, operand.
+struct PairMerge {
+  std::string_view first, second, operand;
+};
+
+struct PairHash {
+  const std::vector<PairMerge>* all;
+  size_t operator()(uint32_t i) const {
+    const PairMerge& m = (*all)[i];
+    const size_t h = std::hash<std::string_view>()(m.first);
+    return h ^ (std::hash<std::string_view>()(m.second) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  }
+};
+
+struct PairEq {
+  const std::vector<PairMerge>* all;
+  bool operator()(uint32_t i, uint32_t j) const {
+    const PairMerge& a = (*all)[i];
+    const PairMerge& b = (*all)[j];
+    return a.first == b.first && a.second == b.second;
+  }
+};
+}  // namespace
+
+// mergePairRuns(cf, columns: Array, lastPerKey: boolean, keyOrder: boolean): columns holds
+// groups of ten values (firstBytes, firstEnds, firstStarts?, secondBytes, secondEnds,
+// secondStarts?, operandBytes, operandEnds, operandStarts?, runs: Uint32Array); run j of a
+// group merges operand j into the keys `first 0x00 second_j` of the group's next runs[j]
+// firsts, group after group. lastPerKey keeps only the last merge of each key (for operands
+// that replace each other); keyOrder records them sorted by key (memtable insert hints).
+Napi::Value WriteBatchWrap::MergePairRuns(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ColumnFamilyRef* cf = CfArg(info);
+  if (cf == nullptr) return env.Undefined();
+  if (info.Length() < 4 || !info[1].IsArray() || !info[2].IsBoolean() || !info[3].IsBoolean()) {
+    return ThrowStatus(env, Status::InvalidArgument("mergePairRuns: expects columns: Array, lastPerKey: boolean, keyOrder: boolean"));
+  }
+  Napi::Array columns = info[1].As<Napi::Array>();
+  const bool last_per_key = info[2].As<Napi::Boolean>().Value();
+  const bool key_order = info[3].As<Napi::Boolean>().Value();
+  if (columns.Length() % 10 != 0) return ThrowStatus(env, Status::InvalidArgument("mergePairRuns: columns must hold groups of ten"));
+  std::vector<PairMerge> all;
+  for (uint32_t g = 0; g < columns.Length(); g += 10) {
+    PackedArg col[3];
+    const char* error = nullptr;
+    for (uint32_t j = 0; j < 3; ++j) {
+      if (!ReadPacked(columns, g + 3 * j, &col[j], &error)) return ThrowStatus(env, Status::InvalidArgument(std::string("mergePairRuns: ") + error));
+    }
+    Napi::Value runs_arg = columns.Get(g + 9);
+    if (!IsTyped(runs_arg, napi_uint32_array)) return ThrowStatus(env, Status::InvalidArgument("mergePairRuns: runs must be a Uint32Array"));
+    Napi::Uint32Array runs_array = runs_arg.As<Napi::Uint32Array>();
+    const uint32_t* runs = runs_array.Data();
+    const size_t m = runs_array.ElementLength();
+    if (col[1].n != m || col[2].n != m) return ThrowStatus(env, Status::InvalidArgument("mergePairRuns: seconds, operands and runs differ in length"));
+    uint64_t total = 0;
+    for (size_t j = 0; j < m; ++j) total += runs[j];
+    if (total != col[0].n) return ThrowStatus(env, Status::InvalidArgument("mergePairRuns: runs do not sum to the firsts' count"));
+    size_t i = 0;
+    for (size_t j = 0; j < m; ++j) {
+      for (uint32_t k = 0; k < runs[j]; ++k, ++i) all.push_back({col[0].Part(i), col[1].Part(j), col[2].Part(j)});
+    }
+  }
+  std::vector<uint32_t> order;
+  order.reserve(all.size());
+  if (last_per_key) {
+    // From the last merge back: a key's first sight is its last merge.
+    std::unordered_set<uint32_t, PairHash, PairEq> seen(all.size() * 2, PairHash{&all}, PairEq{&all});
+    for (size_t i = all.size(); i-- > 0;) {
+      if (seen.insert(static_cast<uint32_t>(i)).second) order.push_back(static_cast<uint32_t>(i));
+    }
+    std::reverse(order.begin(), order.end());
+  } else {
+    for (size_t i = 0; i < all.size(); ++i) order.push_back(static_cast<uint32_t>(i));
+  }
+  if (key_order) {
+    // Part by part, as in putPairsJoined (a stable sort: merges of one key keep their order).
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      const int c = all[x].first.compare(all[y].first);
+      return c != 0 ? c < 0 : all[x].second.compare(all[y].second) < 0;
+    });
+  }
+  return RecordAll(env, cf, order.size(), [&](rocksdb::ColumnFamilyHandle* ref, size_t k) {
+    const PairMerge& m = all[order[k]];
+    return Status::FromRocks(MergePair(rec_, ref, m.first, m.second, m.operand));
   });
 }
 

@@ -54,6 +54,9 @@ class WriteBatchWrap : public Napi::ObjectWrap<WriteBatchWrap> {
   // values[i*stride .. (i+1)*stride) as LE float64 (shardflow.float64_add.v1 layout).
   Napi::Value MergeFloat64s(const Napi::CallbackInfo& info);
   Napi::Value MergeFloat64sPacked(const Napi::CallbackInfo& info);
+  // mergePairRuns(cf, columns, lastPerKey, keyOrder): merges into two-part keys from packed
+  // columns in runs that share their second part and operand (write_batch.cc).
+  Napi::Value MergePairRuns(const Napi::CallbackInfo& info);
   Napi::Value Delete(const Napi::CallbackInfo& info);
   Napi::Value DeleteRange(const Napi::CallbackInfo& info);
   Napi::Value Clear(const Napi::CallbackInfo& info);

@@ -1,4 +1,5 @@
 import { decodeRecord } from '../../index.js';
+import type { PackedKeys } from '../../storage/index.js';
 
 /**
  * The value of a backlink in `backlinks` (key `target 0x00 source`): a `record` merge value
@@ -68,12 +69,32 @@ export function encodeBacklinkLink(linkValue: Uint8Array): Buffer {
 /** The `record` operand that sets a backlink's copy of its source's x, keeping the link's fields (12 bytes). */
 export function encodeBacklinkCopy(x: number): Buffer {
   const out = Buffer.allocUnsafe(12);
-  out[0] = 0x81;
-  out[1] = 0xa1;
-  out[2] = M;
-  out[3] = 0xcb;
-  out.writeDoubleBE(x, 4);
+  writeCopyOperand(out, 0, x);
   return out;
+}
+
+/** Writes the 12-byte copy operand of `x` at `out[at]`. */
+function writeCopyOperand(out: Buffer, at: number, x: number): void {
+  out[at] = 0x81;
+  out[at + 1] = 0xa1;
+  out[at + 2] = M;
+  out[at + 3] = 0xcb;
+  out.writeDoubleBE(x, at + 4);
+}
+
+/**
+ * The `record` operands of `encodeBacklinkCopy` for each of `xs`, packed in one buffer
+ * (12 bytes each): what `WriteBatch.mergePairRuns` takes for a message's copies, with no
+ * Buffer per copy.
+ */
+export function encodeBacklinkCopies(xs: Float64Array): PackedKeys {
+  const bytes = Buffer.allocUnsafe(12 * xs.length);
+  const ends = new Uint32Array(xs.length);
+  for (let i = 0; i < xs.length; i++) {
+    writeCopyOperand(bytes, 12 * i, xs[i]!);
+    ends[i] = 12 * i + 12;
+  }
+  return { bytes, ends };
 }
 
 /**

@@ -4,7 +4,7 @@ import { partitionId, type StreamOutbox } from '../../index.js';
 import { Namespaces } from '../namespaces.js';
 import type { Partitioner } from '../partition/hostPartitioner.js';
 import type { KeyArena } from './keyArena.js';
-import { contributionCodec } from '../messages.js';
+import { contributionCodec, type CopyRuns } from '../messages.js';
 
 /** Most (url, delta) entries per `metrics/<q>` message. */
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
@@ -49,6 +49,9 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
  * the sender's AdjacencyCache dictionary name (each message names its targets by their
  * index in it) and its KeyArena of target keys.
  * @param bytes when given, payload bytes enqueued per partition are added to it (indexed by q)
+ * @param attach when given, called for the last message to each partition q: the copies of
+ *   source metrics it returns travel in that message (`ContributionBatch.copies`), and
+ *   `attached(q, payloadBytes)` is called once the message is enqueued
  * @returns messages enqueued per partition
  */
 export async function enqueuePartitionContributions(
@@ -58,6 +61,7 @@ export async function enqueuePartitionContributions(
   per: readonly PartitionContributions[],
   source?: { readonly dictionary: string; readonly targetKeys: KeyArena },
   bytes?: number[],
+  attach?: { take(q: number): CopyRuns | undefined; attached(q: number, payloadBytes: number): void },
 ): Promise<number[]> {
   const sent = new Array<number>(per.length).fill(0);
   for (let q = 0; q < per.length; q++) {
@@ -85,10 +89,12 @@ export async function enqueuePartitionContributions(
       }
       const chunk = new Float64Array(end - i);
       for (let k = i; k < end; k++) chunk[k - i] = deltas[k]!;
-      const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: chunk, ...named });
+      const copies = end === deltas.length ? attach?.take(q) : undefined;
+      const payload = contributionCodec.encode({ type: 'metrics', round, keys, deltas: chunk, ...named, ...(copies ? { copies } : {}) });
       await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
       sent[q]!++;
       if (bytes) bytes[q] = (bytes[q] ?? 0) + payload.length;
+      if (copies) attach!.attached(q, payload.length);
     }
   }
   return sent;

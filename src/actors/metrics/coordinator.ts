@@ -100,7 +100,7 @@ export interface RoundSummary {
   /** Payload bytes of those messages (what crossed the broker in the round). */
   readonly bytes: number;
   readonly contributions: number;
-  /** Backlinks sent a copy of their source's x in the round, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
+  /** Backlinks sent a copy of their source's x in the round, and the messages and payload bytes that carried copies (part of `messages` and `bytes`; contributions in the same messages included). */
   readonly copies: number;
   readonly copyMessages: number;
   readonly copyBytes: number;
@@ -126,7 +126,7 @@ export interface ConvergeResult {
   readonly residual: number;
   /** Payload bytes of the rounds' messages. */
   readonly bytes: number;
-  /** Backlinks sent a copy of their source's x, and the messages and payload bytes that carried copies (part of `messages` and `bytes`). */
+  /** Backlinks sent a copy of their source's x, and the messages and payload bytes that carried copies (part of `messages` and `bytes`; contributions in the same messages included). */
   readonly copies: number;
   readonly copyMessages: number;
   readonly copyBytes: number;

@@ -119,7 +119,8 @@ export interface PushReport {
   /**
    * Backlinks sent a copy of their source's x by this push (metricCopies.ts), and the
    * messages and payload bytes that carried the copies to other partitions (also in `sent`
-   * and `bytes`); absent in reports stored before copies were sent.
+   * and `bytes`; a partition's copies ride in its last contribution message, whose
+   * contributions count in those bytes too); absent in reports stored before copies were sent.
    */
   readonly copies?: number;
   readonly copyMessages?: number;
@@ -563,7 +564,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
 
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes, copies);
     const copied = await copies.write(outbox, batch, round, sent, bytes);
     const report: PushReport = { round, sent, bytes, pushed, remaining, residuals, sumX, contributions, combined: count, corrections, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes, undamped: undamped.size };
     recordReport(state, batch, report, last);
@@ -672,7 +673,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     }
     const { per, count } = combiner.byPartition(env.partitioner.partitions);
     const bytes = new Array<number>(per.length).fill(0);
-    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes);
+    const sent = await enqueuePartitionContributions(outbox, batch, round, per, cache, bytes, copies);
     const copied = await copies.write(outbox, batch, round, sent, bytes);
     const report: PushReport = { round, sent, bytes, pushed, remaining: 0, sumX, contributions, combined: count, corrections: (await state.rounds.get(0)).mass, copies: copies.links, copyMessages: copied.messages, copyBytes: copied.bytes };
     recordReport(state, batch, report, last);

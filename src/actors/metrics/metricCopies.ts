@@ -1,45 +1,53 @@
 import { topic } from '../../runtime/brokers/index.js';
-import type { WriteBatch } from '../../storage/index.js';
+import type { PackedKeys, WriteBatch } from '../../storage/index.js';
 import { partitionId, type StreamOutbox } from '../../index.js';
 import { Namespaces } from '../namespaces.js';
-import { contributionCodec } from '../messages.js';
+import { contributionCodec, type CopyRuns } from '../messages.js';
 import { ColumnFamilies } from '../partition/schema.js';
-import { copyStale, encodeBacklinkCopy } from '../backlinks/backlinkValue.js';
+import { copyStale, encodeBacklinkCopies } from '../backlinks/backlinkValue.js';
 import type { AdjacencyCache, Adjacency } from './adjacencyCache.js';
 import type { KeyArena } from './keyArena.js';
 import { CONTRIBUTIONS_PER_MESSAGE } from './contributions.js';
 
-/** Backlink keys (`target 0x00 source`) packed in one growing buffer, with a value each. */
+/**
+ * The copies bound for one partition, in runs (CopyRuns): each source page's slot once,
+ * with its x and the count of its targets on that partition, then the targets' ids. Keys
+ * stay in the cache's KeyArenas until a message is written (no bytes copied here).
+ */
 class PackedCopies {
-  bytes = Buffer.allocUnsafe(4096);
-  used = 0;
-  ends: number[] = [];
+  slots: number[] = [];
   values: number[] = [];
+  runs: number[] = [];
+  targets: number[] = [];
+  /** The `send` call whose run is open here (-1: none). */
+  open = -1;
+  /** Runs and targets already taken into a contribution message (`MetricCopies.take`). */
+  takenRuns = 0;
+  takenTargets = 0;
 
-  add(target: KeyArena, id: number, source: KeyArena, slot: number, x: number): void {
-    const ts = target.start(id);
-    const te = target.end(id);
-    const ss = source.start(slot);
-    const se = source.end(slot);
-    const need = this.used + (te - ts) + 1 + (se - ss);
-    if (need > this.bytes.length) {
-      const next = Buffer.allocUnsafe(Math.max(need, 2 * this.bytes.length));
-      this.bytes.copy(next, 0, 0, this.used);
-      this.bytes = next;
-    }
-    // Byte loops, not Buffer#copy: keys are tens of bytes, and copy's per-call checks cost
-    // more than the bytes (5 s of a cnr-2000 run's main thread).
-    const out = this.bytes;
-    let at = this.used;
-    const tb = target.bytes;
-    for (let i = ts; i < te; i++) out[at++] = tb[i]!;
-    out[at++] = 0;
-    const sb = source.bytes;
-    for (let i = ss; i < se; i++) out[at++] = sb[i]!;
-    this.used = at;
-    this.ends.push(this.used);
+  /** Opens a run for source `slot` with value `x` (the next `target` calls join it). */
+  openRun(slot: number, x: number, call: number): void {
+    this.slots.push(slot);
     this.values.push(x);
+    this.runs.push(0);
+    this.open = call;
   }
+
+  target(id: number): void {
+    this.targets.push(id);
+    this.runs[this.runs.length - 1]!++;
+  }
+}
+
+/** Keys `ids[i .. j)` of `arena`, as offsets into its buffer (read it before the next add). */
+function pickKeys(arena: KeyArena, ids: readonly number[], i: number, j: number): PackedKeys {
+  const starts = new Uint32Array(j - i);
+  const ends = new Uint32Array(j - i);
+  for (let k = i; k < j; k++) {
+    starts[k - i] = arena.start(ids[k]!);
+    ends[k - i] = arena.end(ids[k]!);
+  }
+  return { bytes: arena.bytes, starts, ends };
 }
 
 /**
@@ -79,12 +87,15 @@ export class MetricCopies {
   send(slot: number, x: number, adj: Adjacency): void {
     const cache = this.cache;
     const { targets } = adj;
+    const call = this.#sentSlots.length;
     let remote = 0;
     for (let i = 0; i < targets.length; i++) {
       const id = targets[i]!;
       const q = cache.partitionOf(id);
       if (q === this.own) continue;
-      this.#per[q]!.add(cache.targetKeys, id, cache.slotKeys, slot, x);
+      const part = this.#per[q]!;
+      if (part.open !== call) part.openRun(slot, x, call);
+      part.target(id);
       remote++;
     }
     if (remote > 0) {
@@ -95,38 +106,60 @@ export class MetricCopies {
     this.#sentX.push(x);
   }
 
+  /** Messages that carried copies so far, and their payload bytes (contributions included). */
+  #messages = 0;
+  #bytes = 0;
+
   /**
-   * Enqueues the copies as `metrics/<q>` messages of `round` in `batch`'s outbox (at most
-   * CONTRIBUTIONS_PER_MESSAGE copies each).
+   * The next copies for partition `q` (whole runs, closed once they hold
+   * CONTRIBUTIONS_PER_MESSAGE copies or more), taken from those left to send; undefined when
+   * none is left. Keys are picked out of the cache's arenas (offsets): encode them before
+   * the next await (the codec packs them; a target named by several runs travels once).
+   */
+  take(q: number): CopyRuns | undefined {
+    const part = this.#per[q]!;
+    const r0 = part.takenRuns;
+    const t0 = part.takenTargets;
+    if (r0 >= part.runs.length) return undefined;
+    let r1 = r0;
+    let t1 = t0;
+    while (r1 < part.runs.length && t1 - t0 < CONTRIBUTIONS_PER_MESSAGE) t1 += part.runs[r1++]!;
+    part.takenRuns = r1;
+    part.takenTargets = t1;
+    return {
+      sources: pickKeys(this.cache.slotKeys, part.slots, r0, r1),
+      values: Float64Array.from(part.values.slice(r0, r1)),
+      runs: Uint32Array.from(part.runs.slice(r0, r1)),
+      targets: pickKeys(this.cache.targetKeys, part.targets, t0, t1),
+    };
+  }
+
+  /** Counts a message of `payloadBytes` that carried copies `take` gave. */
+  attached(_q: number, payloadBytes: number): void {
+    this.#messages++;
+    this.#bytes += payloadBytes;
+  }
+
+  /**
+   * Enqueues the copies not yet taken into contribution messages (`take`, through
+   * `enqueuePartitionContributions`' `attach`) as `metrics/<q>` messages of `round` of their
+   * own in `batch`'s outbox.
    * @param sent messages enqueued per partition, added to
    * @param bytes payload bytes enqueued per partition, added to
-   * @returns messages and payload bytes of the copies' messages
+   * @returns messages that carried copies and their payload bytes (contributions included),
+   *   those of `take` too
    */
   async write(outbox: StreamOutbox, batch: WriteBatch, round: number, sent: number[], bytes: number[]): Promise<{ messages: number; bytes: number }> {
-    let total = 0;
-    let messages = 0;
     for (let q = 0; q < this.#per.length; q++) {
-      const part = this.#per[q]!;
-      for (let i = 0; i < part.ends.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-        const end = Math.min(part.ends.length, i + CONTRIBUTIONS_PER_MESSAGE);
-        const from = i === 0 ? 0 : part.ends[i - 1]!;
-        const ends = new Uint32Array(end - i);
-        for (let k = i; k < end; k++) ends[k - i] = part.ends[k]! - from;
-        const payload = contributionCodec.encode({
-          type: 'metrics',
-          round,
-          keys: { bytes: new Uint8Array(0), ends: new Uint32Array(0) },
-          deltas: new Float64Array(0),
-          copies: { keys: { bytes: part.bytes.subarray(from, part.ends[end - 1]!), ends }, values: Float64Array.from(part.values.slice(i, end)) },
-        });
+      for (let copies = this.take(q); copies; copies = this.take(q)) {
+        const payload = contributionCodec.encode({ type: 'metrics', round, keys: { bytes: new Uint8Array(0), ends: new Uint32Array(0) }, deltas: new Float64Array(0), copies });
         await outbox.enqueue(batch, topic(Namespaces.metrics, partitionId(q)), payload);
         sent[q] = (sent[q] ?? 0) + 1;
         bytes[q] = (bytes[q] ?? 0) + payload.length;
-        total += payload.length;
-        messages++;
+        this.attached(q, payload.length);
       }
     }
-    return { messages, bytes: total };
+    return { messages: this.#messages, bytes: this.#bytes };
   }
 
   /** Records the copies sent in the cache; call once the batch given to `write` committed. */
@@ -141,34 +174,33 @@ export class MetricCopies {
  * crash before it makes the broker deliver them again.
  */
 export class PendingCopies {
-  #keys: Uint8Array[] = [];
-  #operands: Buffer[] = [];
+  /** The copies of each message kept, and the `record` operand of each of its runs. */
+  #messages: Array<{ readonly copies: CopyRuns; readonly operands: PackedKeys }> = [];
+  #size = 0;
 
+  /** Copies kept (backlinks to merge). */
   get size(): number {
-    return this.#keys.length;
+    return this.#size;
   }
 
-  /** Keeps the copies of one decoded message. */
-  add(copies: { readonly keys: { readonly bytes: Uint8Array; readonly ends: Uint32Array }; readonly values: Float64Array }): void {
-    const { bytes, ends } = copies.keys;
-    let start = 0;
-    for (let i = 0; i < ends.length; i++) {
-      const end = ends[i]!;
-      // A view, not a copy: the decoded message's bytes are kept until the commit.
-      this.#keys.push(bytes.subarray(start, end));
-      this.#operands.push(encodeBacklinkCopy(copies.values[i]!));
-      start = end;
-    }
+  /** Keeps the copies of one decoded message (views of its bytes, kept until the commit). */
+  add(copies: CopyRuns): void {
+    this.#messages.push({ copies, operands: encodeBacklinkCopies(copies.values) });
+    this.#size += copies.targets.ends.length;
   }
 
-  /** Adds the copies to `batch` as `record` merges into `backlinks`. */
+  /** Adds the copies to `batch` as `record` merges into `backlinks`, in one native call. */
   record(batch: WriteBatch): void {
-    if (this.#keys.length > 0) batch.mergeMany(ColumnFamilies.backlinks, this.#keys, this.#operands);
+    if (this.#messages.length === 0) return;
+    // A backlink's copies replace each other (the record's `m` is lww, and a copy operand
+    // sets `m` alone): only the last one of the batch is written, in key order.
+    const groups = this.#messages.map(({ copies, operands }) => ({ firsts: copies.targets, seconds: copies.sources, operands, runs: copies.runs }));
+    batch.mergePairRuns(ColumnFamilies.backlinks, groups, { lastPerKey: true, keyOrder: true });
   }
 
   /** Empties this once the batch given to `record` committed. */
   committed(): void {
-    this.#keys = [];
-    this.#operands = [];
+    this.#messages = [];
+    this.#size = 0;
   }
 }

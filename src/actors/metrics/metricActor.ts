@@ -195,6 +195,8 @@ type MetricState = SubscribedState & {
   readonly mirror: { current: RankMirror | undefined };
   /** Contributions folded and not yet committed (written by the next flush). */
   readonly pending: PendingContributions;
+  /** The current push's [dx, dr] per slot, emptied at the start of each push (see SlotDeltas). */
+  readonly deltas: SlotDeltas;
   /** Copies of source metrics folded and not yet committed (merged into `backlinks` by the next flush). */
   readonly copies: PendingCopies;
   /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
@@ -278,7 +280,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (dropped.length > 0) {
         env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
       }
-      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined, hostMemo: undefined } as MetricState;
+      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), deltas: new SlotDeltas(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined, hostMemo: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -362,7 +364,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
     const own = Number(env.partition);
     const pending = state.pending;
     /** This push's [dx, dr] per slot: the transfers of pushed pages and the contributions to this partition's pages. */
-    const deltas = new SlotDeltas();
+    const deltas = state.deltas;
+    deltas.clear(); // what an earlier push left, even one that failed
     let pushed = 0;
     let contributions = 0;
     /** Residual of `slot` now: stored, plus the pending delta, plus this push's changes. */

@@ -391,14 +391,14 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       const { targets, weights } = adj;
       // The targets' local slots, found once per cached adjacency: per link, two array reads.
       const local = (adj.local ??= cache.localSlots(targets, own));
-      for (let i = 0; i < targets.length; i++) {
-        const target = local[i]!;
-        const share = mass * weights[i]!;
-        if (target < 0) combiner.addLink(targets[i]!, share);
-        else {
-          deltas.add(target, 0, share);
-          if (reached !== undefined) reached(target);
-        }
+      // One loop per kind of target inside each accumulator, not a call per link: a call
+      // that is not inlined boxes its float64 argument (a heap number per link). The
+      // targets of an adjacency are distinct, so each local one is checked for the queue
+      // after its share was added, as before.
+      combiner.addRemote(targets, local, weights, mass);
+      deltas.addShares(local, weights, mass);
+      if (reached !== undefined) {
+        for (let i = 0; i < local.length; i++) if (local[i]! >= 0) reached(local[i]!);
       }
       contributions += targets.length;
     };
@@ -541,7 +541,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         const x = (next.has(slot) ? next.x(slot) : 0) + deltas.dx(slot);
         return copies.due(slot, x) ? x : undefined;
       };
-      for (const slot of deltas.slots) {
+      // Indexed: a for-of with an await in its body allocates an iterator result per page.
+      for (let i = 0; i < deltas.slots.length; i++) {
+        const slot = deltas.slots[i]!;
         const x = dueX(slot);
         if (x !== undefined) copies.send(slot, x, cache.slotAdjacency(slot) ?? (await adjacencyNow(slot)));
       }
@@ -945,14 +947,21 @@ class Combiner {
     return n;
   }
 
-  /** Adds `delta` to target `id` (a link to another partition). */
-  addLink(id: number, delta: number): void {
-    if (id >= this.#acc.length) this.#grow(Math.max(id + 1, this.cache.targetCount));
-    if (this.#seen[id] === 0) {
-      this.#seen[id] = 1;
-      this.#touched.push(id);
+  /**
+   * Adds mass * weights[i] to each target `targets[i]` on another partition (`local[i]` < 0:
+   * `Adjacency.local`), in the order of the links.
+   */
+  addRemote(targets: Int32Array, local: Int32Array, weights: Float64Array, mass: number): void {
+    for (let i = 0; i < targets.length; i++) {
+      if (local[i]! >= 0) continue;
+      const id = targets[i]!;
+      if (id >= this.#acc.length) this.#grow(Math.max(id + 1, this.cache.targetCount));
+      if (this.#seen[id] === 0) {
+        this.#seen[id] = 1;
+        this.#touched.push(id);
+      }
+      this.#acc[id]! += mass * weights[i]!;
     }
-    this.#acc[id]! += delta;
   }
 
   /** Summed deltas per target, grouped by the target's partition (zero sums left out). */

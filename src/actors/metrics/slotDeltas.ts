@@ -44,18 +44,31 @@ export class SlotDeltas {
 
   /** Adds [dx, dr] to `slot`. */
   add(slot: number, dx: number, dr: number): void {
-    if (slot >= this.#seen.length) {
-      const n = Math.max(slot + 1, 2 * this.#seen.length);
-      this.#dx = grown(this.#dx, n);
-      this.#dr = grown(this.#dr, n);
-      this.#seen = grown(this.#seen, n);
-    }
+    if (slot >= this.#seen.length) this.#grow(slot + 1);
     if (this.#seen[slot] === 0) {
       this.#seen[slot] = 1;
       this.slots.push(slot);
     }
     this.#dx[slot]! += dx;
     this.#dr[slot]! += dr;
+  }
+
+  /**
+   * Adds [0, mass * weights[i]] to each slot `local[i]` >= 0 (a pushed page's shares to the
+   * targets on its own partition: `Adjacency.local`, -1 for the others), in the order of
+   * the links.
+   */
+  addShares(local: Int32Array, weights: Float64Array, mass: number): void {
+    for (let i = 0; i < local.length; i++) {
+      const slot = local[i]!;
+      if (slot < 0) continue;
+      if (slot >= this.#seen.length) this.#grow(slot + 1);
+      if (this.#seen[slot] === 0) {
+        this.#seen[slot] = 1;
+        this.slots.push(slot);
+      }
+      this.#dr[slot]! += mass * weights[i]!;
+    }
   }
 
   /** The changed slots in ascending order (the first traversal gives slots in `ranks` key order: merges in key order for the memtable insert hint). */
@@ -72,5 +85,10 @@ export class SlotDeltas {
     }
     return out;
   }
-}
 
+  #grow(n: number): void {
+    this.#dx = grown(this.#dx, n);
+    this.#dr = grown(this.#dr, n);
+    this.#seen = grown(this.#seen, n);
+  }
+}

@@ -542,8 +542,9 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         return copies.due(slot, x) ? x : undefined;
       };
       // Indexed: a for-of with an await in its body allocates an iterator result per page.
-      for (let i = 0; i < deltas.slots.length; i++) {
-        const slot = deltas.slots[i]!;
+      const changed = deltas.slots;
+      for (let i = 0; i < changed.length; i++) {
+        const slot = changed[i]!;
         const x = dueX(slot);
         if (x !== undefined) copies.send(slot, x, cache.slotAdjacency(slot) ?? (await adjacencyNow(slot)));
       }

@@ -100,8 +100,9 @@ export class ResidualFrontier {
     }
     this.#bucket[slot] = b + 1;
     this.#abs[slot] = b >= 0 ? abs : 0;
-    if (Number.isFinite(abs)) this.#nonFinite.delete(slot);
-    else this.#nonFinite.add(slot);
+    // The set is empty but for a diverging computation: no hash lookup per call then.
+    if (!Number.isFinite(abs)) this.#nonFinite.add(slot);
+    else if (this.#nonFinite.size > 0) this.#nonFinite.delete(slot);
     if (x !== this.#x[slot]) {
       this.#sumX += x - this.#x[slot]!;
       this.#sumXError += ROUNDING * (Math.abs(this.#sumX) + Math.abs(x));

@@ -16,8 +16,17 @@ export class SlotDeltas {
   #dx = new Float64Array(1024);
   #dr = new Float64Array(1024);
   #seen = new Uint8Array(1024);
-  /** Slots changed, in the order first changed. */
-  readonly slots: number[] = [];
+  #slots = new Int32Array(1024);
+  #count = 0;
+
+  /**
+   * Slots changed, in the order first changed: a view, valid until the next `add`,
+   * `addShares` or `clear` (a typed array kept between pushes: an array emptied by
+   * `length = 0` gave its backing store back, and grew again in every push).
+   */
+  get slots(): Int32Array {
+    return this.#slots.subarray(0, this.#count);
+  }
 
   dx(slot: number): number {
     return slot < this.#dx.length ? this.#dx[slot]! : 0;
@@ -34,12 +43,13 @@ export class SlotDeltas {
 
   /** Forgets every change (the arrays are kept): O(slots changed). */
   clear(): void {
-    for (const slot of this.slots) {
+    for (let i = 0; i < this.#count; i++) {
+      const slot = this.#slots[i]!;
       this.#dx[slot] = 0;
       this.#dr[slot] = 0;
       this.#seen[slot] = 0;
     }
-    this.slots.length = 0;
+    this.#count = 0;
   }
 
   /** Adds [dx, dr] to `slot`. */
@@ -47,7 +57,7 @@ export class SlotDeltas {
     if (slot >= this.#seen.length) this.#grow(slot + 1);
     if (this.#seen[slot] === 0) {
       this.#seen[slot] = 1;
-      this.slots.push(slot);
+      this.#changed(slot);
     }
     this.#dx[slot]! += dx;
     this.#dr[slot]! += dr;
@@ -65,7 +75,7 @@ export class SlotDeltas {
       if (slot >= this.#seen.length) this.#grow(slot + 1);
       if (this.#seen[slot] === 0) {
         this.#seen[slot] = 1;
-        this.slots.push(slot);
+        this.#changed(slot);
       }
       this.#dr[slot]! += mass * weights[i]!;
     }
@@ -73,7 +83,7 @@ export class SlotDeltas {
 
   /** The changed slots in ascending order (the first traversal gives slots in `ranks` key order: merges in key order for the memtable insert hint). */
   sortedSlots(): Int32Array {
-    return Int32Array.from(this.slots).sort();
+    return this.slots.slice().sort();
   }
 
   /** [dx, dr] of each of `slots`, flattened (the operands of `WriteBatch.mergeFloat64s` with width 2). */
@@ -84,6 +94,11 @@ export class SlotDeltas {
       out[2 * i + 1] = this.#dr[slots[i]!]!;
     }
     return out;
+  }
+
+  #changed(slot: number): void {
+    if (this.#count === this.#slots.length) this.#slots = grown(this.#slots, this.#count + 1);
+    this.#slots[this.#count++] = slot;
   }
 
   #grow(n: number): void {

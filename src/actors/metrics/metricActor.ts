@@ -197,6 +197,8 @@ type MetricState = SubscribedState & {
   readonly pending: PendingContributions;
   /** The current push's [dx, dr] per slot, emptied at the start of each push (see SlotDeltas). */
   readonly deltas: SlotDeltas;
+  /** The push's frontier in scan order (SlotQueue), reset at each push that uses the mirror. */
+  readonly queue: SlotQueue;
   /** Copies of source metrics folded and not yet committed (merged into `backlinks` by the next flush). */
   readonly copies: PendingCopies;
   /** The scheduled `flush`, COMMIT_INTERVAL_MS after the first contribution folded since the last commit. */
@@ -280,7 +282,7 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
       if (dropped.length > 0) {
         env.log.warn({ partition: env.partition, rounds: dropped }, 'metric rounds left uncommitted by an earlier process: the in-memory broker lost their messages, so scores may miss their contributions until recomputed');
       }
-      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), deltas: new SlotDeltas(), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined, hostMemo: undefined } as MetricState;
+      return { ...opened, rounds, mirror: { current: undefined }, pending: new PendingContributions(), deltas: new SlotDeltas(), queue: new SlotQueue(() => 0), copies: new PendingCopies(), flushTimer: undefined, lastPushed: undefined, hostMemo: undefined } as MetricState;
     },
     async receive(state, message, ctx) {
       switch (message.type) {
@@ -417,7 +419,8 @@ export function metricActor(env: PartitionEnv): Behavior<MetricMessage, MetricSt
         // min-heap): a page of this partition that a push takes over the threshold is queued
         // when it comes later in that order, so the push makes the scan's decisions
         // (Gauss-Seidel order within the partition) without visiting every page.
-        const queue = new SlotQueue((slot) => { const p = mirror.position(slot); return p >= 0 ? p : mirror.slots.length + slot; });
+        const queue = state.queue;
+        queue.reset((slot) => { const p = mirror.position(slot); return p >= 0 ? p : mirror.slots.length + slot; });
         for (const slot of mirror.frontier.candidates(threshold)) queue.add(slot);
         let at = -1;
         reached = (slot) => {

@@ -229,7 +229,16 @@ export class SlotQueue {
   #queued = new Uint8Array(1024);
 
   /** @param key a slot's place in the order (distinct slots, distinct keys) */
-  constructor(readonly key: (slot: number) => number) {}
+  constructor(public key: (slot: number) => number) {}
+
+  /**
+   * Empties the queue and orders it by `key` from now on: one queue per metric actor, reused
+   * by its pushes, keeps its arrays (a new one per push grew them again every time).
+   */
+  reset(key: (slot: number) => number): void {
+    while (this.pop() >= 0);
+    this.key = key;
+  }
 
   /** True while `slot` is queued (added and not popped yet). */
   has(slot: number): boolean {

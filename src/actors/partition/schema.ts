@@ -59,9 +59,9 @@ export const GC_LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
  * merges [dx, dr] into every page it changed, so a partition's `ranks` memtable held tens of
  * entries per page, which every insert's skip-list search passes (with cache misses); a
  * flush folds them into one value per page. On the first 60,000 pages of cnr-2000 (16
- * partitions, 1e-6) the libuv pool threads' CPU in the converge fell 5% to 10% and the
- * process's about 5% (RocksDB's flushes and compactions take a little more); 0.5 and 1 MiB
- * measured the same as 2 MiB (docs/ARCHITECTURE.md, "Where the converge's extra time goes").
+ * partitions, 1e-6), side by side with 16 MiB: the libuv pool threads' CPU in the converge
+ * 7.16 s against 7.58 s, the process's 15.44 s against 16.26 s (-5%); 0.5 and 1 MiB measured
+ * as 2 MiB (docs/ARCHITECTURE.md, "Where the converge's extra time goes").
  */
 export const RANKS_MEMTABLE_BYTES = 2 * 2 ** 20;
 

@@ -78,3 +78,15 @@ test('the slot queue pops slots in key order, each once while queued', () => {
   assert.equal(queue.has(popped[0]!), false);
   assert.equal(queue.pop(), -1);
 });
+
+test('a reset slot queue forgets what was queued and pops by its new key', () => {
+  const queue = new SlotQueue((slot) => slot);
+  for (const slot of [5, 1, 9, 3]) queue.add(slot);
+  assert.equal(queue.pop(), 1);
+  queue.reset((slot) => -slot); // descending slots from now on
+  for (const slot of [5, 9, 3]) assert.equal(queue.has(slot), false, `slot ${slot} left from before the reset`);
+  for (const slot of [2, 8, 4, 8]) queue.add(slot);
+  const popped: number[] = [];
+  for (let s = queue.pop(); s >= 0; s = queue.pop()) popped.push(s);
+  assert.deepEqual(popped, [8, 4, 2]);
+});

@@ -24,6 +24,7 @@ export interface NativeColumnFamily {
   prefixLength?: number;
   bloomBitsPerKey?: number;
   memtableInsertHint?: boolean;
+  memtableBytes?: number;
 }
 
 export interface NativeOpenConfig {

@@ -35,6 +35,17 @@ export interface ColumnFamilyOptions {
    * so `WriteBatch.deleteRange` throws InvalidArgumentError for it. Default false.
    */
   memtableInsertHint?: boolean;
+  /**
+   * Largest memtable of this family in bytes (RocksDB's `write_buffer_size`), when smaller
+   * than the budget's share (`memoryBudgetBytes` / 16, 1 to 32 MiB). For a family that
+   * takes many merges of the same keys, as the metric's `ranks` (a [dx, dr] merge per page
+   * a push changed, every round): each merge is one more skip-list entry until the memtable
+   * is flushed, and an insert's search passes the keys' older entries, cache misses in a
+   * large arena; a flush folds them into one value per key. Measured on a 60,000-page
+   * subgraph of cnr-2000 (docs/ARCHITECTURE.md, "Where the converge's extra time goes").
+   * A positive integer; default: the budget's share.
+   */
+  memtableBytes?: number;
 }
 
 export interface StoreOptions {
@@ -419,6 +430,10 @@ function toNativeColumnFamilies(options: StoreOptions, isKnown: (name: string) =
     if (cf.memtableInsertHint !== undefined) {
       if (typeof cf.memtableInsertHint !== 'boolean') throw new InvalidArgumentError(`memtableInsertHint of ${name} must be a boolean`);
       out.memtableInsertHint = cf.memtableInsertHint;
+    }
+    if (cf.memtableBytes !== undefined) {
+      if (!Number.isInteger(cf.memtableBytes) || cf.memtableBytes < 1) throw new InvalidArgumentError(`memtableBytes of ${name} must be a positive integer`);
+      out.memtableBytes = cf.memtableBytes;
     }
     return out;
   });

@@ -105,6 +105,7 @@ struct ColumnFamilyConfig {
   uint32_t prefix_length = 0;       // 0: no prefix extractor
   double bloom_bits_per_key = 10;   // 0: no bloom filter
   bool memtable_insert_hint = false;  // one skip-list insert hint for all keys (no DeleteRange)
+  uint64_t memtable_bytes = 0;        // 0: the budget's share (Resources::budget() / 16, 1 to 32 MiB)
 };
 
 struct StoreConfig {

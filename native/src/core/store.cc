@@ -68,6 +68,9 @@ Status MakeColumnFamilyOptions(const ColumnFamilyConfig& cfg, const Resources& r
   // Many column families x many stores share one write-buffer manager: keep single
   // memtables small so that an idle family does not pin a large arena.
   o.write_buffer_size = std::clamp<uint64_t>(res.budget() / 16, 1ull << 20, 32ull << 20);
+  // A family that asks for smaller memtables (ColumnFamilyOptions.memtableBytes): each
+  // insert searches a shorter skip list (see the option's docstring).
+  if (cfg.memtable_bytes > 0) o.write_buffer_size = std::min<uint64_t>(o.write_buffer_size, cfg.memtable_bytes);
   // Arena blocks are what a touched memtable costs at least: with 64 stores x 12 families,
   // 64 KiB blocks were 48 MiB of nearly empty memtables, enough to keep the write-buffer
   // manager flushing tiny memtables with small budgets.

@@ -119,6 +119,9 @@ Status ParseConfig(Napi::Value v, StoreConfig* config) {
     if (c.Get("memtableInsertHint").IsBoolean()) {
       cf.memtable_insert_hint = c.Get("memtableInsertHint").As<Napi::Boolean>().Value();
     }
+    if (c.Get("memtableBytes").IsNumber()) {
+      cf.memtable_bytes = static_cast<uint64_t>(c.Get("memtableBytes").As<Napi::Number>().Int64Value());
+    }
     if (c.Get("bloomBitsPerKey").IsNumber()) {
       cf.bloom_bits_per_key = c.Get("bloomBitsPerKey").As<Napi::Number>().DoubleValue();
     }

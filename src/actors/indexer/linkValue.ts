@@ -35,7 +35,12 @@ const byObject = new WeakMap<LinkFeatures, { readonly weight: number; readonly v
 
 /** The raw weight of a link value. */
 export function linkWeight(value: Uint8Array): number {
-  return Buffer.from(value.buffer, value.byteOffset, value.byteLength).readDoubleLE(0);
+  return linkWeightAt(Buffer.from(value.buffer, value.byteOffset, value.byteLength), 0);
+}
+
+/** The raw weight of the link value that starts at `offset` of `bytes` (a raw chunk's values, read in place). */
+export function linkWeightAt(bytes: Buffer, offset: number): number {
+  return bytes.readDoubleLE(offset);
 }
 
 /** The features of a link value. */

@@ -100,8 +100,9 @@ export class ResidualFrontier {
     }
     this.#bucket[slot] = b + 1;
     this.#abs[slot] = b >= 0 ? abs : 0;
-    if (Number.isFinite(abs)) this.#nonFinite.delete(slot);
-    else this.#nonFinite.add(slot);
+    // The set is empty but for a diverging computation: no hash lookup per call then.
+    if (!Number.isFinite(abs)) this.#nonFinite.add(slot);
+    else if (this.#nonFinite.size > 0) this.#nonFinite.delete(slot);
     if (x !== this.#x[slot]) {
       this.#sumX += x - this.#x[slot]!;
       this.#sumXError += ROUNDING * (Math.abs(this.#sumX) + Math.abs(x));
@@ -228,7 +229,16 @@ export class SlotQueue {
   #queued = new Uint8Array(1024);
 
   /** @param key a slot's place in the order (distinct slots, distinct keys) */
-  constructor(readonly key: (slot: number) => number) {}
+  constructor(public key: (slot: number) => number) {}
+
+  /**
+   * Empties the queue and orders it by `key` from now on: one queue per metric actor, reused
+   * by its pushes, keeps its arrays (a new one per push grew them again every time).
+   */
+  reset(key: (slot: number) => number): void {
+    while (this.pop() >= 0);
+    this.key = key;
+  }
 
   /** True while `slot` is queued (added and not popped yet). */
   has(slot: number): boolean {

@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
 import type { Snapshot, Store } from '../../storage/index.js';
-import { ChunkCursor } from '../metrics/chunkCursor.js';
+import { RawChunkCursor } from '../metrics/chunkCursor.js';
 import { ColumnFamilies, type PageRecord } from './schema.js';
 import { isScoredPage } from './redirects.js';
 
@@ -20,21 +20,25 @@ export async function walkLivePages(
 ): Promise<void> {
   const snapshot = options.snapshot ?? store.snapshot();
   const opts = { snapshot, chunkSize: 4096, ...(options.prefix ? { prefix: options.prefix } : {}) };
-  const pages = new ChunkCursor(store.chunks(ColumnFamilies.pages, opts));
-  const ranks = new ChunkCursor(store.chunks(ColumnFamilies.ranks, opts));
+  // Raw chunks, compared in place: no Buffer per `ranks` entry and no await per entry.
+  const pages = new RawChunkCursor(store.rawChunks(ColumnFamilies.pages, opts));
+  const ranks = new RawChunkCursor(store.rawChunks(ColumnFamilies.ranks, opts));
   try {
-    while (await pages.ready()) {
-      const key = pages.key;
-      const record = packr.unpack(pages.value) as PageRecord;
-      pages.advance();
+    while (pages.has || (await pages.load())) {
+      const keys = pages.keys;
+      const ks = pages.keyStart;
+      const ke = pages.keyEnd;
+      const record = packr.unpack(pages.values.subarray(pages.valueStart, pages.valueEnd)) as PageRecord;
       let score = 0;
-      while (await ranks.ready()) {
-        const c = Buffer.compare(ranks.key, key);
+      while (ranks.has || (await ranks.load())) {
+        const c = ranks.keys.compare(keys, ks, ke, ranks.keyStart, ranks.keyEnd);
         if (c > 0) break;
-        if (c === 0) score = scoreOf(ranks.value);
+        if (c === 0) score = scoreAt(ranks.values, ranks.valueStart, ranks.valueEnd);
         ranks.advance();
       }
-      if (isScoredPage(record)) visit(key.toString('utf8'), score);
+      // The pages chunk stays valid while `ranks` loads: the two iterators are apart.
+      if (isScoredPage(record)) visit(keys.toString('utf8', ks, ke), score);
+      pages.advance();
     }
   } finally {
     await pages.close();
@@ -45,8 +49,12 @@ export async function walkLivePages(
 
 /** x + r of a `ranks` value (float64 LE [x, r]); 0 for a short value. */
 export function scoreOf(value: Buffer | undefined): number {
-  if (!value) return 0;
-  const x = value.length >= 8 ? value.readDoubleLE(0) : 0;
-  const r = value.length >= 16 ? value.readDoubleLE(8) : 0;
+  return value ? scoreAt(value, 0, value.length) : 0;
+}
+
+/** `scoreOf` the `ranks` value `bytes[start .. end)` (a raw chunk's values, read in place). */
+function scoreAt(bytes: Buffer, start: number, end: number): number {
+  const x = end - start >= 8 ? bytes.readDoubleLE(start) : 0;
+  const r = end - start >= 16 ? bytes.readDoubleLE(start + 8) : 0;
   return x + r;
 }

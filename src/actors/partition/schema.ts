@@ -53,6 +53,18 @@ export const ROBOTS_RETENTION_MS = 30 * 24 * 3600 * 1000;
 /** GC records are kept this long (compared with `removedAt`, wall clock), then compacted away. */
 export const GC_LOG_RETENTION_MS = 90 * 24 * 3600 * 1000;
 
+/**
+ * Largest memtable of `ranks` (`ColumnFamilyOptions.memtableBytes`): 2 MiB instead of the
+ * budget's share (16 MiB with the web index's default budget for 16 partitions). Each push
+ * merges [dx, dr] into every page it changed, so a partition's `ranks` memtable held tens of
+ * entries per page, which every insert's skip-list search passes (with cache misses); a
+ * flush folds them into one value per page. On the first 60,000 pages of cnr-2000 (16
+ * partitions, 1e-6), side by side with 16 MiB: the libuv pool threads' CPU in the converge
+ * 7.16 s against 7.58 s, the process's 15.44 s against 16.26 s (-5%); 0.5 and 1 MiB measured
+ * as 2 MiB (docs/ARCHITECTURE.md, "Where the converge's extra time goes").
+ */
+export const RANKS_MEMTABLE_BYTES = 2 * 2 ** 20;
+
 /** Options of every column family, for `Store.open`. */
 export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
   return {
@@ -65,7 +77,8 @@ export function partitionColumnFamilies(): Record<string, ColumnFamilyOptions> {
     [ColumnFamilies.backlinks]: { mergeOperator: record({ v: 'lww', m: 'lww' }), memtableInsertHint: true },
     // A push merges its pages in key order: insert hints spare most memtable key
     // comparisons (ranks therefore takes no range deletes; the GC deletes key by key).
-    [ColumnFamilies.ranks]: { mergeOperator: float64Add(), memtableInsertHint: true },
+    // Every push merges [dx, dr] into each page it changed: small memtables (RANKS_MEMTABLE_BYTES).
+    [ColumnFamilies.ranks]: { mergeOperator: float64Add(), memtableInsertHint: true, memtableBytes: RANKS_MEMTABLE_BYTES },
     [ColumnFamilies.pending]: {},
     [ColumnFamilies.frontier]: {},
     [ColumnFamilies.counters]: { mergeOperator: int64Add() },

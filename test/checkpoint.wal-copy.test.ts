@@ -189,6 +189,38 @@ for (const target of targets) {
       }
     });
 
+    it('a tail put follows a log switch (a family\'s memtable flushed while another keeps the old log alive): the old log\'s rest and the new log are stored, the restore is exact', async () => {
+      const { checkpoints } = target.open();
+      const key = newKey();
+      const storeDir = fresh('db');
+      // `log` switches its memtable every 64 KiB (a new WAL file), `pages` keeps the old logs alive.
+      const families = { ...walColumnFamilies, log: { memtableInsertHint: true, memtableBytes: 64 * 1024 } };
+      const store = await Store.open({ path: storeDir, columnFamilies: families });
+      const logsOf = async () => (await readdir(storeDir)).filter((f) => f.endsWith('.log')).sort();
+      try {
+        let b = 0;
+        for (; b < 50; b++) await writeWalBatch(store, b);
+        const first = await checkpoints.put(key, store, 1);
+        assert.equal(first.walTail, false);
+        const before = await logsOf();
+        let sequence = 1;
+        let across = 0;
+        for (let round = 0; round < 6; round++) {
+          for (let i = 0; i < 400; i++, b++) await writeWalBatch(store, b);
+          const put = await checkpoints.put(key, store, ++sequence);
+          assert.equal(put.walTail, true, `round ${round}: a tail put (logs ${(await logsOf()).join(' ')})`);
+          if (walFiles(put.manifest).length > 1) across++;
+          assert.deepEqual((await restored(checkpoints, key, sequence)).content, expectedAfter(b), `round ${round}: the restore holds every batch`);
+        }
+        assert.ok((await logsOf()).some((f) => !before.includes(f)), 'the store switched to a new log meanwhile');
+        assert.ok(across > 0, 'a checkpoint held several logs in chunks');
+      } finally {
+        await store.close();
+        await checkpoints.remove(key);
+        await checkpoints.close();
+      }
+    });
+
     it('an owner SIGKILLed while it writes and puts: the latest checkpoint restores exactly a prefix of its batches, at least those before the put', async () => {
       const { checkpoints, url, env } = target.open();
       const key = newKey();

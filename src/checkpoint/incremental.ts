@@ -66,15 +66,15 @@ interface WalChain {
   sequence: number;
   /** Its files. */
   files: CheckpointFile[];
-  /** Name of the newest WAL file in it: the store's live log at that put. */
-  readonly wal: string;
-  /** Bytes of that WAL it holds (a prefix of the live file), and their chunks. */
+  /** Name of the newest WAL file it holds (or begins at): the store's live log at its last put. */
+  wal: string;
+  /** Bytes of that WAL it holds (a prefix of the file), and their chunks. */
   walBytes: number;
   chunks: CheckpointChunk[];
   /** SHA-256 state over those bytes (copied to digest each put's whole-file hash). */
-  readonly hash: Hash;
-  /** WAL bytes the chain's first (whole) put held: the tail limit counts from there. */
-  readonly baseBytes: number;
+  hash: Hash;
+  /** Log bytes the chain's tail puts stored since its whole put (bounded by `walTailBytes`). */
+  logged: number;
 }
 
 /** The name of the newest write-ahead log file in `dir` (highest number), or undefined. */
@@ -89,6 +89,17 @@ async function newestWal(dir: string): Promise<string | undefined> {
     }
   }
   return best;
+}
+
+/** The write-ahead log files in `dir` numbered `from`'s number or above, oldest first. */
+async function walsFrom(dir: string, from: string): Promise<string[]> {
+  const first = Number(WAL_FILE.exec(from)![1]);
+  const found: Array<[number, string]> = [];
+  for (const name of await readdir(dir)) {
+    const m = WAL_FILE.exec(name);
+    if (m && Number(m[1]) >= first) found.push([Number(m[1]), name]);
+  }
+  return found.sort((a, b) => a[0] - b[0]).map(([, name]) => name);
 }
 
 /** Bytes `[from, to)` of the file at `file`. */
@@ -329,7 +340,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         return;
       }
       if (live === undefined || Number(WAL_FILE.exec(live)![1]) >= flushed) return;
-      this.#walChains.set(source, { key, sequence, files, wal: live, walBytes: 0, chunks: [], hash: createHash('sha256'), baseBytes: 0 });
+      this.#walChains.set(source, { key, sequence, files, wal: live, walBytes: 0, chunks: [], hash: createHash('sha256'), logged: 0 });
       return;
     }
     // Updated by hand, not piped into: a Hash used as a stream is digested when it ends. A
@@ -342,77 +353,102 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       return;
     }
     if (hash.copy().digest('hex') !== wal.sha256) return; // changed under us: no chain
-    this.#walChains.set(source, { key, sequence, files, wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }], hash, baseBytes: wal.bytes });
+    this.#walChains.set(source, { key, sequence, files, wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }], hash, logged: 0 });
   }
 
   /**
-   * A WAL tail put (docs/checkpoints.md, "WAL tail puts"): when the store's live write-ahead
-   * log is still the chain's newest WAL file (no memtable switch, hence no flush, since the
-   * chain's last put), its bytes past the chain's are the write batches made since, appended
-   * in commit order. They are stored as one object and the new manifest is the last one with
-   * that WAL file one chunk longer: restored, RocksDB replays the whole log on open. Every
-   * write completed before this put began is below the size read here; a batch being written
-   * meanwhile may end the chunk torn, which RocksDB's recovery (point-in-time, the default)
-   * stops before, and the next chunk completes. Compactions may run meanwhile: they change
-   * SST files but not what the chain's files plus the log read as.
-   * @returns the put's report, or undefined when a whole put is needed (the log switched,
-   *   the chain reached `walTailBytes` or MAX_WAL_CHUNKS)
+   * A WAL tail put (docs/checkpoints.md, "WAL tail puts"): RocksDB writes every batch to its
+   * live log before it returns, in commit order, and changes its logs only by appending, or
+   * by switching to a new one (a memtable switch, before a flush). So the chain's log from the
+   * size the chain holds, then every newer log whole, are the write batches made since the
+   * chain's last put: they are stored as one chunk object per log, and the new manifest is the
+   * last one with those logs one chunk longer (or new, of one chunk). Restored, RocksDB replays
+   * every log from the chain's oldest on top of the chain's files: SST files flushed since
+   * are not needed, the logs hold their writes (a log is deleted only once every column
+   * family flushed past it, and then every older one is too: the chain's log still there
+   * means every newer one is). Every write completed before this put began is below the sizes
+   * read here; a batch being written meanwhile may end the newest chunk torn, which RocksDB's
+   * recovery (point-in-time, the default) stops before, and the next chunk completes.
+   * Compactions may run meanwhile: they change SST files, not what the logs replay onto.
+   * @returns the put's report, or undefined when a whole put is needed (the chain's log was
+   *   deleted, the chain reached `walTailBytes` or MAX_WAL_CHUNKS)
    */
   async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
     const { signal } = options;
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    if ((await newestWal(source.path)) !== chain.wal) return undefined;
-    const walPath = path.join(source.path, chain.wal);
-    const size = Number((await stat(walPath)).size);
-    if (size < chain.walBytes || size - chain.baseBytes > limit) return undefined;
-    const tail = await readRange(walPath, chain.walBytes, size);
-    // Still the live log after the read: every write before the put is in the bytes read.
-    if ((await newestWal(source.path)) !== chain.wal) return undefined;
+    const logs = await walsFrom(source.path, chain.wal);
+    if (logs[0] !== chain.wal) return undefined; // the chain's log is gone: its writes are in SSTs only
+    /** Per log read: its name, where the read began, the bytes. */
+    const reads: Array<{ name: string; from: number; data: Buffer }> = [];
+    let added = 0;
+    try {
+      for (const [i, name] of logs.entries()) {
+        const file = path.join(source.path, name);
+        const from = i === 0 ? chain.walBytes : 0;
+        const size = Number((await stat(file)).size);
+        if (size < from) return undefined;
+        added += size - from;
+        if (chain.logged + added > limit) return undefined;
+        reads.push({ name, from, data: await readRange(file, from, size) });
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // a log deleted meanwhile
+      throw err;
+    }
     const checkpointSeconds = (performance.now() - t0) / 1000;
     const t1 = performance.now();
     const stored = await listing;
     signal?.throwIfAborted();
-    const chunkSha = createHash('sha256').update(tail).digest('hex');
-    const hash = chain.hash.copy().update(tail);
-    const chunks = tail.length > 0 ? [...chain.chunks, { bytes: tail.length, sha256: chunkSha }] : chain.chunks;
-    const walFile: CheckpointFile = { name: chain.wal, bytes: size, sha256: hash.copy().digest('hex'), chunks };
-    // The log is in the chain's files, or (a chain begun after a flush) joins them now, once
-    // it holds a byte.
-    const files = chunks.length === 0
-      ? chain.files
-      : chain.files.some((f) => f.name === chain.wal)
-      ? chain.files.map((f) => (f.name === chain.wal ? walFile : f))
-      : [...chain.files, walFile].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const name = fileObjectName(key, chunkSha);
-    const upload = tail.length > 0 && stored.get(name) !== tail.length;
-    if (upload) {
-      await this.objects.putBytes(name, tail);
-      options.onProgress?.({ kind: 'uploaded', file: `${chain.wal}@${chain.walBytes}`, bytes: tail.length });
+    // The logs' new entries, and the objects to store (one chunk per log that grew).
+    const byName = new Map(chain.files.map((f) => [f.name, f]));
+    const objects: Array<{ name: string; data: Buffer; label: string }> = [];
+    let last = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks, hash: chain.hash };
+    for (const [i, r] of reads.entries()) {
+      const prior = i === 0 ? chain : { walBytes: 0, chunks: [] as CheckpointChunk[], hash: createHash('sha256') };
+      const hash = prior.hash.copy().update(r.data);
+      let chunks = prior.chunks;
+      if (r.data.length > 0) {
+        const sha256 = createHash('sha256').update(r.data).digest('hex');
+        chunks = [...chunks, { bytes: r.data.length, sha256 }];
+        const name = fileObjectName(key, sha256);
+        if (stored.get(name) !== r.data.length && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });
+      }
+      const bytes = r.from + r.data.length;
+      if (chunks.length > 0) byName.set(r.name, { name: r.name, bytes, sha256: hash.copy().digest('hex'), chunks });
+      last = { name: r.name, bytes, chunks, hash };
+    }
+    const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const o of objects) {
+      await this.objects.putBytes(o.name, o.data);
+      options.onProgress?.({ kind: 'uploaded', file: o.label, bytes: o.data.length });
     }
     signal?.throwIfAborted();
-    if (this.hold && upload && ++this.#storingPuts === this.hold.afterPuts) {
-      process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: 1 files stored, manifest held ${this.hold.ms} ms\n`);
+    if (this.hold && objects.length > 0 && ++this.#storingPuts === this.hold.afterPuts) {
+      process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${objects.length} files stored, manifest held ${this.hold.ms} ms\n`);
       await new Promise((r) => setTimeout(r, this.hold!.ms));
       signal?.throwIfAborted();
     }
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
     await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
-    if (upload) stored.set(name, tail.length);
+    for (const o of objects) stored.set(o.name, o.data.length);
     this.#listings.set(key, { latest: sequence, files: stored });
     chain.sequence = sequence;
     chain.files = files;
-    chain.walBytes = size;
-    chain.chunks = chunks;
-    chain.hash.update(tail);
+    chain.wal = last.name;
+    chain.walBytes = last.bytes;
+    chain.chunks = last.chunks;
+    chain.hash = last.hash;
+    chain.logged += added;
     this.#walChains.set(source, chain);
+    const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0);
     return {
       manifest,
       files: files.length,
       bytes,
-      uploadedFiles: upload ? 1 : 0,
-      uploadedBytes: upload ? tail.length : 0,
+      uploadedFiles: objects.length,
+      uploadedBytes,
       checkpointSeconds,
       uploadSeconds: (performance.now() - t1) / 1000,
       walTail: true,

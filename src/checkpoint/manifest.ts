@@ -13,11 +13,12 @@
  * Each file is stored once per key at `<key>/files/<sha256>` (content-addressed: a file
  * with the same bytes in two checkpoints is one object). A file may instead be stored as
  * `chunks`, objects `<key>/files/<sha256 of the chunk>` whose concatenation is the file (its
- * `sha256` is still the whole file's): the live write-ahead log of a put that stored only what
+ * `sha256` then the hash of the chunks' digests, `chunkListSha256`): the live write-ahead log of a put that stored only what
  * the log gained since the previous put ("WAL tail puts", docs/checkpoints.md). A manifest
  * with chunks has format `shardflow-checkpoint/2`, so that a reader of format 1 refuses it
  * instead of looking for an object the whole file was never stored as.
  */
+import { createHash } from 'node:crypto';
 import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
 
 export const MANIFEST_FORMAT = 'shardflow-checkpoint/1';
@@ -31,15 +32,24 @@ export interface CheckpointChunk {
 }
 
 /**
- * One file of a checkpoint: its name in the store's directory, size in bytes, SHA-256 (hex)
- * of its whole content, and, for a file stored in parts, the `chunks` whose concatenation it
- * is (in order; their sizes sum to `bytes`); without chunks it is stored whole.
+ * One file of a checkpoint: its name in the store's directory, size in bytes, SHA-256 (hex),
+ * and, for a file stored in parts, the `chunks` whose concatenation it is (in order; their
+ * sizes sum to `bytes`); without chunks it is stored whole. `sha256` is of the file's content
+ * when it is stored whole, and of its chunks' digests (32 bytes each, in order: a hash list,
+ * `chunkListSha256`) when it is in chunks, each chunk being checked against its own.
  */
 export interface CheckpointFile {
   readonly name: string;
   readonly bytes: number;
   readonly sha256: string;
   readonly chunks?: readonly CheckpointChunk[];
+}
+
+/** The `sha256` of a file stored as `chunks`: SHA-256 over their digests (raw bytes, in order). */
+export function chunkListSha256(chunks: readonly CheckpointChunk[]): string {
+  const h = createHash('sha256');
+  for (const c of chunks) h.update(Buffer.from(c.sha256, 'hex'));
+  return h.digest('hex');
 }
 
 /** The names of the stored objects that hold `file` (`fileObjectName` of each chunk, or of the whole file). */
@@ -169,6 +179,7 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
       chunks.push({ bytes: k.bytes as number, sha256: k.sha256 });
     }
     if (sum !== e.bytes) return damaged(`the chunks of ${e.name} hold ${sum} bytes, the file ${String(e.bytes)}`);
+    if (chunkListSha256(chunks) !== e.sha256) return damaged(`the sha256 of ${e.name} is not its chunks' hash list`);
     files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256, chunks });
   }
   return { key, sequence, createdAt: o.createdAt, files, bytes: total, metadata: new Uint8Array(Buffer.from(o.metadata, 'base64')) };

@@ -363,7 +363,8 @@ class WebIndexHostImpl implements WebIndexHost {
       // Commit what the metric actor folded, so that a hand-back leaves nothing it applied in memory only.
       await this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 }).catch(() => undefined);
       if (options?.checkpoint && entry.checkpoints) {
-        await entry.checkpoints.afterCheckpoint().catch((err: unknown) => {
+        // Whole (flushed), not a WAL tail: the next owner opens SST files, no chain of logs to replay.
+        await entry.checkpoints.afterCheckpoint({ whole: true }).catch((err: unknown) => {
           this.options.log.warn({ partition: p, err }, `the hand-back checkpoint of partition ${p} failed: its next owner restores the one before and the broker redelivers what followed`);
         });
       }

@@ -94,6 +94,8 @@ export class PartitionCheckpointer {
   #idle: Cancel | undefined;
   #closed: unknown;
   #checkpoints = 0;
+  /** The next checkpoint is a whole put (`afterCheckpoint({ whole: true })`). */
+  #wholeNext = false;
 
   constructor(readonly options: PartitionCheckpointerOptions) {
     this.#puts = new PartitionCheckpointPuts(options.checkpointing, options.stage, options.partition, options.fence, options.restoredSequence, options.metaFamily);
@@ -181,10 +183,13 @@ export class PartitionCheckpointer {
    * Resolves once a checkpoint whose cut was taken after this call is durable and has
    * published and settled what it covers: call it after a commit whose outcome a reply
    * reports. Starts that checkpoint at once (after the one running, if any).
+   * @param options.whole that checkpoint is a whole put, never a WAL tail put (a hand-back's
+   *   last: it flushes, so the next owner opens SST files instead of replaying a chain of logs)
    * @throws (rejects) the fence's FencedError; ActorStoppedError when the checkpointer closes first
    */
-  afterCheckpoint(): Promise<void> {
+  afterCheckpoint(options: { readonly whole?: boolean } = {}): Promise<void> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    if (options.whole) this.#wholeNext = true;
     const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
     this.#request();
     return done;
@@ -247,6 +252,8 @@ export class PartitionCheckpointer {
     this.#waiters = [];
     const changed = this.#changed;
     this.#changed = false;
+    const whole = this.#wholeNext;
+    this.#wholeNext = false;
     if (!changed && held.length === 0 && waiters.length === 0 && rows.size === 0) return;
     const { logger } = this.options;
     try {
@@ -254,7 +261,7 @@ export class PartitionCheckpointer {
       try {
         await this.#puts.put(store, logger, () => {
           this.#skipWrite = true;
-        }, { collect: false });
+        }, { collect: false, whole });
       } finally {
         this.#skipWrite = false;
         await this.options.release();
@@ -263,6 +270,7 @@ export class PartitionCheckpointer {
     } catch (err) {
       // Nothing was released: it all waits for the next try.
       this.#changed ||= changed;
+      this.#wholeNext ||= whole;
       this.#held = held.concat(this.#held);
       for (const h of this.#held) this.#heldBy.set(h.consumer, (this.#heldBy.get(h.consumer) ?? 0) + h.messages);
       this.#waiters = waiters.concat(this.#waiters);

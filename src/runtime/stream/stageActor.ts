@@ -249,7 +249,8 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       if (options.checkpoints?.handBack && state.checkpointer && !state.poisoned) {
         // The last checkpoint of a planned hand-back, after the last batch settled and before the lease is released.
         try {
-          await state.checkpointer.checkpoint(state.outbox, ctx.system.logger);
+          // Whole (flushed), not a WAL tail: the next owner opens SST files, no chain of logs to replay.
+          await state.checkpointer.checkpoint(state.outbox, ctx.system.logger, { whole: true });
         } catch (err) {
           ctx.system.logger.warn({ path: ctx.path, err }, `the hand-back checkpoint of ${stage}/${partition} failed: its next owner restores the one before and the broker redelivers what followed`);
         }

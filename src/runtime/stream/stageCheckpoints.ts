@@ -214,17 +214,18 @@ export class StageCheckpointer {
    * `CheckpointStore.put` under the fence, then `collect`), publishes `outbox`, then settles
    * every held batch. A sequence is above the key's latest and at least `epoch * 2^32`, so a
    * newer owner's checkpoints rank above an older one's.
+   * @param options.whole a whole put, never a WAL tail put (a hand-back's last checkpoint)
    * @returns the sequence put, or undefined when the store had not changed
    * @throws FencedError from the fence; the checkpoint store's errors (nothing settled then:
    *   the held batches wait for the next try); the outbox's and the broker's errors after the
    *   put (the caller restarts the partition: the broker redelivers, the marks skip)
    */
-  async checkpoint(outbox: StreamOutbox, logger: Logger): Promise<number | undefined> {
+  async checkpoint(outbox: StreamOutbox, logger: Logger, options: { readonly whole?: boolean } = {}): Promise<number | undefined> {
     this.failedAfterPut = false;
     this.fence?.check();
     let put: number | undefined;
     if (this.#changed) {
-      put = await this.#puts.put(this.store, logger);
+      put = await this.#puts.put(this.store, logger, undefined, { whole: options.whole === true });
       this.#changed = false;
     }
     try {
@@ -278,6 +279,8 @@ export class PartitionCheckpointPuts {
   /**
    * Puts `store` as the key's next checkpoint; a failed `collect` is logged (the next put collects again).
    * @param options.collect false: leave the collect to the caller (`collect`), off the put's critical path
+   * @param options.whole true: a whole put, never a WAL tail put (a hand-back's last checkpoint:
+   *   it flushes, so the next owner opens SST files instead of replaying a chain of logs)
    * @param beforeSequenceWrite called synchronously right before the write of `checkpoint-sequence` (a caller that counts writes through the store's write guard leaves that one out)
    * @returns its sequence
    * @throws FencedError from the fence, checked before the put and again once its manifest is
@@ -285,7 +288,7 @@ export class PartitionCheckpointPuts {
    *   owner may have restored an older one); the store's and the checkpoint store's errors
    *   (nothing is durable then but files no manifest lists)
    */
-  async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean } = {}): Promise<number> {
+  async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean; readonly whole?: boolean } = {}): Promise<number> {
     this.fence?.check();
     if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
     const put = Math.max(this.#lastSequence + 1, epochSequence(this.fence?.epoch ?? 0, 0));
@@ -293,7 +296,7 @@ export class PartitionCheckpointPuts {
     await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
-    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8') });
+    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), ...(options.whole ? { walTailBytes: 0 } : {}) });
     // The lease must still be held now that the manifest is durable: a next owner acquires only
     // after it ran out, so it then restores this checkpoint or a newer one. A lease lost during
     // the put (an upload longer than the lease, a paused process) may have let the next owner

@@ -125,7 +125,12 @@ test('a fence lost mid-run stops the whole partition, which commits nothing more
       await new Promise((r) => setTimeout(r, 5));
     }
     fences[1]!.lost = true;
-    const sent = await loading;
+    // One more fetch for a page of partition 1 once the load is sent (the same content again:
+    // no change to the graph), so that it writes at least once with its fence lost, however
+    // much of the load it applied before: on a loaded machine it could apply all of it before
+    // the fence was lost, and then nothing would ever check the fence here.
+    const again = [...graphPages(graph)].find((page) => Number(host.partitioner.forUrl(page.url)) === 1)!;
+    const sent = [...(await loading), ...(await publishFetches(host.broker, host.partitioner, host.counters, [again]))];
     for (let i = 0; i < 1000 && stopped.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(stopped.length, 1, 'the fenced partition reported its stop');
     assert.equal(stopped[0]!.partition, 1);

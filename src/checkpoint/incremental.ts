@@ -76,29 +76,13 @@ interface WalChain {
   logged: number;
 }
 
-/** The name of the newest write-ahead log file in `dir` (highest number), or undefined. */
-async function newestWal(dir: string): Promise<string | undefined> {
-  let best: string | undefined;
-  let bestNumber = -1;
-  for (const name of await readdir(dir)) {
-    const m = WAL_FILE.exec(name);
-    if (m && Number(m[1]) > bestNumber) {
-      bestNumber = Number(m[1]);
-      best = name;
-    }
-  }
-  return best;
-}
+/** The number of a write-ahead log file's name (`000123.log` -> 123). */
+const walNumber = (name: string): number => Number(WAL_FILE.exec(name)![1]);
 
-/** The write-ahead log files in `dir` numbered `from`'s number or above, oldest first. */
-async function walsFrom(dir: string, from: string): Promise<string[]> {
-  const first = Number(WAL_FILE.exec(from)![1]);
-  const found: Array<[number, string]> = [];
-  for (const name of await readdir(dir)) {
-    const m = WAL_FILE.exec(name);
-    if (m && Number(m[1]) >= first) found.push([Number(m[1]), name]);
-  }
-  return found.sort((a, b) => a[0] - b[0]).map(([, name]) => name);
+/** The write-ahead log files in `dir` numbered at least `from` (0 by default), oldest first. */
+async function walFiles(dir: string, from = 0): Promise<string[]> {
+  const found = (await readdir(dir)).filter((name) => WAL_FILE.test(name) && walNumber(name) >= from);
+  return found.sort((x, y) => walNumber(x) - walNumber(y));
 }
 
 /** Bytes `[from, to)` of the file at `file`. */
@@ -279,11 +263,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       // The files durable (one folder sync for all of them, in a directory) before the manifest.
       await this.objects.sync();
       signal?.throwIfAborted();
-      if (this.hold && toUpload.size > 0 && ++this.#storingPuts === this.hold.afterPuts) {
-        process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${toUpload.size} files stored, manifest held ${this.hold.ms} ms\n`);
-        await new Promise((r) => setTimeout(r, this.hold!.ms));
-        signal?.throwIfAborted();
-      }
+      await this.#holdManifest(key, sequence, toUpload.size, signal);
       const manifest: CheckpointManifest = {
         key,
         sequence,
@@ -313,6 +293,17 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   }
 
   /**
+   * The manifest-hold test hook (`CheckpointManifestHold`), for a whole or a tail put that
+   * stored `stored` files: the hook's put waits its `ms` after saying so on stderr.
+   */
+  async #holdManifest(key: string, sequence: number, stored: number, signal: AbortSignal | undefined): Promise<void> {
+    if (!this.hold || stored === 0 || ++this.#storingPuts !== this.hold.afterPuts) return;
+    process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${stored} files stored, manifest held ${this.hold.ms} ms\n`);
+    await new Promise((r) => setTimeout(r, this.hold!.ms));
+    signal?.throwIfAborted();
+  }
+
+  /**
    * After a whole put of `source`: begins a chain of WAL tail puts on the checkpoint's newest
    * WAL file, or (a checkpoint that flushed) on the store's live log from its byte 0, when
    * tail puts are on. Never throws: without a chain the next put is whole.
@@ -322,7 +313,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     let wal: CheckpointFile | undefined;
     for (const f of files) {
       const m = WAL_FILE.exec(f.name);
-      if (m && (!wal || Number(m[1]) > Number(WAL_FILE.exec(wal.name)![1]))) wal = f;
+      if (m && (!wal || Number(m[1]) > walNumber(wal.name))) wal = f;
     }
     if (!wal) {
       // The checkpoint flushed, and RocksDB leaves the new live log out while it is empty. That
@@ -334,11 +325,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       for (const f of files) if (IMMUTABLE_FILE.test(f.name)) flushed = Math.max(flushed, Number(f.name.split('.')[0]));
       let live: string | undefined;
       try {
-        live = await newestWal(source.path);
+        live = (await walFiles(source.path)).at(-1);
       } catch {
         return;
       }
-      if (live === undefined || Number(WAL_FILE.exec(live)![1]) >= flushed) return;
+      if (live === undefined || walNumber(live) >= flushed) return;
       this.#walChains.set(source, { key, sequence, files, wal: live, walBytes: 0, chunks: [], logged: 0 });
       return;
     }
@@ -366,7 +357,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const { signal } = options;
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    const logs = await walsFrom(source.path, chain.wal);
+    const logs = await walFiles(source.path, walNumber(chain.wal));
     if (logs[0] !== chain.wal) return undefined; // the chain's log is gone: its writes are in SSTs only
     /** Per log read: its name, where the read began, the bytes. */
     const reads: Array<{ name: string; from: number; data: Buffer }> = [];
@@ -414,11 +405,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       options.onProgress?.({ kind: 'uploaded', file: o.label, bytes: o.data.length });
     }
     signal?.throwIfAborted();
-    if (this.hold && objects.length > 0 && ++this.#storingPuts === this.hold.afterPuts) {
-      process.stderr.write(`shardflow test hook: checkpoint ${this.url} ${key}@${sequence}: ${objects.length} files stored, manifest held ${this.hold.ms} ms\n`);
-      await new Promise((r) => setTimeout(r, this.hold!.ms));
-      signal?.throwIfAborted();
-    }
+    await this.#holdManifest(key, sequence, objects.length, signal);
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
     await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));

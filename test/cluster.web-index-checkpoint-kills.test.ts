@@ -21,6 +21,7 @@ import { WEB_INDEX_STAGE } from '../src/topology/clusterProtocol.js';
 import type { WorkerEvent } from '../src/index.js';
 import { skipWithoutPulsar } from './kit/brokers.js';
 import { graphs } from './kit/datasets.js';
+import { holdLoadAfter } from './kit/heldLoad.js';
 import { S3_BUCKET, s3Env } from './kit/s3.js';
 import type { WorkerProcess } from './kit/clusterRun.js';
 import { assertClusterRank, rankCase, restoresOf, withCheckpointedWebIndexCluster, type WebIndexCluster } from './kit/webIndexCluster.js';
@@ -103,20 +104,21 @@ function restoredAfter(ws: readonly WorkerProcess[], unit: string, since: number
 
 const SEED = process.env.SHARDFLOW_KILL_SEED ? Number(process.env.SHARDFLOW_KILL_SEED) : 1 + Math.floor(Math.random() * 1_000_000);
 
-/** The five kill points of a seed: when each fires (`loadDelayMs` after the job starts; rounds) and the hook's count. */
+/** The five kill points of a seed: when each fires (after `loadSends` of the load's messages, the rest held until the kill; rounds) and the hook's count. */
 function killPlan(seed: number) {
   const random = seededRandom(seed);
-  const loadDelayMs = Math.floor(random() * 1000);
+  // epa on 3 partitions is 76 load messages (64 pages each): the load is held after 1 to 60.
+  const loadSends = 1 + Math.floor(random() * 60);
   const early = 2 + Math.floor(random() * 5);
   const afterPut = early + 3 + Math.floor(random() * 6);
   const holdAfterPuts = 2 + Math.floor(random() * 4);
   const late = 30 + Math.floor(random() * 16);
-  return { random, loadDelayMs, early, afterPut, holdAfterPuts, late };
+  return { random, loadSends, early, afterPut, holdAfterPuts, late };
 }
 
 test(`three workers with their own data dirs and S3 checkpoints rank epa through seeded SIGKILLs at five points, each followed by a new worker (seed ${SEED}; replay with SHARDFLOW_KILL_SEED=${SEED}): the result is exact`, { timeout: 1_200_000 }, async (t) => {
   const plan = killPlan(SEED);
-  t.diagnostic(`seed ${SEED}: load +${plan.loadDelayMs} ms, round ${plan.early}, a put after round ${plan.afterPut}, the ${plan.holdAfterPuts}th storing put of the next worker, round >= ${plan.late}`);
+  t.diagnostic(`seed ${SEED}: load after ${plan.loadSends} messages, round ${plan.early}, a put after round ${plan.afterPut}, the ${plan.holdAfterPuts}th storing put of the next worker, round >= ${plan.late}`);
   await withCheckpointedWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async ({ c, ws, checkpointsUrl, prefix }) => {
     const expected = await rankCase(graphs.epa, PARTITIONS);
     // Every partition has a checkpoint before the job starts (a partition started and killed before its first one is refused by its next owner: docs/cluster.md).
@@ -135,12 +137,13 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
       await c.startWorker(`w${4 + replacements++}`, env);
     };
     const started = Date.now();
+    const load = holdLoadAfter(await c.broker(), plan.loadSends);
     const killer = (async () => {
-      // 1. During the load.
-      await new Promise((r) => setTimeout(r, plan.loadDelayMs));
+      // 1. During the load: its first loadSends messages are sent, the rest wait for the kill.
+      await load.held;
       const loadVictim = await mostPartitions(c, plan.random);
-      assert.equal(loadedAt, undefined, `the load was still running ${plan.loadDelayMs} ms into the job`);
-      await kill(loadVictim, 'during the load');
+      assert.equal(loadedAt, undefined, `the load was still running after ${plan.loadSends} messages`);
+      await kill(loadVictim, 'during the load').finally(() => load.release());
       // 2. An early round.
       await when(`round ${plan.early}`, () => round >= plan.early, 600_000);
       await kill(await mostPartitions(c, plan.random), `round ${plan.early}`);
@@ -165,7 +168,7 @@ test(`three workers with their own data dirs and S3 checkpoints rank epa through
       await kill(await mostPartitions(c, plan.random), `round ${late}`);
     })();
     const result = await Promise.all([
-      c.rank(expected, { hangMs: 1_080_000, tolerance: 1e-7, onLoaded: () => (loadedAt = Date.now()), onRound: (r) => void (round = r.round) }),
+      c.rank(expected, { broker: load.broker, hangMs: 1_080_000, tolerance: 1e-7, onLoaded: () => (loadedAt = Date.now()), onRound: (r) => void (round = r.round) }),
       killer,
     ]).then(([r]) => r);
     t.diagnostic(`kills: ${kills.join('; ')}`);

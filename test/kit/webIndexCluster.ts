@@ -115,9 +115,10 @@ export class WebIndexCluster {
    * Ranks `c` on the cluster with a client in this process. A job still running after
    * `hangMs` (default 200 s) is stopped and rejected with the cluster's status and the last
    * rounds, so that a hang fails with what it waited for (and the workers' stderr, printed by
-   * `withWebIndexCluster`) instead of the test's bare timeout.
+   * `withWebIndexCluster`) instead of the test's bare timeout. `broker` replaces the
+   * cluster's broker for the load only (e.g. `holdLoadAfter`).
    */
-  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job' | 'tolerance'>> & { hangMs?: number } = {}): Promise<ClusterRankResult> {
+  async rank(c: RankCase, options: Partial<Pick<ClusterRankOptions, 'onRound' | 'onLoaded' | 'job' | 'tolerance' | 'broker'>> & { hangMs?: number } = {}): Promise<ClusterRankResult> {
     const { hangMs = 200_000, ...rest } = options;
     const stop = new AbortController();
     const rounds: string[] = [];

@@ -9,20 +9,21 @@
  * before its manifest). Listings skip temporary files
  * younger than an hour (a write in progress) and list older ones (left by a crash) like
  * any object, so that `collect`, which deletes what no manifest uses, removes them.
+ *
+ * Writes, folder syncs and listings run on the checkpoint file threads (fileThreads.ts): one
+ * message per object instead of a chain of promise-based `fs` calls through the libuv pool.
  */
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { forEachLimit } from './limit.js';
+import { fileThreads } from './fileThreads.js';
 import type { CheckpointObjects, ListedObject } from './objects.js';
 
 const TMP_MARK = '.tmp-';
 /** A temporary file older than this is a crash's leftover, listed so that it is collected. */
 const STALE_TMP_MS = 3_600_000;
-/** Files stat'ed at once by a listing. */
-const LIST_STAT_CONCURRENCY = 16;
 
 export class DirectoryObjects implements CheckpointObjects {
   readonly url: string;
@@ -41,33 +42,15 @@ export class DirectoryObjects implements CheckpointObjects {
   /** The latest `sync()`'s folder syncs (and, through it, every earlier one's). */
   #syncing: Promise<void> = Promise.resolve();
 
-  /**
-   * Writes `name` through a temporary file (fsynced, renamed); returns the folder to sync.
-   * @param write writes the temporary file; when it returns its still open handle, that one
-   *   is synced and closed (else the file is opened again for the sync)
-   */
-  async #commit(name: string, write: (tmp: string) => Promise<FileHandle | void>): Promise<string> {
-    const final = this.#path(name);
-    const dir = path.dirname(final);
-    await mkdir(dir, { recursive: true });
-    const tmp = `${final}${TMP_MARK}${randomBytes(6).toString('hex')}`;
-    try {
-      const fh = (await write(tmp)) ?? (await open(tmp, 'r+'));
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, final);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
-    return dir;
+  /** A temporary path beside `final`. */
+  #tmp(final: string): string {
+    return `${final}${TMP_MARK}${randomBytes(6).toString('hex')}`;
   }
 
   async putFile(name: string, localPath: string): Promise<void> {
-    this.#unsynced.add(await this.#commit(name, (tmp) => copyFile(localPath, tmp)));
+    const final = this.#path(name);
+    await fileThreads().copy(localPath, final, this.#tmp(final));
+    this.#unsynced.add(path.dirname(final));
   }
 
   async sync(): Promise<void> {
@@ -75,23 +58,14 @@ export class DirectoryObjects implements CheckpointObjects {
     this.#unsynced.clear();
     // Also wait for the syncs other callers started: a folder taken from the set by a
     // concurrent sync() is synced by it, and this sync() must not return before that.
-    const done = Promise.all([this.#syncing, ...dirs.map(syncDir)]).then(() => undefined);
+    const done = Promise.all([this.#syncing, fileThreads().syncDirs(dirs)]).then(() => undefined);
     this.#syncing = done;
     await done;
   }
 
   async putBytes(name: string, bytes: Uint8Array): Promise<void> {
-    const dir = await this.#commit(name, async (tmp) => {
-      const fh = await open(tmp, 'wx');
-      try {
-        await fh.writeFile(bytes);
-      } catch (err) {
-        await fh.close();
-        throw err;
-      }
-      return fh; // synced and closed by #commit
-    });
-    await syncDir(dir);
+    const final = this.#path(name);
+    await fileThreads().write([{ file: final, tmp: this.#tmp(final), bytes }], { syncDirs: true });
   }
 
   async getBytes(name: string): Promise<Buffer | undefined> {
@@ -117,25 +91,9 @@ export class DirectoryObjects implements CheckpointObjects {
   }
 
   async list(prefix: string): Promise<ListedObject[]> {
-    const dir = this.#path(prefix);
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true, recursive: true });
-    } catch (err) {
-      if (isNotFound(err)) return [];
-      throw err;
-    }
-    const files = entries.filter((e) => e.isFile());
-    const listed: Array<ListedObject | undefined> = new Array(files.length);
-    // Several stats at once: a key's folder holds a file per distinct SST of its kept checkpoints.
-    await forEachLimit(files, LIST_STAT_CONCURRENCY, async (e, i) => {
-      const full = path.join(e.parentPath, e.name);
-      const st = await stat(full).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
-      if (!st) return; // deleted meanwhile
-      if (e.name.includes(TMP_MARK) && Date.now() - st.mtimeMs < STALE_TMP_MS) return;
-      listed[i] = { name: prefix + path.relative(dir, full).split(path.sep).join('/'), bytes: st.size };
-    });
-    return listed.filter((o): o is ListedObject => o !== undefined);
+    const now = Date.now();
+    const files = await fileThreads().list(this.#path(prefix));
+    return files.filter((f) => !(f.relative.includes(TMP_MARK) && now - f.mtimeMs < STALE_TMP_MS)).map((f) => ({ name: prefix + f.relative, bytes: f.bytes }));
   }
 
   async delete(names: readonly string[]): Promise<void> {
@@ -149,17 +107,4 @@ export class DirectoryObjects implements CheckpointObjects {
 
 function isNotFound(err: unknown): boolean {
   return (err as NodeJS.ErrnoException | null)?.code === 'ENOENT';
-}
-
-/** fsync of a directory, so that a rename in it survives a crash (POSIX; a no-op where refused). */
-async function syncDir(dir: string): Promise<void> {
-  let fh;
-  try {
-    fh = await open(dir, 'r');
-    await fh.sync();
-  } catch {
-    // some filesystems refuse fsync on a directory (EISDIR/EINVAL): the rename is all we have
-  } finally {
-    await fh?.close();
-  }
 }

@@ -4,9 +4,9 @@
  * See `CheckpointStore` (checkpointStore.ts) for the contract.
  */
 import { Mutex } from 'async-mutex';
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -22,6 +22,7 @@ import type {
   CheckpointRestoreReport,
   CheckpointStore,
 } from './checkpointStore.js';
+import { fileThreads } from './fileThreads.js';
 import { forEachLimit } from './limit.js';
 import {
   checkKey,
@@ -83,23 +84,6 @@ const walNumber = (name: string): number => Number(WAL_FILE.exec(name)![1]);
 async function walFiles(dir: string, from = 0): Promise<string[]> {
   const found = (await readdir(dir)).filter((name) => WAL_FILE.test(name) && walNumber(name) >= from);
   return found.sort((x, y) => walNumber(x) - walNumber(y));
-}
-
-/** Bytes `[from, to)` of the file at `file`. */
-async function readRange(file: string, from: number, to: number): Promise<Buffer> {
-  const fh = await open(file, 'r');
-  try {
-    const out = Buffer.allocUnsafe(to - from);
-    let done = 0;
-    while (done < out.length) {
-      const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
-      if (bytesRead === 0) throw new Error(`${file} ended at ${from + done} bytes, expected ${to}`);
-      done += bytesRead;
-    }
-    return out;
-  } finally {
-    await fh.close();
-  }
 }
 
 /**
@@ -357,25 +341,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const { signal } = options;
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    const logs = await walFiles(source.path, walNumber(chain.wal));
-    if (logs[0] !== chain.wal) return undefined; // the chain's log is gone: its writes are in SSTs only
-    /** Per log read: its name, where the read began, the bytes. */
-    const reads: Array<{ name: string; from: number; data: Buffer }> = [];
-    let added = 0;
-    try {
-      for (const [i, name] of logs.entries()) {
-        const file = path.join(source.path, name);
-        const from = i === 0 ? chain.walBytes : 0;
-        const size = Number((await stat(file)).size);
-        if (size < from) return undefined;
-        added += size - from;
-        if (chain.logged + added > limit) return undefined;
-        reads.push({ name, from, data: await readRange(file, from, size) });
-      }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // a log deleted meanwhile
-      throw err;
-    }
+    // The logs' new bytes and their SHA-256, read on a file thread (one message, not a stat,
+    // an open, reads and a close per log through the libuv pool, plus a digest).
+    const tail = await fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
+    if (tail.status !== 'ok') return undefined; // the chain's log is gone (its writes are in SSTs only), or the chain is full
+    const { reads, added } = tail;
     const checkpointSeconds = (performance.now() - t0) / 1000;
     const t1 = performance.now();
     const stored = await listing;
@@ -383,14 +353,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     // The logs' new entries, and the objects to store (one chunk per log that grew).
     const byName = new Map(chain.files.map((f) => [f.name, f]));
     const objects: Array<{ name: string; data: Buffer; label: string }> = [];
-    // Each chunk's SHA-256 on the libuv pool (WebCrypto's digest), not the main thread: a
-    // worker's partitions put about 0.7 MB of log each per metric round on cnr-2000.
-    const digests = await Promise.all(reads.map(async (r) => (r.data.length > 0 ? Buffer.from(await webcrypto.subtle.digest('SHA-256', r.data)).toString('hex') : '')));
     let last = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks };
     for (const [i, r] of reads.entries()) {
       let chunks = i === 0 ? chain.chunks : [];
       if (r.data.length > 0) {
-        const sha256 = digests[i]!;
+        const { sha256 } = r;
         chunks = [...chunks, { bytes: r.data.length, sha256 }];
         const name = fileObjectName(key, sha256);
         if (stored.get(name) !== r.data.length && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });

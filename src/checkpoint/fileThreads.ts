@@ -1,0 +1,300 @@
+/**
+ * Blocking file work of the checkpoint store (durable writes, folder syncs, listings, reads of
+ * write-ahead log tails), run on a few worker threads of its own instead of as chains of
+ * promise-based `fs` calls.
+ *
+ * Why: a WAL tail put on the web index is about 25 `fs` calls (stat, read, open, write,
+ * fsync, close, rename, folder fsync, for a log chunk and a manifest). As promises, each call
+ * is a trip through the libuv pool and back to a main thread busy with the worker's other
+ * partitions' pushes, and each fsync holds one of the pool's 4 threads, which the RocksDB
+ * addon's reads and writes wait for too. On cnr-2000 (16 partitions, 2 workers) that made a
+ * put of 0.7 MB of log take 50 to 120 ms, on every partition's path to the end of each metric
+ * round, where the same calls made synchronously take 3 to 6 ms. Here one message carries a
+ * whole step (a durable write, a log tail read and its SHA-256) to a thread that makes the
+ * calls synchronously, and one message brings the answer back.
+ *
+ * The threads are started on first use and hold the process open only while an operation is
+ * in flight (`unref` otherwise). Errors come back as `Error`s with the original `code`
+ * (`ENOENT`, `EEXIST`, ...).
+ */
+import { Worker } from 'node:worker_threads';
+
+/** Threads of the pool: a fsync blocks its thread, so two let one put's syncs overlap another's. */
+const THREADS = 2;
+
+/** One object to write durably: its final path and the temporary one it is written as first. */
+export interface DurableWrite {
+  readonly file: string;
+  readonly tmp: string;
+  readonly bytes: Uint8Array;
+}
+
+/** One file of a directory listing: its path (relative to the listed folder, `/`-separated), size and mtime. */
+export interface ListedFile {
+  readonly relative: string;
+  readonly bytes: number;
+  readonly mtimeMs: number;
+}
+
+/** A write-ahead log read by {@link FileThreads.readLogTail}: the bytes from `from` to its end, and their SHA-256 (hex; '' when empty). */
+export interface LogTailRead {
+  readonly name: string;
+  readonly from: number;
+  readonly data: Buffer;
+  readonly sha256: string;
+}
+
+/**
+ * What {@link FileThreads.readLogTail} found: the reads, or why the tail cannot be read
+ * (`gone`: the first log is no longer the oldest one left, or shrank, or was deleted during
+ * the read; `limit`: the logs grew by more than the budget).
+ */
+export type LogTailResult = { readonly status: 'ok'; readonly reads: LogTailRead[]; readonly added: number } | { readonly status: 'gone' | 'limit' };
+
+/**
+ * The code each thread runs (a CommonJS script: `eval` workers have `require`). Only Node's
+ * built-in modules, so that it runs the same under tsx and from dist/.
+ */
+function threadMain(): void {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { parentPort } = require('node:worker_threads') as typeof import('node:worker_threads');
+  const fs = require('node:fs') as typeof import('node:fs');
+  const path = require('node:path') as typeof import('node:path');
+  const crypto = require('node:crypto') as typeof import('node:crypto');
+  const syncDir = (dir: string) => {
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(dir, 'r');
+      fs.fsyncSync(fd);
+    } catch {
+      // some filesystems refuse fsync on a directory (EISDIR/EINVAL): the rename is all we have
+    } finally {
+      if (fd !== undefined) fs.closeSync(fd);
+    }
+  };
+  /** Writes (or copies) to `tmp`, fsyncs, renames over `file`; removes `tmp` on failure. */
+  const commit = (file: string, tmp: string, write: (fd: number) => void) => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    try {
+      const fd = fs.openSync(tmp, 'wx');
+      try {
+        write(fd);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
+  };
+  const writeAll = (fd: number, bytes: Uint8Array) => {
+    for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, bytes.length - done);
+  };
+  const ops: Record<string, (a: any) => unknown> = {
+    write(a: { writes: Array<{ file: string; tmp: string; bytes: Uint8Array }>; syncDirs: boolean }) {
+      for (const w of a.writes) commit(w.file, w.tmp, (fd) => writeAll(fd, w.bytes));
+      if (a.syncDirs) for (const dir of new Set(a.writes.map((w) => path.dirname(w.file)))) syncDir(dir);
+      return undefined;
+    },
+    copy(a: { from: string; file: string; tmp: string }) {
+      commit(a.file, a.tmp, (fd) => {
+        const src = fs.openSync(a.from, 'r');
+        try {
+          const buf = Buffer.allocUnsafe(1 << 20);
+          for (let pos = 0; ; ) {
+            const n = fs.readSync(src, buf, 0, buf.length, pos);
+            if (n === 0) break;
+            writeAll(fd, buf.subarray(0, n));
+            pos += n;
+          }
+        } finally {
+          fs.closeSync(src);
+        }
+      });
+      return undefined;
+    },
+    syncDirs(a: { dirs: string[] }) {
+      for (const dir of a.dirs) syncDir(dir);
+      return undefined;
+    },
+    list(a: { dir: string }) {
+      let entries;
+      try {
+        entries = fs.readdirSync(a.dir, { withFileTypes: true, recursive: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw err;
+      }
+      const out: Array<{ relative: string; bytes: number; mtimeMs: number }> = [];
+      for (const e of entries) {
+        if (!e.isFile()) continue;
+        const full = path.join(e.parentPath, e.name);
+        let st;
+        try {
+          st = fs.statSync(full);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted meanwhile
+          throw err;
+        }
+        out.push({ relative: path.relative(a.dir, full).split(path.sep).join('/'), bytes: st.size, mtimeMs: st.mtimeMs });
+      }
+      return out;
+    },
+    readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number }) {
+      const pattern = new RegExp(a.pattern);
+      const number = (name: string) => Number(pattern.exec(name)![1]);
+      const firstNumber = number(a.first);
+      const logs = fs.readdirSync(a.dir).filter((n) => pattern.test(n) && number(n) >= firstNumber).sort((x, y) => number(x) - number(y));
+      if (logs[0] !== a.first) return { value: { status: 'gone' } };
+      const reads: Array<{ name: string; from: number; data: Buffer; sha256: string }> = [];
+      let added = 0;
+      for (const [i, name] of logs.entries()) {
+        const from = i === 0 ? a.from : 0;
+        let fd;
+        try {
+          fd = fs.openSync(path.join(a.dir, name), 'r');
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { value: { status: 'gone' } };
+          throw err;
+        }
+        try {
+          const size = fs.fstatSync(fd).size;
+          if (size < from) return { value: { status: 'gone' } };
+          added += size - from;
+          if (added > a.budget) return { value: { status: 'limit' } };
+          const data = Buffer.allocUnsafeSlow(size - from);
+          for (let done = 0; done < data.length; ) {
+            const n = fs.readSync(fd, data, done, data.length - done, from + done);
+            if (n === 0) throw new Error(`${name} ended at ${from + done} bytes, expected ${size}`);
+            done += n;
+          }
+          reads.push({ name, from, data, sha256: data.length > 0 ? crypto.createHash('sha256').update(data).digest('hex') : '' });
+        } finally {
+          fs.closeSync(fd);
+        }
+      }
+      return { value: { status: 'ok', reads, added }, transfer: reads.map((r) => r.data.buffer) };
+    },
+  };
+  parentPort!.on('message', (m: { id: number; op: string; args: unknown }) => {
+    try {
+      const r = ops[m.op]!(m.args) as { value: unknown; transfer?: ArrayBuffer[] } | unknown;
+      const boxed = r !== null && typeof r === 'object' && 'value' in r ? (r as { value: unknown; transfer?: ArrayBuffer[] }) : { value: r };
+      parentPort!.postMessage({ id: m.id, value: boxed.value }, boxed.transfer ?? []);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      parentPort!.postMessage({ id: m.id, error: { message: String(e?.message ?? e), code: e?.code, stack: e?.stack } });
+    }
+  });
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+interface Thread {
+  readonly worker: Worker;
+  readonly pending: Map<number, Pending>;
+}
+
+/**
+ * A small pool of file threads (see the module's comment). One per process is enough:
+ * {@link fileThreads} gives it.
+ */
+export class FileThreads {
+  #threads: Thread[] = [];
+  #next = 0;
+
+  constructor(readonly size = THREADS) {}
+
+  #thread(): Thread {
+    if (this.#threads.length < this.size) {
+      // `__name`: the helper esbuild (tsx) adds to keep function names, absent in a thread's script.
+      const worker = new Worker(`const __name = (f) => f;\n(${threadMain.toString()})()`, { eval: true, name: 'shardflow checkpoint files' });
+      const t: Thread = { worker, pending: new Map() };
+      worker.unref();
+      worker.on('message', (m: { id: number; value?: unknown; error?: { message: string; code?: string; stack?: string } }) => {
+        const p = t.pending.get(m.id);
+        if (!p) return;
+        t.pending.delete(m.id);
+        if (t.pending.size === 0) worker.unref();
+        if (m.error) {
+          const err = Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
+          p.reject(err);
+        } else p.resolve(m.value);
+      });
+      const fail = (err: unknown) => {
+        this.#threads = this.#threads.filter((x) => x !== t);
+        for (const p of t.pending.values()) p.reject(err);
+        t.pending.clear();
+      };
+      worker.on('error', fail);
+      worker.on('exit', (code) => fail(new Error(`a checkpoint file thread exited (code ${code})`)));
+      this.#threads.push(t);
+      return t;
+    }
+    // The least busy thread.
+    let best = this.#threads[0]!;
+    for (const t of this.#threads) if (t.pending.size < best.pending.size) best = t;
+    return best;
+  }
+
+  #run<T>(op: string, args: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
+    const t = this.#thread();
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      t.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      if (t.pending.size === 1) t.worker.ref();
+      t.worker.postMessage({ id, op, args }, transfer);
+    });
+  }
+
+  /**
+   * Writes each object through its temporary file (written, fsynced, renamed over `file`;
+   * parent folders created), in order, then fsyncs each folder written into when `syncDirs`.
+   * The bytes are copied to the thread (the caller's buffers stay usable).
+   * @throws the first file error (its `code` kept); the objects before it are written
+   */
+  write(writes: readonly DurableWrite[], options: { readonly syncDirs: boolean }): Promise<void> {
+    return this.#run('write', { writes, syncDirs: options.syncDirs });
+  }
+
+  /** Copies `from` to `file` through `tmp` (fsynced, renamed); the folder is not synced. @throws the file error */
+  copy(from: string, file: string, tmp: string): Promise<void> {
+    return this.#run('copy', { from, file, tmp });
+  }
+
+  /** fsyncs each folder (a no-op where the filesystem refuses). */
+  syncDirs(dirs: readonly string[]): Promise<void> {
+    return dirs.length === 0 ? Promise.resolve() : this.#run('syncDirs', { dirs });
+  }
+
+  /** Every file under `dir`, recursively, with size and mtime (ms); [] when `dir` does not exist. */
+  list(dir: string): Promise<ListedFile[]> {
+    return this.#run('list', { dir });
+  }
+
+  /**
+   * Reads what a store's write-ahead logs hold past `first` at byte `from`: the logs in `dir`
+   * whose names match `pattern` (a RegExp source whose group 1 is the log's number) and whose
+   * number is at least `first`'s, oldest first; of `first` the bytes from `from`, of the
+   * newer ones all bytes, each with its SHA-256.
+   * @param budget most bytes the reads may add up to (else `limit`)
+   */
+  readLogTail(dir: string, pattern: RegExp, first: string, from: number, budget: number): Promise<LogTailResult> {
+    return this.#run<LogTailResult>('readLogTail', { dir, pattern: pattern.source, first, from, budget }).then((r) =>
+      r.status === 'ok' ? { ...r, reads: r.reads.map((x) => ({ ...x, data: Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength) })) } : r,
+    );
+  }
+}
+
+let shared: FileThreads | undefined;
+
+/** The process's file threads (started on first use). */
+export function fileThreads(): FileThreads {
+  shared ??= new FileThreads();
+  return shared;
+}

@@ -92,11 +92,12 @@ function threadMain(): void {
   const writeAll = (fd: number, bytes: Uint8Array) => {
     for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, bytes.length - done);
   };
-  const ops: Record<string, (a: any) => unknown> = {
+  /** Each op returns its answer, and the buffers to transfer with it (not copy). */
+  const ops: Record<string, (a: any) => { value: unknown; transfer?: ArrayBuffer[] }> = {
     write(a: { writes: Array<{ file: string; tmp: string; bytes: Uint8Array }>; syncDirs: boolean }) {
       for (const w of a.writes) commit(w.file, w.tmp, (fd) => writeAll(fd, w.bytes));
       if (a.syncDirs) for (const dir of new Set(a.writes.map((w) => path.dirname(w.file)))) syncDir(dir);
-      return undefined;
+      return { value: undefined };
     },
     copy(a: { from: string; file: string; tmp: string }) {
       commit(a.file, a.tmp, (fd) => {
@@ -113,18 +114,18 @@ function threadMain(): void {
           fs.closeSync(src);
         }
       });
-      return undefined;
+      return { value: undefined };
     },
     syncDirs(a: { dirs: string[] }) {
       for (const dir of a.dirs) syncDir(dir);
-      return undefined;
+      return { value: undefined };
     },
     list(a: { dir: string }) {
       let entries;
       try {
         entries = fs.readdirSync(a.dir, { withFileTypes: true, recursive: true });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { value: [] };
         throw err;
       }
       const out: Array<{ relative: string; bytes: number; mtimeMs: number }> = [];
@@ -140,7 +141,7 @@ function threadMain(): void {
         }
         out.push({ relative: path.relative(a.dir, full).split(path.sep).join('/'), bytes: st.size, mtimeMs: st.mtimeMs });
       }
-      return out;
+      return { value: out };
     },
     readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number }) {
       const pattern = new RegExp(a.pattern);
@@ -175,14 +176,13 @@ function threadMain(): void {
           fs.closeSync(fd);
         }
       }
-      return { value: { status: 'ok', reads, added }, transfer: reads.map((r) => r.data.buffer) };
+      return { value: { status: 'ok', reads, added }, transfer: reads.map((r) => r.data.buffer as ArrayBuffer) };
     },
   };
   parentPort!.on('message', (m: { id: number; op: string; args: unknown }) => {
     try {
-      const r = ops[m.op]!(m.args) as { value: unknown; transfer?: ArrayBuffer[] } | unknown;
-      const boxed = r !== null && typeof r === 'object' && 'value' in r ? (r as { value: unknown; transfer?: ArrayBuffer[] }) : { value: r };
-      parentPort!.postMessage({ id: m.id, value: boxed.value }, boxed.transfer ?? []);
+      const { value, transfer } = ops[m.op]!(m.args);
+      parentPort!.postMessage({ id: m.id, value }, transfer ?? []);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       parentPort!.postMessage({ id: m.id, error: { message: String(e?.message ?? e), code: e?.code, stack: e?.stack } });

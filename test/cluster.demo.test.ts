@@ -22,9 +22,9 @@ function l1(stdout: string): number {
   return Number(m[1]);
 }
 
-test('demo --workers 3 prints the one-process demo\'s result', { timeout: 240_000 }, async (t) => {
+test('demo --workers 3 prints the one-process demo\'s result', { timeout: 480_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
-  const run = (...args: string[]) => spawnSync(process.execPath, [resolve(repoRoot, 'bin/shardflow.mjs'), 'demo', '--partitions', '6', ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 200_000 });
+  const run = (...args: string[]) => spawnSync(process.execPath, [resolve(repoRoot, 'bin/shardflow.mjs'), 'demo', '--partitions', '6', ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 400_000 });
   const cluster = run('--workers', '3', '--cluster', REDIS_URL, '--broker', REDIS_URL);
   assert.equal(cluster.status, 0, cluster.stderr.slice(-3000));
   assert.match(cluster.stdout, /the 3 workers handed their partitions back and exited 0/);

@@ -101,7 +101,7 @@ async function crawl(c: WebIndexCluster, graph: WebGraph, onProgress?: (p: { pag
   return crawlOnCluster({ client: await c.client(), partitions: PARTITIONS, seeds: graph.pages, log: memoryLogger().log, tolerance: 1e-9, crawlTimeoutMs: 240_000, ...(onProgress ? { onProgress } : {}) });
 }
 
-test('three workers crawl polblogs: the counts and scores of the one-process crawl, every page fetched once', { timeout: 300_000 }, async (t) => {
+test('three workers crawl polblogs: the counts and scores of the one-process crawl, every page fetched once', { timeout: 600_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server) => {
@@ -126,7 +126,7 @@ test('three workers crawl polblogs: the counts and scores of the one-process cra
   });
 });
 
-test('a worker SIGKILLed during the crawl: the counts and scores of the one-process crawl', { timeout: 300_000 }, async (t) => {
+test('a worker SIGKILLed during the crawl: the counts and scores of the one-process crawl', { timeout: 600_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server, ws) => {
@@ -144,7 +144,7 @@ test('a worker SIGKILLed during the crawl: the counts and scores of the one-proc
   });
 });
 
-test('the crawl client SIGKILLed during the crawl and started again with the same command resumes: exact, no page fetched twice', { timeout: 300_000 }, async (t) => {
+test('the crawl client SIGKILLed during the crawl and started again with the same command resumes: exact, no page fetched twice', { timeout: 600_000 }, async (t) => {
   if (await skipWithoutRedis(t)) return;
   const expected = await polblogsCase();
   await withCrawlCluster(t, expected.graph, async (c, server) => {

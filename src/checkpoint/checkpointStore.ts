@@ -90,7 +90,11 @@ export interface CheckpointPutOptions {
   readonly walTailBytes?: number;
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */
   readonly signal?: AbortSignal;
-  /** Called as the put goes (synchronously; an exception thrown here aborts the put). */
+  /**
+   * Called as the put goes (synchronously; an exception thrown here aborts the put). With it,
+   * a WAL tail put stores and reports each log chunk before its manifest; without it, it
+   * stores the chunks and then the manifest in one step (`CheckpointObjects.putAllThen`).
+   */
   readonly onProgress?: (event: CheckpointProgress) => void;
 }
 

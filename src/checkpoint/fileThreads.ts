@@ -72,6 +72,22 @@ function threadMain(): void {
       if (fd !== undefined) fs.closeSync(fd);
     }
   };
+  /** Writes `bytes` to `tmp` (parent folders created) and fsyncs it; removes `tmp` on failure. */
+  const stage = (file: string, tmp: string, bytes: Uint8Array) => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    try {
+      const fd = fs.openSync(tmp, 'wx');
+      try {
+        writeAll(fd, bytes);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
+  };
   /** Writes (or copies) to `tmp`, fsyncs, renames over `file`; removes `tmp` on failure. */
   const commit = (file: string, tmp: string, write: (fd: number) => void) => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -95,8 +111,25 @@ function threadMain(): void {
   /** Each op returns its answer, and the buffers to transfer with it (not copy). */
   const ops: Record<string, (a: any) => { value: unknown; transfer?: ArrayBuffer[] }> = {
     write(a: { writes: Array<{ file: string; tmp: string; bytes: Uint8Array }>; syncDirs: boolean }) {
-      for (const w of a.writes) commit(w.file, w.tmp, (fd) => writeAll(fd, w.bytes));
-      if (a.syncDirs) for (const dir of new Set(a.writes.map((w) => path.dirname(w.file)))) syncDir(dir);
+      // Every temporary file written and fsynced first (their syncs back to back), then renamed
+      // in order, each run of renames into one folder followed by that folder's sync.
+      const staged: Array<{ file: string; tmp: string }> = [];
+      try {
+        for (const w of a.writes) {
+          stage(w.file, w.tmp, w.bytes);
+          staged.push(w);
+        }
+        for (const [i, w] of a.writes.entries()) {
+          fs.renameSync(w.tmp, w.file);
+          staged.shift();
+          const dir = path.dirname(w.file);
+          const next = a.writes[i + 1];
+          if (a.syncDirs && (next === undefined || path.dirname(next.file) !== dir)) syncDir(dir);
+        }
+      } catch (err) {
+        for (const w of staged) fs.rmSync(w.tmp, { force: true });
+        throw err;
+      }
       return { value: undefined };
     },
     copy(a: { from: string; file: string; tmp: string }) {
@@ -253,10 +286,14 @@ export class FileThreads {
   }
 
   /**
-   * Writes each object through its temporary file (written, fsynced, renamed over `file`;
-   * parent folders created), in order, then fsyncs each folder written into when `syncDirs`.
-   * The bytes are copied to the thread (the caller's buffers stay usable).
-   * @throws the first file error (its `code` kept); the objects before it are written
+   * Writes each object through its temporary file (parent folders created): every temporary
+   * file written and fsynced first, then renamed over its `file` in order; with `syncDirs`,
+   * each run of consecutive objects in one folder is followed by that folder's fsync before
+   * the next object is renamed, so an object is durable before any later one of another
+   * folder is visible (a checkpoint's log chunks, then its manifest, in one message). The
+   * bytes are copied to the thread (the caller's buffers stay usable).
+   * @throws the first file error (its `code` kept); the objects renamed before it stay, the
+   *   temporary files of the others are removed
    */
   write(writes: readonly DurableWrite[], options: { readonly syncDirs: boolean }): Promise<void> {
     return this.#run('write', { writes, syncDirs: options.syncDirs });

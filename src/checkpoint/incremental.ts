@@ -22,7 +22,7 @@ import type {
   CheckpointRestoreReport,
   CheckpointStore,
 } from './checkpointStore.js';
-import { fileThreads } from './fileThreads.js';
+import { fileThreads, type LogTailResult } from './fileThreads.js';
 import { forEachLimit } from './limit.js';
 import {
   checkKey,
@@ -185,12 +185,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   async #put(key: string, source: Store | CheckpointDirectory, sequence: number, options: CheckpointPutOptions): Promise<CheckpointPutReport> {
     const { signal, onProgress } = options;
     signal?.throwIfAborted();
-    const seqs = await this.list(key);
+    const t0 = performance.now();
+    const listed = this.list(key);
+    // A WAL tail put's read of the logs goes side by side with the listing of the manifests
+    // (each a message to a file thread); it is dropped if the listing says the chain is not
+    // the key's latest checkpoint.
+    const chain = source instanceof Store ? this.#walChains.get(source) : undefined;
+    const tailRead = chain && chain.key === key ? this.#readWalTail(source as Store, chain, options) : undefined;
+    tailRead?.catch(() => undefined); // awaited below, or dropped
+    const seqs = await listed;
     const last = seqs[seqs.length - 1];
     if (last !== undefined && last >= sequence) {
       throw new InvalidArgumentError(`checkpoint ${key}@${sequence}: the sequence number must be above the latest checkpoint's (${last}) in ${this.url}`);
     }
-    const t0 = performance.now();
     // The key's stored files: this process's listing when no other writer put since, else
     // listed while the local checkpoint is made and described (only this put, under the
     // key's lock, adds to them meanwhile). Forgotten until the manifest is stored, so that a
@@ -202,10 +209,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       : this.objects.list(filesPrefix(key)).then((listed) => new Map(listed.map((o) => [o.name, o.bytes])));
     listing.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     if (source instanceof Store) {
-      const chain = this.#walChains.get(source);
       this.#walChains.delete(source); // set again by a put that succeeds
-      if (chain && chain.key === key && chain.sequence === last) {
-        const tail = await this.#putWalTail(key, source, sequence, chain, listing, options, t0);
+      if (chain && tailRead && chain.sequence === last) {
+        const tail = await this.#putWalTail(key, source, sequence, chain, await tailRead, listing, options, t0);
         if (tail) return tail;
       }
     }
@@ -337,13 +343,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * @returns the put's report, or undefined when a whole put is needed (the chain's log was
    *   deleted, the chain reached `walTailBytes` or MAX_WAL_CHUNKS)
    */
-  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
-    const { signal } = options;
+  /**
+   * The logs' new bytes since `chain`'s last put and their SHA-256, read on a file thread (one
+   * message, not a stat, an open, reads and a close per log through the libuv pool, plus a
+   * digest); undefined when tail puts are off or the chain holds its most chunks.
+   */
+  #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    // The logs' new bytes and their SHA-256, read on a file thread (one message, not a stat,
-    // an open, reads and a close per log through the libuv pool, plus a digest).
-    const tail = await fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
+    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
+  }
+
+  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
+    const { signal } = options;
     if (tail.status !== 'ok') return undefined; // the chain's log is gone (its writes are in SSTs only), or the chain is full
     const { reads, added } = tail;
     const checkpointSeconds = (performance.now() - t0) / 1000;
@@ -367,15 +379,23 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       last = { name: r.name, bytes, chunks };
     }
     const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const o of objects) {
-      await this.objects.putBytes(o.name, o.data);
-      options.onProgress?.({ kind: 'uploaded', file: o.label, bytes: o.data.length });
-    }
-    signal?.throwIfAborted();
-    await this.#holdManifest(key, sequence, objects.length, signal);
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
-    await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
+    const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest) };
+    if ((this.hold || options.onProgress) && objects.length > 0) {
+      // A progress observer (who may abort the put after a file) and the manifest-hold test
+      // hook see each chunk stored before the manifest is written: two steps.
+      for (const o of objects) {
+        await this.objects.putBytes(o.name, o.data);
+        options.onProgress?.({ kind: 'uploaded', file: o.label, bytes: o.data.length });
+      }
+      signal?.throwIfAborted();
+      await this.#holdManifest(key, sequence, objects.length, signal);
+      await this.objects.putBytes(manifestObject.name, manifestObject.bytes);
+    } else {
+      // The chunks, then the manifest once they are durable: one message to a file thread.
+      await this.objects.putAllThen(objects.map((o) => ({ name: o.name, bytes: o.data })), manifestObject);
+    }
     for (const o of objects) stored.set(o.name, o.data.length);
     this.#listings.set(key, { latest: sequence, files: stored });
     chain.sequence = sequence;

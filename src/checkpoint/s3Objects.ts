@@ -93,6 +93,12 @@ export class S3Objects implements CheckpointObjects {
     await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name, Body: bytes }));
   }
 
+  async putAllThen(first: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>, last: { readonly name: string; readonly bytes: Uint8Array }): Promise<void> {
+    // A PUT is durable once it returns: the first ones side by side, then the last.
+    await Promise.all(first.map((o) => this.putBytes(o.name, o.bytes)));
+    await this.putBytes(last.name, last.bytes);
+  }
+
   async getBytes(name: string): Promise<Buffer | undefined> {
     const body = await this.getStream(name);
     if (!body) return undefined;

@@ -191,9 +191,11 @@ export class StreamOutbox {
    * 40 ms a row on Redis Streams under load average 16: 7 to 10 s for the 170 to 280 rows of
    * one web-index checkpoint, docs/cluster.md, "Queries during a move".)
    * @param beforeDelete called synchronously right before the write that deletes the published rows
+   * @param onSent called once every row was sent, before that write (not when a send failed):
+   *   the rows are published then; the write only spares sending them again
    * @throws the first failure of a topic's send (the broker's errors; the fence's FencedError); the store's errors
    */
-  async publishCommitted(count: number, beforeDelete?: () => void): Promise<void> {
+  async publishCommitted(count: number, beforeDelete?: () => void, onSent?: () => void): Promise<void> {
     const { store } = this.options;
     const done = store.batch();
     const byTopic = new Map<string, Pending[]>();
@@ -213,6 +215,7 @@ export class StreamOutbox {
       }));
       const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
       if (failed) throw failed.reason;
+      onSent?.();
     } finally {
       if (sent.size > 0) {
         this.#committed = this.#committed.filter((m) => !sent.has(m));

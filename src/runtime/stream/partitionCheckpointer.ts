@@ -281,14 +281,26 @@ export class PartitionCheckpointer {
       logger.warn({ key: this.key, err }, `checkpoint of ${this.key} failed; its publishes, acks and replies wait for the next one`);
       return;
     }
-    // Durable: release what the cut listed, in order (publishes before the acks of the inputs that caused them).
+    // Durable: release what the cut listed, in order (publishes before the acks of the inputs
+    // that caused them). The replies go once every row is sent, before the writes that delete
+    // the sent rows (those only spare sending them again), the acks and the collect.
     let failed: unknown;
+    let unsent = rows.size;
+    let replied = false;
+    const reply = () => {
+      if (replied || failed !== undefined) return;
+      replied = true;
+      for (const w of waiters) w.resolve();
+    };
+    if (unsent === 0) reply();
     for (const [outbox, count] of rows) {
       try {
         // The deletes of published rows need no checkpoint of their own: rows a restore brings
         // back are published again with their sequences, and the receivers' marks skip them.
         await outbox.publishCommitted(count, () => {
           this.#skipWrite = true;
+        }, () => {
+          if (--unsent === 0) reply();
         });
       } catch (err) {
         failed ??= err; // the rows stay committed: the next checkpoint publishes them
@@ -306,18 +318,39 @@ export class PartitionCheckpointer {
       }
     }));
     if (failed === undefined) {
-      for (const w of waiters) w.resolve();
+      await this.#prepareNext();
       // Old checkpoints go after the replies, every COLLECT_EVERY puts (`keep` newest stay then).
       if (this.#checkpoints % COLLECT_EVERY === 0) await this.#puts.collect(logger);
       return;
     }
+    // A failure after every row was sent (deleting them) leaves the replies sent: what they
+    // wait for happened.
+    const unreplied = replied ? [] : waiters;
     if (isFenced(failed)) {
-      for (const w of waiters) w.reject(failed);
+      for (const w of unreplied) w.reject(failed);
       this.#closeWith(failed);
       return;
     }
     logger.warn({ key: this.key, err: failed }, `publishing the outbox after checkpoint of ${this.key} failed; the next checkpoint publishes again`);
-    this.#waiters = waiters.concat(this.#waiters);
+    this.#waiters = unreplied.concat(this.#waiters);
     this.#clock.setTimeout(() => this.#request(), PUBLISH_RETRY_MS);
+  }
+
+  /** The next put's sequence written now, off its path (`PartitionCheckpointPuts.prepareNext`); a failure leaves it to the put. */
+  async #prepareNext(): Promise<void> {
+    if (this.#closed !== undefined) return;
+    try {
+      const store = await this.options.acquire();
+      try {
+        await this.#puts.prepareNext(store, () => {
+          this.#skipWrite = true;
+        });
+      } finally {
+        this.#skipWrite = false;
+        await this.options.release();
+      }
+    } catch (err) {
+      this.options.logger.debug({ key: this.key, err }, 'writing the next checkpoint sequence ahead failed (the next put writes it)');
+    }
   }
 }

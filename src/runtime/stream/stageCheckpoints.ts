@@ -256,6 +256,8 @@ export class StageCheckpointer {
 export class PartitionCheckpointPuts {
   readonly key: string;
   #lastSequence: number | undefined;
+  /** The sequence `prepareNext` wrote into the store (the next put skips its own write when it is its sequence). */
+  #prepared: number | undefined;
 
   constructor(
     readonly checkpointing: StageCheckpointing,
@@ -291,9 +293,13 @@ export class PartitionCheckpointPuts {
   async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean; readonly whole?: boolean } = {}): Promise<number> {
     this.fence?.check();
     if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
-    const put = Math.max(this.#lastSequence + 1, epochSequence(this.fence?.epoch ?? 0, 0));
-    beforeSequenceWrite?.();
-    await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
+    const put = this.#nextSequence(this.#lastSequence);
+    const prepared = this.#prepared;
+    this.#prepared = undefined;
+    if (prepared !== put) {
+      beforeSequenceWrite?.();
+      await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(put));
+    }
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
     const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), ...(options.whole ? { walTailBytes: 0 } : {}) });
@@ -309,6 +315,30 @@ export class PartitionCheckpointPuts {
     if (options.collect === false) return put;
     await this.collect(logger);
     return put;
+  }
+
+  /** The sequence of the put after `last`: above it, and at least the fence's epoch's first. */
+  #nextSequence(last: number): number {
+    return Math.max(last + 1, epochSequence(this.fence?.epoch ?? 0, 0));
+  }
+
+  /**
+   * Writes the next put's sequence into the store now (`checkpoint-sequence`, as `put` does
+   * first), so that the next put, if its sequence is still that one, starts with its log read
+   * instead of a write through the libuv pool: called after a put's replies are released, off
+   * the next put's path. The store then says it is as new as a checkpoint not yet put, exactly
+   * as a store does whose owner died during that put; `restoreStageStoreIfBehind` keeps such a
+   * store (same owner epoch, sequence not below the latest checkpoint's), which holds all the
+   * latest checkpoint holds and more. A no-op before the first put of this incarnation.
+   * @param beforeWrite called synchronously right before the write
+   * @throws the store's errors (the next put writes the sequence itself then)
+   */
+  async prepareNext(store: Store, beforeWrite?: () => void): Promise<void> {
+    if (this.#lastSequence === undefined) return;
+    const next = this.#nextSequence(this.#lastSequence);
+    beforeWrite?.();
+    await store.put(this.metaFamily, CHECKPOINT_SEQUENCE_KEY, encodeInt64(next));
+    this.#prepared = next;
   }
 
   /** Removes all but the `keep` newest checkpoints of the key and the files only they list; a failure is logged (the next collect removes them). */

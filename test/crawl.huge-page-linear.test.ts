@@ -178,8 +178,8 @@ test('a page of 200,000 links: stored with its first 10,000, the truncation reco
 
 test('work is linear in the page size: without a cap, 200,000 links take less than 8 times the CPU time of 50,000 (linear: 4, quadratic: 16)', { timeout: 600_000 }, async (t) => {
   // CPU time of this process (all its threads: the crawl, RocksDB's, the page's server), not
-  // wall time: the test files run beside others (scripts/test.mjs), whose load would stretch
-  // one run's wall time and not the other's.
+  // wall time: anything else running on the machine would stretch one run's wall time and not
+  // the other's.
   const seconds: number[] = [];
   for (const links of [50_000, 200_000]) {
     const sites = await serve(bigPage(links), 0);

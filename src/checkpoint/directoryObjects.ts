@@ -10,10 +10,10 @@
  * younger than an hour (a write in progress) and list older ones (left by a crash) like
  * any object, so that `collect`, which deletes what no manifest uses, removes them.
  *
- * Writes, folder syncs and listings run on the checkpoint file threads (fileThreads.ts): one
+ * Writes, folder syncs, listings and deletes run on the checkpoint file threads (fileThreads.ts): one
  * message per object instead of a chain of promise-based `fs` calls through the libuv pool.
  */
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
@@ -107,7 +107,10 @@ export class DirectoryObjects implements CheckpointObjects {
   }
 
   async delete(names: readonly string[]): Promise<void> {
-    for (const name of names) await rm(this.#path(name), { force: true });
+    // In order, in one message to a file thread (a collect removes a few manifests and log
+    // chunks after most puts: one `rm` each through the libuv pool and back to a busy main
+    // thread took a collect 130 ms, median, on cnr-2000).
+    await fileThreads().remove(names.map((name) => this.#path(name)));
   }
 
   async close(): Promise<void> {

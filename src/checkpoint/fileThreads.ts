@@ -154,6 +154,10 @@ function threadMain(): void {
       });
       return { value: undefined };
     },
+    remove(a: { paths: string[] }) {
+      for (const p of a.paths) fs.rmSync(p, { force: true });
+      return { value: undefined };
+    },
     syncDirs(a: { dirs: string[] }) {
       for (const dir of a.dirs) syncDir(dir);
       return { value: undefined };
@@ -307,6 +311,11 @@ export class FileThreads {
   /** Copies `from` to `file` through `tmp` (fsynced, renamed); the folder is not synced. @throws the file error */
   copy(from: string, file: string, tmp: string): Promise<void> {
     return this.#run('copy', { from, file, tmp });
+  }
+
+  /** Removes each file (one already gone is not an error). @throws the first other file error (its `code` kept) */
+  remove(paths: readonly string[]): Promise<void> {
+    return paths.length === 0 ? Promise.resolve() : this.#run('remove', { paths });
   }
 
   /** fsyncs each folder (a no-op where the filesystem refuses). */

@@ -546,8 +546,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const removed = seqs.slice(keep);
       // Every kept manifest is read before anything is removed: one that does not parse stops it.
       const used = new Set<string>();
-      for (const s of kept) {
-        const m = await this.#manifest(key, s);
+      for (const m of await Promise.all(kept.map((s) => this.#manifest(key, s)))) {
         for (const f of m?.files ?? []) for (const o of objectsOfFile(key, f)) used.add(o);
       }
       // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.

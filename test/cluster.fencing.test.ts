@@ -75,6 +75,35 @@ test('partition leases: the epoch grows at every change of owner; an old holder 
   }
 });
 
+test('a lease seen run out stays fenced: a renewal answered after that check does not revive it (a renewal with no check in between does)', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const prefix = `sfc-test-${process.pid}-ranout:`;
+  const redis = await connectCoordination(REDIS_URL, 2000);
+  const keys = new ClusterKeys('leases', prefix);
+  // Redis' TTL is 10 s of real time; the lease's local clock is the test's.
+  const timing: LeaseTiming = { leaseMs: 10_000, safetyMarginMs: 1000 };
+  let now = 0;
+  const clock = () => now;
+  try {
+    const target = (u: string) => ({ key: keys.lease(u), epochKey: keys.epoch(u), what: `partition ${u}` });
+    const a = await acquireLease(redis, target('s/0'), 'A', timing, clock);
+    const b = await acquireLease(redis, target('s/1'), 'A', timing, clock);
+    assert.ok(a.kind === 'acquired' && b.kind === 'acquired');
+    // The holder's main thread is held past the local deadline (9 s here), then a renewal is
+    // sent; the key in Redis still holds the epoch, so Redis renews it.
+    now = 9_500;
+    assert.throws(() => a.lease.check(), (err: unknown) => err instanceof FencedError && /ran out 500 ms ago/.test(err.message), 'a checkpoint (or a commit) sees the lease run out');
+    assert.deepEqual(await renewLeases(redis, [a.lease, b.lease], timing.leaseMs, clock), [], 'Redis renews both keys');
+    assert.equal(a.lease.held, false, 'the lease seen run out is not held again');
+    assert.throws(() => a.lease.check(), (err: unknown) => err instanceof FencedError && /lost \(ran out 500 ms ago/.test(err.message));
+    assert.equal(b.lease.held, true, 'nothing checked b past its deadline: the renewal keeps it');
+    b.lease.check();
+  } finally {
+    redis.disconnect();
+    await deleteKeys(prefix);
+  }
+});
+
 test('a partition whose lease ran out commits nothing more; its store and its receivers refuse the older epoch', async (t) => {
   if (await skipWithoutRedis(t)) return;
   const prefix = `sftest-${process.pid}-fence:`;

@@ -90,12 +90,24 @@ export class Lease implements PartitionFence {
     return this.remainingMs() > 0;
   }
 
-  /** @throws FencedError when the lease ran out on the local clock (minus the margin) or was lost */
+  /**
+   * @throws FencedError when the lease ran out on the local clock (minus the margin) or was
+   *   lost. Running out is then final: the lease counts as lost from that check on, and a
+   *   renewal sent before and answered after it does not revive it. Whoever saw the FencedError
+   *   stopped for good (a partition's checkpointer closes, its waiting replies fail), so an
+   *   owner that went on under the same epoch would keep a partition that can never reply: on
+   *   cnr-2000, a worker whose main thread was held past the deadline renewed its leases a
+   *   moment later and kept six partitions whose pushes failed their checkpoints for ever (the
+   *   job stalled). Now the heartbeat finds the lease not held and stops the partition, and the
+   *   next acquisition (a new epoch) starts it again.
+   */
   check(): void {
     if (this.#lost !== undefined) throw new FencedError(`${this.what}: lease epoch ${this.epoch} lost (${this.#lost})`, this.epoch);
     const left = this.remainingMs();
     if (left <= 0) {
-      throw new FencedError(`${this.what}: lease epoch ${this.epoch} ran out ${Math.round(-left)} ms ago (not renewed in time; safety margin ${this.timing.safetyMarginMs} ms)`, this.epoch);
+      const reason = `ran out ${Math.round(-left)} ms ago (not renewed in time; safety margin ${this.timing.safetyMarginMs} ms)`;
+      this.lose(reason);
+      throw new FencedError(`${this.what}: lease epoch ${this.epoch} ${reason}`, this.epoch);
     }
   }
 }

@@ -77,24 +77,8 @@ function threadMain(): void {
       if (fd !== undefined) fs.closeSync(fd);
     }
   };
-  /** Writes `bytes` to `tmp` (parent folders created) and fsyncs it; removes `tmp` on failure. */
-  const stage = (file: string, tmp: string, bytes: Uint8Array) => {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    try {
-      const fd = fs.openSync(tmp, 'wx');
-      try {
-        writeAll(fd, bytes);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-    } catch (err) {
-      fs.rmSync(tmp, { force: true });
-      throw err;
-    }
-  };
-  /** Writes (or copies) to `tmp`, fsyncs, renames over `file`; removes `tmp` on failure. */
-  const commit = (file: string, tmp: string, write: (fd: number) => void) => {
+  /** Writes (or copies) to `tmp` beside `file` (parent folders created) and fsyncs it; removes `tmp` on failure. */
+  const stage = (file: string, tmp: string, write: (fd: number) => void) => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     try {
       const fd = fs.openSync(tmp, 'wx');
@@ -104,6 +88,15 @@ function threadMain(): void {
       } finally {
         fs.closeSync(fd);
       }
+    } catch (err) {
+      fs.rmSync(tmp, { force: true });
+      throw err;
+    }
+  };
+  /** `stage`, then renames `tmp` over `file` (removing `tmp` if the rename fails). */
+  const commit = (file: string, tmp: string, write: (fd: number) => void) => {
+    stage(file, tmp, write);
+    try {
       fs.renameSync(tmp, file);
     } catch (err) {
       fs.rmSync(tmp, { force: true });
@@ -121,7 +114,7 @@ function threadMain(): void {
       const staged: Array<{ file: string; tmp: string }> = [];
       try {
         for (const w of a.writes) {
-          stage(w.file, w.tmp, w.bytes);
+          stage(w.file, w.tmp, (fd) => writeAll(fd, w.bytes));
           staged.push(w);
         }
         for (const [i, w] of a.writes.entries()) {

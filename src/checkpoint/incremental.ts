@@ -327,6 +327,17 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   }
 
   /**
+   * The logs' new bytes since `chain`'s last put and their SHA-256, read on a file thread (one
+   * message, not a stat, an open, reads and a close per log through the libuv pool, plus a
+   * digest); undefined when tail puts are off or the chain holds its most chunks.
+   */
+  #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
+    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+    if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
+    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
+  }
+
+  /**
    * A WAL tail put (docs/checkpoints.md, "WAL tail puts"): RocksDB writes every batch to its
    * live log before it returns, in commit order, and changes its logs only by appending, or
    * by switching to a new one (a memtable switch, before a flush). So the chain's log from the
@@ -340,20 +351,10 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * read here; a batch being written meanwhile may end the newest chunk torn, which RocksDB's
    * recovery (point-in-time, the default) stops before, and the next chunk completes.
    * Compactions may run meanwhile: they change SST files, not what the logs replay onto.
+   * @param tail what `#readWalTail` read (begun beside the manifests' listing)
    * @returns the put's report, or undefined when a whole put is needed (the chain's log was
-   *   deleted, the chain reached `walTailBytes` or MAX_WAL_CHUNKS)
+   *   deleted, the chain reached `walTailBytes`)
    */
-  /**
-   * The logs' new bytes since `chain`'s last put and their SHA-256, read on a file thread (one
-   * message, not a stat, an open, reads and a close per log through the libuv pool, plus a
-   * digest); undefined when tail puts are off or the chain holds its most chunks.
-   */
-  #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
-    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
-    if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
-  }
-
   async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
     const { signal } = options;
     if (tail.status !== 'ok') return undefined; // the chain's log is gone (its writes are in SSTs only), or the chain is full

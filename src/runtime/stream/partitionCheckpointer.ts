@@ -263,15 +263,7 @@ export class PartitionCheckpointer {
     if (!changed && held.length === 0 && waiters.length === 0 && rows.size === 0) return;
     const { logger } = this.options;
     try {
-      const store = await this.options.acquire();
-      try {
-        await this.#puts.put(store, logger, () => {
-          this.#skipWrite = true;
-        }, { collect: false, whole });
-      } finally {
-        this.#skipWrite = false;
-        await this.options.release();
-      }
+      await this.#withStore((store, own) => this.#puts.put(store, logger, own, { collect: false, whole }));
       this.#checkpoints++;
     } catch (err) {
       // Nothing was released: it all waits for the next try.
@@ -356,19 +348,27 @@ export class PartitionCheckpointer {
     this.#clock.setTimeout(() => this.#request(), PUBLISH_RETRY_MS);
   }
 
+  /**
+   * Runs `work` on the partition's store (acquired for it, released after); `own`, called right
+   * before a write, marks that write as the checkpointer's own (not a change to checkpoint).
+   */
+  async #withStore<T>(work: (store: Store, own: () => void) => Promise<T>): Promise<T> {
+    const store = await this.options.acquire();
+    try {
+      return await work(store, () => {
+        this.#skipWrite = true;
+      });
+    } finally {
+      this.#skipWrite = false;
+      await this.options.release();
+    }
+  }
+
   /** The next put's sequence written now, off its path (`PartitionCheckpointPuts.prepareNext`); a failure leaves it to the put. */
   async #prepareNext(): Promise<void> {
     if (this.#closed !== undefined) return;
     try {
-      const store = await this.options.acquire();
-      try {
-        await this.#puts.prepareNext(store, () => {
-          this.#skipWrite = true;
-        });
-      } finally {
-        this.#skipWrite = false;
-        await this.options.release();
-      }
+      await this.#withStore((store, own) => this.#puts.prepareNext(store, own));
     } catch (err) {
       this.options.logger.debug({ key: this.key, err }, 'writing the next checkpoint sequence ahead failed (the next put writes it)');
     }

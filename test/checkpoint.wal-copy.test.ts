@@ -221,6 +221,49 @@ for (const target of targets) {
       }
     });
 
+    it('with archived logs a flush does not end the chain, and the next chain\'s base is made in the background: every put after the first is a tail put, each restore exact, collect keeps the base\'s files', async () => {
+      const { checkpoints } = target.open();
+      const key = newKey();
+      const storeDir = fresh('db');
+      const families = { ...walColumnFamilies, log: { memtableInsertHint: true, memtableBytes: 64 * 1024 } };
+      const store = await Store.open({ path: storeDir, columnFamilies: families, walArchiveSeconds: 60 });
+      // The bases made in the background, awaited so that each is ready for the next put.
+      const settled = () => (checkpoints as unknown as { settled(): Promise<void> }).settled();
+      try {
+        let b = 0;
+        for (; b < 50; b++) await writeWalBatch(store, b);
+        assert.equal((await checkpoints.put(key, store, 1)).walTail, false);
+        // A flush between two puts: the chain's log obsolete, archived instead of deleted.
+        for (; b < 100; b++) await writeWalBatch(store, b);
+        await store.flush();
+        for (; b < 150; b++) await writeWalBatch(store, b);
+        const afterFlush = await checkpoints.put(key, store, 2);
+        assert.equal(afterFlush.walTail, true, 'the archived log is read: a tail put');
+        assert.ok((await readdir(path.join(storeDir, 'archive'))).some((f) => f.endsWith('.log')), 'RocksDB archived the obsolete log');
+        assert.deepEqual((await restored(checkpoints, key, 2)).content, expectedAfter(150));
+        // A chain of at most 256 KiB of log (about 75 KB a put here): without a base made from
+        // half of it, every third or fourth put would be whole.
+        const walTailBytes = 256 * 1024;
+        const bases = new Set<string>();
+        for (let sequence = 3; sequence <= 14; sequence++) {
+          for (let i = 0; i < 300; i++, b++) await writeWalBatch(store, b);
+          const put = await checkpoints.put(key, store, sequence, { walTailBytes });
+          assert.equal(put.walTail, true, `put ${sequence}: a tail put`);
+          // A collect while a base may be being stored: it keeps the base's files.
+          await checkpoints.collect(key, 1);
+          assert.deepEqual((await restored(checkpoints, key, sequence)).content, expectedAfter(b), `put ${sequence}: the restore holds every batch`);
+          bases.add(put.manifest.files.filter((f) => f.name.endsWith('.sst')).map((f) => f.name).join());
+          await settled();
+        }
+        assert.ok(bases.size >= 3, `the chain began again on new bases (${bases.size} sets of SST files in 12 puts)`);
+        assert.deepEqual(await walContents(store), expectedAfter(b));
+      } finally {
+        await store.close();
+        await checkpoints.remove(key);
+        await checkpoints.close();
+      }
+    });
+
     it('an owner SIGKILLed while it writes and puts: the latest checkpoint restores exactly a prefix of its batches, at least those before the put', async () => {
       const { checkpoints, url, env } = target.open();
       const key = newKey();

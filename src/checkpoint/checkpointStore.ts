@@ -41,6 +41,15 @@ export const DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH = 512 * 1024;
  */
 export const DEFAULT_CHECKPOINT_WAL_TAIL_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Seconds a store checkpointed by WAL tail puts keeps its obsolete write-ahead logs
+ * (`StoreOptions.walArchiveSeconds`): 60. A memtable flush makes the chain's log obsolete,
+ * usually before the next put read its last bytes; archived, the log is still there to read,
+ * and the chain goes on instead of ending in a whole put. Twice the default
+ * `checkpointIntervalMs` (30 s), the longest a written store goes without a put.
+ */
+export const DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS = 60;
+
 /** A checkpoint directory already made (by `Store.checkpoint(dir)`), uploaded as it is and left in place. */
 export interface CheckpointDirectory {
   readonly directory: string;

@@ -182,7 +182,21 @@ function threadMain(): void {
       const pattern = new RegExp(a.pattern);
       const number = (name: string) => Number(pattern.exec(name)![1]);
       const firstNumber = number(a.first);
-      const logs = fs.readdirSync(a.dir).filter((n) => pattern.test(n) && number(n) >= firstNumber).sort((x, y) => number(x) - number(y));
+      // The live logs and those RocksDB archived (moved to `archive/` once obsolete, kept for
+      // `WAL_ttl_seconds`: a flush does not end a chain whose log it made obsolete).
+      const archive = path.join(a.dir, 'archive');
+      const where = new Map<string, string>();
+      for (const dir of [archive, a.dir]) {
+        let names: string[];
+        try {
+          names = fs.readdirSync(dir);
+        } catch (err) {
+          if (dir === archive && (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+          throw err;
+        }
+        for (const n of names) if (pattern.test(n) && number(n) >= firstNumber) where.set(n, dir);
+      }
+      const logs = [...where.keys()].sort((x, y) => number(x) - number(y));
       if (logs[0] !== a.first) return { value: { status: 'gone' } };
       const reads: Array<{ name: string; from: number; data: Buffer; sha256: string }> = [];
       let added = 0;
@@ -190,10 +204,16 @@ function threadMain(): void {
         const from = i === 0 ? a.from : 0;
         let fd;
         try {
-          fd = fs.openSync(path.join(a.dir, name), 'r');
+          fd = fs.openSync(path.join(where.get(name)!, name), 'r');
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { value: { status: 'gone' } };
-          throw err;
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+          // archived since the listing (an open log stays readable when it is moved)
+          try {
+            fd = fs.openSync(path.join(archive, name), 'r');
+          } catch (again) {
+            if ((again as NodeJS.ErrnoException).code === 'ENOENT') return { value: { status: 'gone' } };
+            throw again;
+          }
         }
         try {
           const size = fs.fstatSync(fd).size;
@@ -323,7 +343,7 @@ export class FileThreads {
 
   /**
    * Reads what a store's write-ahead logs hold past `first` at byte `from`: the logs in `dir`
-   * whose names match `pattern` (a RegExp source whose group 1 is the log's number) and whose
+   * and in `dir/archive` (where RocksDB moves obsolete logs when `WAL_ttl_seconds` is set) whose names match `pattern` (a RegExp source whose group 1 is the log's number) and whose
    * number is at least `first`'s, oldest first; of `first` the bytes from `from`, of the
    * newer ones all bytes, each with its SHA-256.
    * @param budget most bytes the reads may add up to (else `limit`)

@@ -55,6 +55,12 @@ const IMMUTABLE_FILE = /^\d+\.(sst|blob)$/;
 const WAL_FILE = /^(\d+)\.log$/;
 /** Chunks of one WAL file in a chain of tail puts before a put stores the store whole again (bounds a restore's fetches). */
 const MAX_WAL_CHUNKS = 256;
+/**
+ * The share of `walTailBytes` a chain's tail puts store before the base of the next chain is
+ * made in the background (`#materialize`), and the share more after a try that made none.
+ */
+const REBASE_SHARE = 0.5;
+const REBASE_RETRY_SHARE = 0.125;
 
 /**
  * A chain of WAL tail puts of one open `Store` under one key: what the key's latest
@@ -75,6 +81,34 @@ interface WalChain {
   chunks: CheckpointChunk[];
   /** Log bytes the chain's tail puts stored since its whole put (bounded by `walTailBytes`). */
   logged: number;
+  /** `logged` from which the next chain's base is made in the background (`#materialize`); undefined: at `REBASE_SHARE` of the limit. */
+  rebaseAt?: number;
+}
+
+/** Where a chain of WAL tail puts begins on top of a checkpoint's files: a log, the bytes of it the files hold, and their chunks. */
+interface ChainStart {
+  readonly wal: string;
+  readonly walBytes: number;
+  readonly chunks: CheckpointChunk[];
+}
+
+/**
+ * The base of a store's next chain of WAL tail puts, made in the background while the chain
+ * goes on (`#materialize`): a local RocksDB checkpoint (which flushes the memtables) whose
+ * files are stored, without a manifest. The next tail put of the key writes its manifest with
+ * these files and the logs from `start` on, and the chain begins again from there.
+ */
+interface Materialization {
+  readonly key: string;
+  /** The objects `collect` keeps for it (`#unnamed`), from when they are known until it is dropped. */
+  names?: string[];
+  /** The base, once its files are durable in the checkpoint store (undefined until then, or for good when none could be made). */
+  base?: {
+    readonly files: CheckpointFile[];
+    readonly start: ChainStart;
+    /** Objects of `files` and bytes, as stored (by this materialization or before). */
+    readonly objects: Map<string, number>;
+  };
 }
 
 /** The number of a write-ahead log file's name (`000123.log` -> 123). */
@@ -148,6 +182,15 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   readonly #immutableByStore = new WeakMap<Store, Map<string, CheckpointFile>>();
   /** Per open `Store`, the chain of WAL tail puts its latest put began (WalChain). */
   readonly #walChains = new WeakMap<Store, WalChain>();
+  /** Per open `Store`, the base of its next chain being made or made (Materialization). */
+  readonly #materializations = new WeakMap<Store, Materialization>();
+  /**
+   * Per key, the objects of bases being made or not yet named by a manifest, with how many
+   * bases hold each: `collect` keeps them (it removes every object no manifest names).
+   */
+  readonly #unnamed = new Map<string, Map<string, number>>();
+  /** Bases being made (`#startMaterialization`). */
+  readonly #background = new Set<Promise<void>>();
 
   /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
   constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
@@ -191,7 +234,11 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     // (each a message to a file thread); it is dropped if the listing says the chain is not
     // the key's latest checkpoint.
     const chain = source instanceof Store ? this.#walChains.get(source) : undefined;
-    const tailRead = chain && chain.key === key ? this.#readWalTail(source as Store, chain, options) : undefined;
+    // A base made in the background (`#materialize`): this tail put begins the next chain on it.
+    const materialization = source instanceof Store ? this.#materializations.get(source) : undefined;
+    const base = chain && chain.key === key && materialization?.key === key ? materialization.base : undefined;
+    const read = base ? { key, sequence: chain!.sequence, files: base.files, wal: base.start.wal, walBytes: base.start.walBytes, chunks: base.start.chunks, logged: 0 } : chain;
+    const tailRead = read && read.key === key ? this.#readWalTail(source as Store, read, options) : undefined;
     tailRead?.catch(() => undefined); // awaited below, or dropped
     const seqs = await listed;
     const last = seqs[seqs.length - 1];
@@ -210,10 +257,20 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     listing.catch(() => undefined); // awaited below; a failure before that must not go unhandled
     if (source instanceof Store) {
       this.#walChains.delete(source); // set again by a put that succeeds
-      if (chain && tailRead && chain.sequence === last) {
-        const tail = await this.#putWalTail(key, source, sequence, chain, await tailRead, listing, options, t0);
+      if (chain && read && tailRead && chain.sequence === last) {
+        let tail = await this.#putWalTail(key, source, sequence, read, await tailRead, listing, options, t0, base?.objects);
+        if (base) {
+          // Named by the manifest now, or of no use: the base's logs are gone (or its files).
+          this.#dropMaterialization(source, materialization!);
+          if (!tail) {
+            const again = this.#readWalTail(source, chain, options);
+            if (again) tail = await this.#putWalTail(key, source, sequence, chain, await again, listing, options, t0);
+          }
+        }
         if (tail) return tail;
       }
+      // A whole put: a base being made for the chain that ends here is of no use.
+      if (materialization) this.#dropMaterialization(source, materialization);
     }
     let dir: string;
     let staged: string | undefined;
@@ -300,6 +357,16 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    */
   async #startWalChain(key: string, source: Store, sequence: number, files: CheckpointFile[], options: CheckpointPutOptions): Promise<void> {
     if ((options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES) <= 0) return;
+    const start = await this.#chainStart(source, files);
+    if (start) this.#walChains.set(source, { key, sequence, files, ...start, logged: 0 });
+  }
+
+  /**
+   * Where a chain of WAL tail puts begins on top of a local checkpoint's `files` of `source`:
+   * the checkpoint's newest WAL file at the size it holds, or (a checkpoint that flushed) the
+   * store's live log from its byte 0; undefined when that cannot be known (never throws).
+   */
+  async #chainStart(source: Store, files: CheckpointFile[]): Promise<ChainStart | undefined> {
     let wal: CheckpointFile | undefined;
     for (const f of files) {
       const m = WAL_FILE.exec(f.name);
@@ -317,13 +384,97 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       try {
         live = (await walFiles(source.path)).at(-1);
       } catch {
-        return;
+        return undefined;
       }
-      if (live === undefined || walNumber(live) >= flushed) return;
-      this.#walChains.set(source, { key, sequence, files, wal: live, walBytes: 0, chunks: [], logged: 0 });
-      return;
+      if (live === undefined || walNumber(live) >= flushed) return undefined;
+      return { wal: live, walBytes: 0, chunks: [] };
     }
-    this.#walChains.set(source, { key, sequence, files, wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }], logged: 0 });
+    return { wal: wal.name, walBytes: wal.bytes, chunks: [{ bytes: wal.bytes, sha256: wal.sha256 }] };
+  }
+
+  /**
+   * Makes the base of `chain`'s successor in the background (Materialization): Flink's
+   * changelog state backend materializes its state the same way, periodically and off the
+   * checkpoints' path, and truncates the changelog to what came after (FLIP-158). Without
+   * it the chain ends at `walTailBytes` with a whole put (a flush, a describe, the new SST
+   * files stored) on the path of whatever waits for that checkpoint: on cnr-2000 those were
+   * 400 to 900 ms on about a third of the metric rounds' slowest replies. A try that makes no
+   * base (the store closed, an error, no chain start known after its flush) is tried again
+   * after `REBASE_RETRY_SHARE` of the limit more.
+   */
+  #startMaterialization(key: string, source: Store, chain: WalChain, options: CheckpointPutOptions, limit: number): void {
+    const m: Materialization = { key };
+    this.#materializations.set(source, m);
+    const running: Promise<void> = this.#materialize(key, source, m, options).then((made) => {
+      this.#background.delete(running);
+      if (made) return;
+      this.#dropMaterialization(source, m);
+      chain.rebaseAt = chain.logged + limit * REBASE_RETRY_SHARE;
+    });
+    this.#background.add(running);
+  }
+
+  /** Resolves once no base is being made in the background (`#startMaterialization`); `close` waits for it too. */
+  async settled(): Promise<void> {
+    while (this.#background.size > 0) await Promise.all([...this.#background]);
+  }
+
+  /**
+   * The work of `#startMaterialization`: a local checkpoint of `source` (flushing above
+   * `walBytesForFlush`), described; its files stored (those not stored yet) and synced, with
+   * `collect` told to keep them (`#unnamed`) until a manifest names them or the base is
+   * dropped. Never throws.
+   * @returns whether `m.base` was set
+   */
+  async #materialize(key: string, source: Store, m: Materialization, options: CheckpointPutOptions): Promise<boolean> {
+    const stagingDir = options.stagingDir ?? path.dirname(source.path);
+    const staged = path.join(stagingDir, `.checkpoint-${path.basename(source.path)}-${process.pid}-base-${randomBytes(4).toString('hex')}`);
+    try {
+      await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
+      let immutable = this.#immutableByStore.get(source);
+      if (!immutable) this.#immutableByStore.set(source, (immutable = new Map()));
+      const files = await this.#describe(staged, immutable);
+      const start = await this.#chainStart(source, files);
+      if (!start || this.#materializations.get(source) !== m) return false;
+      const names = [...new Set(files.flatMap((f) => objectsOfFile(key, f)))];
+      this.#keepUnnamed(key, names, 1);
+      m.names = names;
+      const known = this.#listings.get(key)?.files ?? new Map((await this.objects.list(filesPrefix(key))).map((o) => [o.name, o.bytes]));
+      const objects = new Map<string, number>();
+      await forEachLimit(files, TRANSFER_CONCURRENCY, async (f) => {
+        const name = fileObjectName(key, f.sha256);
+        if (known.get(name) === f.bytes || objects.has(name)) return;
+        await this.objects.putFile(name, path.join(staged, f.name), f.bytes);
+        objects.set(name, f.bytes);
+      });
+      await this.objects.sync();
+      if (this.#materializations.get(source) !== m) return false;
+      m.base = { files, start, objects };
+      return true;
+    } catch {
+      return false; // the chain goes on; the next try, or a whole put at its limit
+    } finally {
+      await rm(staged, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  /** Forgets `m` (if it is still `source`'s) and lets `collect` remove its objects again. */
+  #dropMaterialization(source: Store, m: Materialization): void {
+    if (this.#materializations.get(source) === m) this.#materializations.delete(source);
+    if (m.names) this.#keepUnnamed(m.key, m.names, -1);
+    m.names = undefined;
+  }
+
+  /** Counts `names` of `key` in (`by` 1) or out of (-1) the objects `collect` keeps. */
+  #keepUnnamed(key: string, names: readonly string[], by: 1 | -1): void {
+    let kept = this.#unnamed.get(key);
+    if (!kept) this.#unnamed.set(key, (kept = new Map()));
+    for (const n of names) {
+      const c = (kept.get(n) ?? 0) + by;
+      if (c > 0) kept.set(n, c);
+      else kept.delete(n);
+    }
+    if (kept.size === 0) this.#unnamed.delete(key);
   }
 
   /**
@@ -355,7 +506,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * @returns the put's report, or undefined when a whole put is needed (the chain's log was
    *   deleted, the chain reached `walTailBytes`)
    */
-  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number): Promise<CheckpointPutReport | undefined> {
+  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number, baseObjects?: Map<string, number>): Promise<CheckpointPutReport | undefined> {
     const { signal } = options;
     if (tail.status !== 'ok') return undefined; // the chain's log is gone (its writes are in SSTs only), or the chain is full
     const { reads, added } = tail;
@@ -363,6 +514,12 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const t1 = performance.now();
     const stored = await listing;
     signal?.throwIfAborted();
+    if (baseObjects) {
+      // A base's files: each stored by its materialization, or stored before and still (a
+      // collect since may have removed what the materialization found stored).
+      for (const f of chain.files) for (const o of objectsOfFile(key, f)) if (!baseObjects.has(o) && !stored.has(o)) return undefined;
+      for (const [name, bytes] of baseObjects) stored.set(name, bytes);
+    }
     // The logs' new entries, and the objects to store (one chunk per log that grew).
     const byName = new Map(chain.files.map((f) => [f.name, f]));
     const objects: Array<{ name: string; data: Buffer; label: string }> = [];
@@ -406,6 +563,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     chain.chunks = last.chunks;
     chain.logged += added;
     this.#walChains.set(source, chain);
+    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+    if (!this.#materializations.has(source) && chain.logged >= (chain.rebaseAt ?? limit * REBASE_SHARE)) this.#startMaterialization(key, source, chain, options, limit);
     const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0);
     return {
       manifest,
@@ -555,7 +714,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       this.#listings.delete(key);
       await this.objects.delete(removed.slice().reverse().map((s) => manifestName(key, s)));
       const listed = await this.objects.list(filesPrefix(key));
-      const unused = listed.filter((o) => !used.has(o.name));
+      // Not the files of a base made in the background either (#materialize): no manifest names them yet.
+      const unnamed = this.#unnamed.get(key);
+      const unused = listed.filter((o) => !used.has(o.name) && !unnamed?.has(o.name));
       await this.objects.delete(unused.map((o) => o.name));
       // What is stored now: the listing less what was removed (the latest manifest is as before).
       if (known && known.latest === seqs[0]) this.#listings.set(key, { latest: known.latest, files: new Map(listed.filter((o) => used.has(o.name)).map((o) => [o.name, o.bytes])) });
@@ -580,7 +741,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     });
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.settled();
     return this.objects.close();
   }
 }

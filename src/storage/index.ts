@@ -20,7 +20,7 @@ export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.j
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
 export { openCheckpointStore, CHECKPOINT_HOLD_MANIFEST_ENV } from '../checkpoint/open.js';
-export { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from '../checkpoint/checkpointStore.js';
+export { DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from '../checkpoint/checkpointStore.js';
 export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
 export type {
   CheckpointStore,

@@ -30,6 +30,7 @@ export interface NativeColumnFamily {
 export interface NativeOpenConfig {
   path: string;
   createIfMissing: boolean;
+  walArchiveSeconds?: number;
   resources?: NativeResources;
   columnFamilies: NativeColumnFamily[];
 }

@@ -58,6 +58,15 @@ export interface StoreOptions {
   /** Default true. */
   createIfMissing?: boolean;
   /**
+   * Seconds an obsolete write-ahead log stays in `<path>/archive` before it is deleted
+   * (RocksDB's `WAL_ttl_seconds`: checked every half of it, by the log's last write); 0 (the
+   * default) deletes it at once. A store checkpointed by WAL tail puts passes
+   * `DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS`, so that a flush does not end the chain of puts
+   * whose log it made obsolete (docs/checkpoints.md, "WAL tail puts").
+   * @throws (open rejects) InvalidArgumentError for a negative number
+   */
+  walArchiveSeconds?: number;
+  /**
    * Called synchronously before every write (`put`, `merge`, `delete`, `write` of a batch);
    * what it throws rejects that write and nothing of it is written. A fenced partition passes
    * its lease check (`PartitionFence.check`), so that no actor sharing the store commits
@@ -136,6 +145,7 @@ export class Store {
     const names = await native.open({
       path: options.path,
       createIfMissing,
+      ...(options.walArchiveSeconds !== undefined ? { walArchiveSeconds: options.walArchiveSeconds } : {}),
       ...(options.resources ? { resources: options.resources.native } : {}),
       columnFamilies,
     });

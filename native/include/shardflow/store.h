@@ -113,6 +113,9 @@ struct StoreConfig {
   bool create_if_missing = true;
   std::vector<ColumnFamilyConfig> column_families;  // "default" is added when missing
   std::shared_ptr<Resources> resources;              // null: a private 32 MiB budget
+  // Seconds an obsolete write-ahead log is kept in <path>/archive before it is deleted
+  // (RocksDB's WAL_ttl_seconds); 0: deleted at once. For WAL tail checkpoints.
+  uint64_t wal_archive_seconds = 0;
 };
 
 // A stable reference to one column family: valid for the life of the Store object.

@@ -114,6 +114,10 @@ rocksdb::DBOptions MakeDbOptions(const StoreConfig& config, const Resources& res
   o.stats_persist_period_sec = 0;
   // Families with few writes would keep old WAL files alive; bound the WAL.
   o.max_total_wal_size = 64ull << 20;
+  // Obsolete logs moved to archive/ and deleted after this many seconds (checked every half
+  // of it), instead of at once: a chain of WAL tail checkpoints reads a log a flush made
+  // obsolete since its last put (src/checkpoint/fileThreads.ts, readLogTail).
+  o.WAL_ttl_seconds = config.wal_archive_seconds;
   o.write_buffer_manager = res.write_buffer_manager();
   // Per-store fixed memory matters with 64 stores: the WAL/SST writer buffer defaults to
   // 1 MiB each (64 MiB for 64 stores, measured in bench/storage.ts).

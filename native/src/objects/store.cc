@@ -88,6 +88,11 @@ Status ParseConfig(Napi::Value v, StoreConfig* config) {
   config->path = o.Get("path").As<Napi::String>().Utf8Value();
   Napi::Value cim = o.Get("createIfMissing");
   config->create_if_missing = cim.IsBoolean() ? cim.As<Napi::Boolean>().Value() : true;
+  Napi::Value was = o.Get("walArchiveSeconds");
+  if (!was.IsUndefined()) {
+    if (!was.IsNumber() || was.As<Napi::Number>().DoubleValue() < 0) return Status::InvalidArgument("walArchiveSeconds must be a number >= 0");
+    config->wal_archive_seconds = static_cast<uint64_t>(was.As<Napi::Number>().DoubleValue());
+  }
   if (!ResourcesWrap::FromValue(o.Get("resources"), &config->resources)) {
     return Status::InvalidArgument("resources must come from SharedResources.create()");
   }

@@ -19,8 +19,9 @@ export class PartitionStoreHandle {
    * @param options.writeGuard run before every write of every actor through this handle
    *   (`StoreOptions.writeGuard`): a cluster partition passes its fence's `check`, so that
    *   none of its actors commits once the lease is lost, whatever its commit path
+   * @param options.walArchiveSeconds `StoreOptions.walArchiveSeconds` (a store checkpointed by WAL tail puts)
    */
-  constructor(readonly path: string, readonly resources?: SharedResources, readonly options: { readonly writeGuard?: () => void } = {}) {}
+  constructor(readonly path: string, readonly resources?: SharedResources, readonly options: { readonly writeGuard?: () => void; readonly walArchiveSeconds?: number } = {}) {}
 
   /** Opens the store if needed. @throws the store's open errors (corruption, I/O, unknown merge operator). */
   async acquire(): Promise<Store> {
@@ -33,6 +34,7 @@ export class PartitionStoreHandle {
         columnFamilies: partitionColumnFamilies(),
         ...(this.resources ? { resources: this.resources } : {}),
         ...(this.options.writeGuard ? { writeGuard: this.options.writeGuard } : {}),
+        ...(this.options.walArchiveSeconds !== undefined ? { walArchiveSeconds: this.options.walArchiveSeconds } : {}),
       });
       this.#store = opening;
       opening.catch(() => { if (this.#store === opening) this.#store = undefined; });

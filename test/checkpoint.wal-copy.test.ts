@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { InvalidArgumentError } from '../src/errors.js';
 import { openCheckpointStore, Store, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
@@ -242,7 +242,7 @@ for (const target of targets) {
         assert.ok((await readdir(path.join(storeDir, 'archive'))).some((f) => f.endsWith('.log')), 'RocksDB archived the obsolete log');
         assert.deepEqual((await restored(checkpoints, key, 2)).content, expectedAfter(150));
         // A chain of at most 256 KiB of log (about 75 KB a put here): without a base made from
-        // half of it, every third or fourth put would be whole.
+        // three quarters of it, every fourth put would be whole.
         const walTailBytes = 256 * 1024;
         const bases = new Set<string>();
         for (let sequence = 3; sequence <= 14; sequence++) {
@@ -318,6 +318,35 @@ describe('checkpoints that copy the WAL: what the put checks and hashes', () => 
       assert.ok((await readdir(dir)).some((f) => f.endsWith('.log')));
     } finally {
       await store.close();
+    }
+  });
+
+  it('a directory store on the store\'s filesystem hard-links a store\'s SST files instead of copying them; the restore is exact and a collect leaves the store\'s files', async () => {
+    const checkpoints = openCheckpointStore(pathToFileURL(fresh('ckpt-dir')).href);
+    const storeDir = fresh('db');
+    const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies });
+    try {
+      for (let b = 0; b < 200; b++) await writeWalBatch(store, b);
+      const put = await checkpoints.put('k', store, 1, { walBytesForFlush: 1 });
+      const ssts = put.manifest.files.filter((f) => f.name.endsWith('.sst'));
+      assert.ok(ssts.length > 0, 'flushed: SST files');
+      const root = fileURLToPath(checkpoints.url);
+      for (const f of ssts) {
+        const live = await stat(path.join(storeDir, f.name));
+        const stored = await stat(path.join(root, 'k', 'files', f.sha256));
+        assert.equal(stored.ino, live.ino, `${f.name} is the store's file, linked`);
+      }
+      const other = put.manifest.files.find((f) => f.name.startsWith('MANIFEST-'))!;
+      assert.notEqual((await stat(path.join(root, 'k', 'files', other.sha256))).ino, (await stat(path.join(storeDir, other.name))).ino, 'a file RocksDB rewrites is copied');
+      assert.deepEqual((await restored(checkpoints, 'k', 1)).content, expectedAfter(200));
+      for (let b = 200; b < 300; b++) await writeWalBatch(store, b);
+      await store.flush();
+      await checkpoints.put('k', store, 2, { walBytesForFlush: 1, walTailBytes: 0 });
+      await checkpoints.collect('k', 1);
+      assert.deepEqual(await walContents(store), expectedAfter(300), 'the store reads the same after the collect');
+    } finally {
+      await store.close();
+      await checkpoints.close();
     }
   });
 

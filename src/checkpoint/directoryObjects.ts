@@ -47,9 +47,9 @@ export class DirectoryObjects implements CheckpointObjects {
     return `${final}${TMP_MARK}${randomBytes(6).toString('hex')}`;
   }
 
-  async putFile(name: string, localPath: string): Promise<void> {
+  async putFile(name: string, localPath: string, _bytes?: number, options: { readonly immutable?: boolean } = {}): Promise<void> {
     const final = this.#path(name);
-    await fileThreads().copy(localPath, final, this.#tmp(final));
+    await fileThreads().copy(localPath, final, this.#tmp(final), { link: options.immutable === true });
     this.#unsynced.add(path.dirname(final));
   }
 

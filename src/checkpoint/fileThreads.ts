@@ -106,6 +106,21 @@ function threadMain(): void {
   const writeAll = (fd: number, bytes: Uint8Array) => {
     for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, bytes.length - done);
   };
+  /** Reads `file` from its start to its end, handing each piece (up to 1 MiB, a reused buffer) to `each`. */
+  const readAll = (file: string, each: (chunk: Buffer) => void) => {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      for (let pos = 0; ; ) {
+        const n = fs.readSync(fd, buf, 0, buf.length, pos);
+        if (n === 0) break;
+        each(buf.subarray(0, n));
+        pos += n;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
   /** Each op returns its answer, and the buffers to transfer with it (not copy). */
   const ops: Record<string, (a: any) => { value: unknown; transfer?: ArrayBuffer[] }> = {
     write(a: { writes: Array<{ file: string; tmp: string; bytes: Uint8Array }>; syncDirs: boolean }) {
@@ -130,22 +145,35 @@ function threadMain(): void {
       }
       return { value: undefined };
     },
-    copy(a: { from: string; file: string; tmp: string }) {
-      commit(a.file, a.tmp, (fd) => {
-        const src = fs.openSync(a.from, 'r');
+    copy(a: { from: string; file: string; tmp: string; link: boolean }) {
+      if (a.link) {
+        // A hard link where the folders share a filesystem (RocksDB's checkpoints do the same
+        // with SST files): no bytes copied. The fsync makes the data durable if it was not.
+        fs.mkdirSync(path.dirname(a.file), { recursive: true });
         try {
-          const buf = Buffer.allocUnsafe(1 << 20);
-          for (let pos = 0; ; ) {
-            const n = fs.readSync(src, buf, 0, buf.length, pos);
-            if (n === 0) break;
-            writeAll(fd, buf.subarray(0, n));
-            pos += n;
+          fs.linkSync(a.from, a.tmp);
+          const fd = fs.openSync(a.tmp, 'r');
+          try {
+            fs.fsyncSync(fd);
+          } finally {
+            fs.closeSync(fd);
           }
-        } finally {
-          fs.closeSync(src);
+          fs.renameSync(a.tmp, a.file);
+          return { value: 'linked' };
+        } catch (err) {
+          fs.rmSync(a.tmp, { force: true });
+          const code = (err as NodeJS.ErrnoException).code;
+          // another filesystem, or one without hard links: copied below
+          if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
         }
-      });
-      return { value: undefined };
+      }
+      commit(a.file, a.tmp, (fd) => readAll(a.from, (chunk) => writeAll(fd, chunk)));
+      return { value: 'copied' };
+    },
+    hash(a: { file: string }) {
+      const h = crypto.createHash('sha256');
+      readAll(a.file, (chunk) => h.update(chunk));
+      return { value: h.digest('hex') };
     },
     remove(a: { paths: string[] }) {
       for (const p of a.paths) fs.rmSync(p, { force: true });
@@ -321,9 +349,20 @@ export class FileThreads {
     return this.#run('write', { writes, syncDirs: options.syncDirs });
   }
 
-  /** Copies `from` to `file` through `tmp` (fsynced, renamed); the folder is not synced. @throws the file error */
-  copy(from: string, file: string, tmp: string): Promise<void> {
-    return this.#run('copy', { from, file, tmp });
+  /**
+   * Copies `from` to `file` through `tmp` (fsynced, renamed); the folder is not synced. With
+   * `link` (a file never written again), hard-links it instead where both are on one
+   * filesystem that has hard links (else copies).
+   * @returns how: `linked` or `copied`
+   * @throws the file error
+   */
+  copy(from: string, file: string, tmp: string, options: { readonly link?: boolean } = {}): Promise<'linked' | 'copied'> {
+    return this.#run('copy', { from, file, tmp, link: options.link === true });
+  }
+
+  /** The SHA-256 (hex) of `file`'s content, read on a file thread. @throws the file error (`ENOENT`, ...) */
+  hash(file: string): Promise<string> {
+    return this.#run('hash', { file });
   }
 
   /** Removes each file (one already gone is not an error). @throws the first other file error (its `code` kept) */

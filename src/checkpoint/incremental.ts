@@ -59,8 +59,8 @@ const MAX_WAL_CHUNKS = 256;
  * The share of `walTailBytes` a chain's tail puts store before the base of the next chain is
  * made in the background (`#materialize`), and the share more after a try that made none.
  */
-const REBASE_SHARE = 0.5;
-const REBASE_RETRY_SHARE = 0.125;
+const REBASE_SHARE = 0.75;
+const REBASE_RETRY_SHARE = 0.0625;
 
 /**
  * A chain of WAL tail puts of one open `Store` under one key: what the key's latest
@@ -303,7 +303,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       let uploadedBytes = 0;
       await forEachLimit([...toUpload], TRANSFER_CONCURRENCY, async ([name, f]) => {
         signal?.throwIfAborted();
-        await this.objects.putFile(name, path.join(dir, f.name), f.bytes);
+        // A store's SST files (linked by RocksDB into the local checkpoint) are never written
+        // again; the files of a directory handed in are the caller's.
+        await this.objects.putFile(name, path.join(dir, f.name), f.bytes, { immutable: staged !== undefined && IMMUTABLE_FILE.test(f.name) });
         uploadedBytes += f.bytes;
         onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
       });
@@ -444,7 +446,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       await forEachLimit(files, TRANSFER_CONCURRENCY, async (f) => {
         const name = fileObjectName(key, f.sha256);
         if (known.get(name) === f.bytes || objects.has(name)) return;
-        await this.objects.putFile(name, path.join(staged, f.name), f.bytes);
+        await this.objects.putFile(name, path.join(staged, f.name), f.bytes, { immutable: IMMUTABLE_FILE.test(f.name) });
         objects.set(name, f.bytes);
       });
       await this.objects.sync();
@@ -612,9 +614,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const cacheKey = IMMUTABLE_FILE.test(name) ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}` : undefined;
       let sha256 = cacheKey === undefined ? undefined : this.#hashes.get(cacheKey);
       if (sha256 === undefined) {
-        const h = createHash('sha256');
-        await pipeline(createReadStream(p), h);
-        sha256 = h.digest('hex');
+        // On a file thread: the new SST files of a flush are megabytes, whose hashing on the
+        // main thread held up the pushes of the worker's other partitions.
+        sha256 = await fileThreads().hash(p);
         if (cacheKey !== undefined) {
           if (this.#hashes.size >= HASH_CACHE_LIMIT) this.#hashes.clear();
           this.#hashes.set(cacheKey, sha256);

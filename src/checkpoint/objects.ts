@@ -21,8 +21,11 @@ export interface CheckpointObjects {
    * Stores the local file at `localPath` (of `bytes` bytes) as object `name`, replacing any
    * object of that name. The object is visible under `name` only once complete, and durable
    * once `sync()` has returned after it (a crash before may lose it, never leave it partial).
+   * @param options.immutable the local file is never written again (a RocksDB SST file): a
+   *   directory on the same filesystem may hard-link it instead of copying it, as RocksDB's own
+   *   checkpoints do
    */
-  putFile(name: string, localPath: string, bytes: number): Promise<void>;
+  putFile(name: string, localPath: string, bytes: number, options?: { readonly immutable?: boolean }): Promise<void>;
   /**
    * Makes every object `putFile` stored before the call durable: a directory syncs each folder
    * such an object was renamed into (once per put instead of once per file); S3 has nothing to

@@ -28,9 +28,11 @@ export const DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH = 512 * 1024;
  * store only appended to its write-ahead logs (or switched to new ones) since this process's
  * previous put of it stores just the log bytes written since (a "WAL tail put": one object
  * per log and a manifest, instead of a RocksDB checkpoint, a description of every file and
- * their upload), until the chain of such puts stored this many bytes; then a whole put
- * flushes the memtables (above `walBytesForFlush`) and a new chain begins. It bounds what a
- * restore replays from the logs and the bytes stored again by the next whole put
+ * their upload), until the chain of such puts stored this many bytes. From three quarters of
+ * it the base of the next chain is made in the background (a local checkpoint, which flushes
+ * above `walBytesForFlush`, its new files stored, no manifest), and the next tail put begins
+ * a new chain on it; a chain that reaches the limit all the same ends with a whole put. It
+ * bounds what a restore replays from the logs and the bytes a new base stores again
  * (docs/checkpoints.md, "WAL tail puts"; the models: Kafka Streams' changelog topics and
  * Flink's changelog state backend, FLIP-158, which persist state changes as they happen and
  * materialize the state in the background). Chosen from bench/checkpoint.ts on cnr-2000 (16
@@ -197,6 +199,6 @@ export interface CheckpointStore {
    * @returns the number of checkpoints removed
    */
   remove(key: string): Promise<number>;
-  /** Releases connections. */
+  /** Releases connections, once a base being made in the background (see `DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`) is done. */
   close(): Promise<void>;
 }

@@ -106,7 +106,7 @@ interface Materialization {
   base?: {
     readonly files: CheckpointFile[];
     readonly start: ChainStart;
-    /** Objects of `files` and bytes, as stored (by this materialization or before). */
+    /** The objects of `files` this materialization stored, and their bytes (the others were stored before it: the put that adopts the base checks they still are). */
     readonly objects: Map<string, number>;
   };
 }

@@ -120,6 +120,16 @@ async function walFiles(dir: string, from = 0): Promise<string[]> {
   return found.sort((x, y) => walNumber(x) - walNumber(y));
 }
 
+/** The files of `files` not stored yet under `key` (by object name; `stored`: object name to bytes), each object once. */
+function notStored(key: string, files: readonly CheckpointFile[], stored: ReadonlyMap<string, number>): Map<string, CheckpointFile> {
+  const out = new Map<string, CheckpointFile>();
+  for (const f of files) {
+    const name = fileObjectName(key, f.sha256);
+    if (stored.get(name) !== f.bytes) out.set(name, f);
+  }
+  return out;
+}
+
 /**
  * What the key's stored files are, as this process last listed or wrote them: valid while the
  * key's latest manifest is `latest` (this process's last put, or the one seen at the listing),
@@ -276,15 +286,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     let staged: string | undefined;
     let immutable: Map<string, CheckpointFile> | undefined;
     if (source instanceof Store) {
-      const stagingDir = options.stagingDir ?? path.dirname(source.path);
-      const prefix = `.checkpoint-${path.basename(source.path)}-`;
-      staged = path.join(stagingDir, `${prefix}${process.pid}-${sequence}-${randomBytes(4).toString('hex')}`);
-      await mkdir(stagingDir, { recursive: true });
-      await removeDeadStaging(stagingDir, prefix);
-      await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
+      staged = await this.#localCheckpoint(source, options, String(sequence));
       dir = staged;
-      immutable = this.#immutableByStore.get(source);
-      if (!immutable) this.#immutableByStore.set(source, (immutable = new Map()));
+      immutable = this.#immutableOf(source);
     } else {
       dir = source.directory;
     }
@@ -293,24 +297,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const t1 = performance.now();
       const files = await this.#describe(dir, immutable);
       const stored = await listing;
-      const toUpload = new Map<string, CheckpointFile>();
-      for (const f of files) {
-        const name = fileObjectName(key, f.sha256);
-        if (stored.get(name) !== f.bytes) toUpload.set(name, f);
-      }
+      const toUpload = notStored(key, files, stored);
       const bytes = files.reduce((s, f) => s + f.bytes, 0);
       onProgress?.({ kind: 'checkpointed', files: files.length, bytes, toUpload: toUpload.size });
       let uploadedBytes = 0;
-      await forEachLimit([...toUpload], TRANSFER_CONCURRENCY, async ([name, f]) => {
-        signal?.throwIfAborted();
-        // A store's SST files (linked by RocksDB into the local checkpoint) are never written
-        // again; the files of a directory handed in are the caller's.
-        await this.objects.putFile(name, path.join(dir, f.name), f.bytes, { immutable: staged !== undefined && IMMUTABLE_FILE.test(f.name) });
-        uploadedBytes += f.bytes;
-        onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
+      // A store's SST files (linked by RocksDB into the local checkpoint) are never written
+      // again; the files of a directory handed in are the caller's.
+      await this.#storeFiles(dir, toUpload, staged !== undefined, {
+        signal,
+        onStored: (f) => {
+          uploadedBytes += f.bytes;
+          onProgress?.({ kind: 'uploaded', file: f.name, bytes: f.bytes });
+        },
       });
-      // The files durable (one folder sync for all of them, in a directory) before the manifest.
-      await this.objects.sync();
       signal?.throwIfAborted();
       await this.#holdManifest(key, sequence, toUpload.size, signal);
       const manifest: CheckpointManifest = {
@@ -429,13 +428,10 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * @returns whether `m.base` was set
    */
   async #materialize(key: string, source: Store, m: Materialization, options: CheckpointPutOptions): Promise<boolean> {
-    const stagingDir = options.stagingDir ?? path.dirname(source.path);
-    const staged = path.join(stagingDir, `.checkpoint-${path.basename(source.path)}-${process.pid}-base-${randomBytes(4).toString('hex')}`);
+    let staged: string | undefined;
     try {
-      await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
-      let immutable = this.#immutableByStore.get(source);
-      if (!immutable) this.#immutableByStore.set(source, (immutable = new Map()));
-      const files = await this.#describe(staged, immutable);
+      staged = await this.#localCheckpoint(source, options, 'base');
+      const files = await this.#describe(staged, this.#immutableOf(source));
       const start = await this.#chainStart(source, files);
       if (!start || this.#materializations.get(source) !== m) return false;
       const names = [...new Set(files.flatMap((f) => objectsOfFile(key, f)))];
@@ -443,21 +439,59 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       m.names = names;
       const known = this.#listings.get(key)?.files ?? new Map((await this.objects.list(filesPrefix(key))).map((o) => [o.name, o.bytes]));
       const objects = new Map<string, number>();
-      await forEachLimit(files, TRANSFER_CONCURRENCY, async (f) => {
-        const name = fileObjectName(key, f.sha256);
-        if (known.get(name) === f.bytes || objects.has(name)) return;
-        await this.objects.putFile(name, path.join(staged, f.name), f.bytes, { immutable: IMMUTABLE_FILE.test(f.name) });
-        objects.set(name, f.bytes);
-      });
-      await this.objects.sync();
+      await this.#storeFiles(staged, notStored(key, files, known), true, { onStored: (f, name) => objects.set(name, f.bytes) });
       if (this.#materializations.get(source) !== m) return false;
       m.base = { files, start, objects };
       return true;
     } catch {
       return false; // the chain goes on; the next try, or a whole put at its limit
     } finally {
-      await rm(staged, { recursive: true, force: true }).catch(() => undefined);
+      if (staged) await rm(staged, { recursive: true, force: true }).catch(() => undefined);
     }
+  }
+
+  /**
+   * A local RocksDB checkpoint of `source` (`Store.checkpoint`, flushing above
+   * `walBytesForFlush`) in a new folder of `stagingDir` (default: the store's parent, so that
+   * SST files are hard links), named `.checkpoint-<store folder>-<pid>-<tag>-<random>` (the
+   * form `removeDeadStaging` reads), after removing the folders of dead processes there.
+   * @returns the folder (the caller removes it)
+   * @throws the store's errors (StoreClosedError, I/O)
+   */
+  async #localCheckpoint(source: Store, options: CheckpointPutOptions, tag: string): Promise<string> {
+    const stagingDir = options.stagingDir ?? path.dirname(source.path);
+    const prefix = `.checkpoint-${path.basename(source.path)}-`;
+    const staged = path.join(stagingDir, `${prefix}${process.pid}-${tag}-${randomBytes(4).toString('hex')}`);
+    await mkdir(stagingDir, { recursive: true });
+    await removeDeadStaging(stagingDir, prefix);
+    await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
+    return staged;
+  }
+
+  /** The descriptions of `source`'s immutable files (`#immutableByStore`), made on first use. */
+  #immutableOf(source: Store): Map<string, CheckpointFile> {
+    let immutable = this.#immutableByStore.get(source);
+    if (!immutable) this.#immutableByStore.set(source, (immutable = new Map()));
+    return immutable;
+  }
+
+  /**
+   * Stores each file of `dir` in `toStore` (object name to file), TRANSFER_CONCURRENCY at a
+   * time, then makes them durable (`CheckpointObjects.sync`: one folder sync in a directory),
+   * before any manifest may name them.
+   * @param fromStore `dir` is a local checkpoint of a store: its SST and blob files, never
+   *   written again, may be hard-linked (`putFile`'s `immutable`)
+   * @param options.signal checked before each file
+   * @param options.onStored called as each file is stored
+   * @throws the abort reason; what `onStored` throws; the checkpoint store's errors
+   */
+  async #storeFiles(dir: string, toStore: ReadonlyMap<string, CheckpointFile>, fromStore: boolean, options: { readonly signal?: AbortSignal; readonly onStored: (f: CheckpointFile, name: string) => void }): Promise<void> {
+    await forEachLimit([...toStore], TRANSFER_CONCURRENCY, async ([name, f]) => {
+      options.signal?.throwIfAborted();
+      await this.objects.putFile(name, path.join(dir, f.name), f.bytes, { immutable: fromStore && IMMUTABLE_FILE.test(f.name) });
+      options.onStored(f, name);
+    });
+    await this.objects.sync();
   }
 
   /** Forgets `m` (if it is still `source`'s) and lets `collect` remove its objects again. */

@@ -21,10 +21,14 @@ test('a second job, or a clean, on a data dir in use is refused naming the first
   let second: Promise<Awaited<ReturnType<typeof runCli>>> | undefined;
   let clean: Promise<Awaited<ReturnType<typeof runCli>>> | undefined;
   const first = await runCli(args('a.tsv'), {
-    onLine: (line) => {
+    onLine: (line, pid) => {
       if (second || !line.startsWith('data dir ')) return;
+      // The first job holds the lock from this line on; stopped here until the other two have
+      // tried (a polblogs rank can end before another process has even started), then resumed.
+      process.kill(pid, 'SIGSTOP');
       second = runCli(args('b.tsv'), { timeoutMs: 120_000 });
       clean = runCli(['clean', '--data-dir', dataDir, '--remove-data'], { timeoutMs: 120_000 });
+      void Promise.allSettled([second, clean]).then(() => process.kill(pid, 'SIGCONT'));
     },
   });
   assert.equal(first.code, 0, first.stderr);

@@ -23,11 +23,11 @@ export interface KillPoint {
 
 /**
  * Runs `shardflow <args>` (bin/shardflow.mjs, as a user does) and, with `kill`, sends it a
- * signal at the first stderr line that matches; `onLine` sees every stderr line. Resolves
+ * signal at the first stderr line that matches; `onLine` sees every stderr line (and the pid). Resolves
  * when the process has exited.
  * @param timeoutMs SIGKILL after this long (the run then counts as hung: code null)
  */
-export function runCli(args: readonly string[], options: { readonly kill?: KillPoint; readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly env?: Record<string, string> } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { readonly kill?: KillPoint; readonly onLine?: (line: string, pid: number) => void; readonly timeoutMs?: number; readonly env?: Record<string, string> } = {}): Promise<CliRun> {
   const child = spawn(process.execPath, [resolve(repoRoot, 'bin/shardflow.mjs'), ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -42,7 +42,7 @@ export function runCli(args: readonly string[], options: { readonly kill?: KillP
     const lines = pending.split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
-      options.onLine?.(line);
+      options.onLine?.(line, child.pid!);
       if (killed || !options.kill?.when(line)) continue;
       killed = true;
       const k = options.kill;

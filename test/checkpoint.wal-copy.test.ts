@@ -39,6 +39,8 @@ const newKey = (): string => `w${n++}-${randomBytes(3).toString('hex')}`;
 interface Target {
   readonly name: string;
   unavailable(): Promise<string | undefined>;
+  /** Tail puts hard-link the store's logs (a directory on the store's filesystem) instead of copying their new bytes. */
+  readonly links: boolean;
   /** A fresh checkpoint store, its URL and the environment another process opens it with. */
   open(): { checkpoints: CheckpointStore; url: string; env: NodeJS.ProcessEnv };
 }
@@ -46,6 +48,7 @@ const targets: Target[] = [
   {
     name: 'directory (file:///DIR)',
     unavailable: async () => undefined,
+    links: true,
     open() {
       const url = pathToFileURL(fresh('ckpt-dir')).href;
       return { checkpoints: openCheckpointStore(url), url, env: {} };
@@ -54,6 +57,7 @@ const targets: Target[] = [
   {
     name: 's3 (the local S3 server)',
     unavailable: s3Unavailable,
+    links: false,
     open() {
       const url = `s3://${S3_BUCKET}/test/wal-copy-${process.pid}-${randomBytes(4).toString('hex')}`;
       return { checkpoints: openCheckpointStore(url, { env: s3Env() }), url, env: s3Env() };
@@ -107,8 +111,16 @@ for (const target of targets) {
         assert.notEqual(w2[0]!.sha256, w1[0]!.sha256, 'its new content is hashed anew');
         assert.equal(first.walTail, false);
         assert.equal(second.walTail, true, 'the second put stored the WAL tail');
-        assert.equal(second.uploadedFiles, 1);
-        assert.equal(second.uploadedBytes, w2[0]!.bytes - w1[0]!.bytes, 'only the bytes the log gained');
+        if (target.links) {
+          // Linked: nothing copied; the manifest names the store's own log, linked once.
+          assert.equal(second.uploadedFiles, 0, 'the log is linked, not copied');
+          assert.equal(second.uploadedBytes, 0);
+          assert.match(w2[0]!.link ?? '', new RegExp(`^${key}/files/log-[0-9a-f]{12}-${w2[0]!.name.replace('.', '\\.')}$`));
+        } else {
+          assert.equal(second.uploadedFiles, 1);
+          assert.equal(second.uploadedBytes, w2[0]!.bytes - w1[0]!.bytes, 'only the bytes the log gained');
+          assert.equal(w2[0]!.link, undefined);
+        }
         assert.deepEqual(w2[0]!.chunks?.map((c) => c.bytes), [w1[0]!.bytes, w2[0]!.bytes - w1[0]!.bytes]);
         assert.equal(w2[0]!.chunks?.[0]?.sha256, w1[0]!.sha256, 'its first chunk is the first put\'s whole file');
         // With tail puts off, a grown WAL is stored again whole.
@@ -347,6 +359,93 @@ describe('checkpoints that copy the WAL: what the put checks and hashes', () => 
     } finally {
       await store.close();
       await checkpoints.close();
+    }
+  });
+
+  it('a directory store on the store\'s filesystem links the live log: the restore stops at the bytes the manifest records, a damaged byte is refused, a collect removes links no manifest names', async () => {
+    const checkpoints = openCheckpointStore(pathToFileURL(fresh('ckpt-dir')).href);
+    const root = fileURLToPath(checkpoints.url);
+    const storeDir = fresh('db');
+    const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies });
+    let linkPath = '';
+    let recorded = 0;
+    try {
+      for (let b = 0; b < 100; b++) await writeWalBatch(store, b);
+      assert.equal((await checkpoints.put('k', store, 1)).walTail, false);
+      for (let b = 100; b < 250; b++) await writeWalBatch(store, b);
+      const tail = await checkpoints.put('k', store, 2);
+      assert.equal(tail.walTail, true);
+      assert.equal(tail.uploadedBytes, 0, 'nothing copied');
+      const log = walFiles(tail.manifest)[0]!;
+      assert.ok(log.link, 'the manifest names a linked log');
+      linkPath = path.join(root, ...log.link.split('/'));
+      const [linked, live] = [await stat(linkPath), await stat(path.join(storeDir, log.name))];
+      assert.equal(linked.ino, live.ino, 'the object is the store\'s log, hard-linked');
+      recorded = log.bytes;
+      // The log grows past what the manifest records: the restore replays only its prefix.
+      for (let b = 250; b < 400; b++) await writeWalBatch(store, b);
+      assert.ok((await stat(linkPath)).size > recorded, 'the linked log grew');
+      const r2 = await restored(checkpoints, 'k', 2);
+      assert.equal(r2.batches, 250);
+      assert.deepEqual(r2.content, expectedAfter(250));
+      // A new put of the same chain links nothing new and records more of the same log.
+      const next = await checkpoints.put('k', store, 3);
+      assert.equal(walFiles(next.manifest)[0]!.link, log.link);
+      assert.deepEqual((await restored(checkpoints, 'k', 3)).content, expectedAfter(400));
+      // A whole put, then a collect keeping it alone: no manifest names the link any more.
+      await checkpoints.put('k', store, 4, { walTailBytes: 0 });
+      await checkpoints.collect('k', 1);
+      await assert.rejects(stat(linkPath), { code: 'ENOENT' }, 'the collect removed the link');
+      assert.deepEqual(await walContents(store), expectedAfter(400), 'and left the store\'s log');
+      assert.deepEqual((await restored(checkpoints, 'k', 4)).content, expectedAfter(400));
+    } finally {
+      await store.close();
+    }
+    // A damaged byte inside the recorded prefix of a linked log: the restore refuses it.
+    const other = fresh('db');
+    const s2 = await Store.open({ path: other, columnFamilies: walColumnFamilies });
+    try {
+      for (let b = 0; b < 50; b++) await writeWalBatch(s2, b);
+      await checkpoints.put('d', s2, 1);
+      for (let b = 50; b < 120; b++) await writeWalBatch(s2, b);
+      const put = await checkpoints.put('d', s2, 2);
+      const log = walFiles(put.manifest)[0]!;
+      assert.ok(log.link);
+      const file = path.join(root, ...log.link.split('/'));
+      const bytes = await readFile(file);
+      bytes[log.bytes - 10] = bytes[log.bytes - 10]! ^ 0xff;
+      await writeFile(file, bytes); // the same inode: the store's log is damaged too, and is not used again
+      await assert.rejects(checkpoints.restore('d', fresh('damaged'), { sequence: 2 }), (err: Error) => err.name === 'CheckpointDamagedError' && /SHA-256/.test(err.message));
+    } finally {
+      await s2.close();
+      await checkpoints.close();
+    }
+  });
+
+  it('a directory store on another filesystem (EXDEV) copies the log\'s new bytes instead of linking them', async (t) => {
+    const shm = '/dev/shm';
+    const elsewhere = await stat(shm).then((st) => st.isDirectory(), () => false);
+    if (!elsewhere || (await stat(shm)).dev === (await stat(work)).dev) {
+      t.skip(`${shm} is not another filesystem here`);
+      return;
+    }
+    const dir = await mkdtemp(path.join(shm, 'shardflow-walckpt-'));
+    const checkpoints = openCheckpointStore(pathToFileURL(dir).href);
+    const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies });
+    try {
+      for (let b = 0; b < 100; b++) await writeWalBatch(store, b);
+      await checkpoints.put('k', store, 1);
+      for (let b = 100; b < 200; b++) await writeWalBatch(store, b);
+      const tail = await checkpoints.put('k', store, 2);
+      assert.equal(tail.walTail, true);
+      const log = walFiles(tail.manifest)[0]!;
+      assert.equal(log.link, undefined, 'not linked across filesystems');
+      assert.equal(tail.uploadedFiles, 1, 'the new bytes copied as a chunk');
+      assert.deepEqual((await restored(checkpoints, 'k', 2)).content, expectedAfter(200));
+    } finally {
+      await store.close();
+      await checkpoints.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

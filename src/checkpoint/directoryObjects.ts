@@ -37,6 +37,10 @@ export class DirectoryObjects implements CheckpointObjects {
     return path.join(this.root, ...name.split('/'));
   }
 
+  localPath(name: string): string {
+    return this.#path(name);
+  }
+
   /** Folders that `putFile` renamed objects into since the last `sync()`. */
   readonly #unsynced = new Set<string>();
   /** The latest `sync()`'s folder syncs (and, through it, every earlier one's). */

@@ -41,12 +41,25 @@ export interface ListedFile {
   readonly mtimeMs: number;
 }
 
-/** A write-ahead log read by {@link FileThreads.readLogTail}: the bytes from `from` to its end, and their SHA-256 (hex; '' when empty). */
+/**
+ * A write-ahead log read by {@link FileThreads.readLogTail}: its bytes from `from` to its end
+ * (`bytes` of them) and their SHA-256 (hex; '' when none); `data` holds them unless the log
+ * is `linked` (then `data` is empty: the log is hard-linked as the `link` path given, and
+ * synced to disk up to its end).
+ */
 export interface LogTailRead {
   readonly name: string;
   readonly from: number;
+  readonly bytes: number;
   readonly data: Buffer;
   readonly sha256: string;
+  readonly linked: boolean;
+}
+
+/** Where {@link FileThreads.readLogTail} hard-links the logs it reads: `dir/<prefix><log name>`. */
+export interface LogLink {
+  readonly dir: string;
+  readonly prefix: string;
 }
 
 /**
@@ -206,7 +219,7 @@ function threadMain(): void {
       }
       return { value: out };
     },
-    readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number }) {
+    readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number; link?: { dir: string; prefix: string } }) {
       const pattern = new RegExp(a.pattern);
       const number = (name: string) => Number(pattern.exec(name)![1]);
       const firstNumber = number(a.first);
@@ -226,18 +239,45 @@ function threadMain(): void {
       }
       const logs = [...where.keys()].sort((x, y) => number(x) - number(y));
       if (logs[0] !== a.first) return { value: { status: 'gone' } };
-      const reads: Array<{ name: string; from: number; data: Buffer; sha256: string }> = [];
+      const reads: Array<{ name: string; from: number; bytes: number; data: Buffer; sha256: string; linked: boolean }> = [];
       let added = 0;
+      // Linking: errors that say this filesystem cannot (another filesystem, no hard links);
+      // the logs are then read and copied as without a link.
+      const refused = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK', 'ENOSYS']);
+      let link = a.link;
+      let linkedAny = false;
+      /** Links the log open as `fd` (found at `at`, or moved to the archive since) as `target`: true when `target` is that log. */
+      const linkLog = (fd: number, at: string, name: string, target: string): boolean => {
+        const own = fs.fstatSync(fd);
+        try {
+          const st = fs.statSync(target);
+          return st.ino === own.ino && st.dev === own.dev;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
+        fs.mkdirSync(path.dirname(target), { recursive: true });
+        try {
+          fs.linkSync(at, target);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+          fs.linkSync(path.join(archive, name), target); // archived since it was opened
+        }
+        linkedAny = true;
+        const st = fs.statSync(target);
+        return st.ino === own.ino && st.dev === own.dev;
+      };
       for (const [i, name] of logs.entries()) {
         const from = i === 0 ? a.from : 0;
         let fd;
+        let at = path.join(where.get(name)!, name);
         try {
-          fd = fs.openSync(path.join(where.get(name)!, name), 'r');
+          fd = fs.openSync(at, 'r');
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
           // archived since the listing (an open log stays readable when it is moved)
           try {
-            fd = fs.openSync(path.join(archive, name), 'r');
+            at = path.join(archive, name);
+            fd = fs.openSync(at, 'r');
           } catch (again) {
             if ((again as NodeJS.ErrnoException).code === 'ENOENT') return { value: { status: 'gone' } };
             throw again;
@@ -248,18 +288,43 @@ function threadMain(): void {
           if (size < from) return { value: { status: 'gone' } };
           added += size - from;
           if (added > a.budget) return { value: { status: 'limit' } };
+          let linked = false;
+          if (link) {
+            try {
+              linked = linkLog(fd, at, name, path.join(link.dir, link.prefix + name));
+            } catch (err) {
+              if (!refused.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+              link = undefined;
+            }
+          }
+          if (linked) {
+            // Hashed in pieces of a reused buffer (nothing handed over), then made durable up
+            // to `size` (RocksDB does not sync its log on each write): a manifest may name it.
+            const hash = crypto.createHash('sha256');
+            const buf = Buffer.allocUnsafe(Math.min(1 << 20, Math.max(1, size - from)));
+            for (let pos = from; pos < size; ) {
+              const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
+              if (n === 0) throw new Error(`${name} ended at ${pos} bytes, expected ${size}`);
+              hash.update(buf.subarray(0, n));
+              pos += n;
+            }
+            fs.fdatasyncSync(fd);
+            reads.push({ name, from, bytes: size - from, data: Buffer.alloc(0), sha256: size > from ? hash.digest('hex') : '', linked: true });
+            continue;
+          }
           const data = Buffer.allocUnsafeSlow(size - from);
           for (let done = 0; done < data.length; ) {
             const n = fs.readSync(fd, data, done, data.length - done, from + done);
             if (n === 0) throw new Error(`${name} ended at ${from + done} bytes, expected ${size}`);
             done += n;
           }
-          reads.push({ name, from, data, sha256: data.length > 0 ? crypto.createHash('sha256').update(data).digest('hex') : '' });
+          reads.push({ name, from, bytes: data.length, data, sha256: data.length > 0 ? crypto.createHash('sha256').update(data).digest('hex') : '', linked: false });
         } finally {
           fs.closeSync(fd);
         }
       }
-      return { value: { status: 'ok', reads, added }, transfer: reads.map((r) => r.data.buffer as ArrayBuffer) };
+      if (linkedAny) syncDir(a.link!.dir); // the new links' names
+      return { value: { status: 'ok', reads, added }, transfer: reads.filter((r) => !r.linked).map((r) => r.data.buffer as ArrayBuffer) };
     },
   };
   parentPort!.on('message', (m: { id: number; op: string; args: unknown }) => {
@@ -386,9 +451,13 @@ export class FileThreads {
    * number is at least `first`'s, oldest first; of `first` the bytes from `from`, of the
    * newer ones all bytes, each with its SHA-256.
    * @param budget most bytes the reads may add up to (else `limit`)
+   * @param link where to hard-link each log instead of handing its bytes over (`LogTailRead.linked`;
+   *   an existing link is kept when it is the same file): the bytes are then hashed and the log
+   *   synced up to its end. Where the filesystem refuses (EXDEV and the like), that log and the
+   *   next are read as without a link.
    */
-  readLogTail(dir: string, pattern: RegExp, first: string, from: number, budget: number): Promise<LogTailResult> {
-    return this.#run<LogTailResult>('readLogTail', { dir, pattern: pattern.source, first, from, budget }).then((r) =>
+  readLogTail(dir: string, pattern: RegExp, first: string, from: number, budget: number, link?: LogLink): Promise<LogTailResult> {
+    return this.#run<LogTailResult>('readLogTail', { dir, pattern: pattern.source, first, from, budget, ...(link ? { link } : {}) }).then((r) =>
       r.status === 'ok' ? { ...r, reads: r.reads.map((x) => ({ ...x, data: Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength) })) } : r,
     );
   }

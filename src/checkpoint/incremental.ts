@@ -22,7 +22,7 @@ import type {
   CheckpointRestoreReport,
   CheckpointStore,
 } from './checkpointStore.js';
-import { fileThreads, type LogTailResult } from './fileThreads.js';
+import { fileThreads, type LogLink, type LogTailResult } from './fileThreads.js';
 import { forEachLimit } from './limit.js';
 import {
   checkKey,
@@ -35,6 +35,7 @@ import {
   manifestName,
   manifestsPrefix,
   chunkListSha256,
+  logLinkName,
   objectsOfFile,
   sequenceOfManifest,
   type CheckpointChunk,
@@ -79,6 +80,8 @@ interface WalChain {
   /** Bytes of that WAL it holds (a prefix of the file), and their chunks. */
   walBytes: number;
   chunks: CheckpointChunk[];
+  /** The object that WAL is hard-linked as, when the chain's manifest names its chunks there (`CheckpointFile.link`). */
+  link?: string;
   /** Log bytes the chain's tail puts stored since its whole put (bounded by `walTailBytes`). */
   logged: number;
   /** `logged` from which the next chain's base is made in the background (`#materialize`); undefined: at `REBASE_SHARE` of the limit. */
@@ -192,6 +195,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   readonly #immutableByStore = new WeakMap<Store, Map<string, CheckpointFile>>();
   /** Per open `Store`, the chain of WAL tail puts its latest put began (WalChain). */
   readonly #walChains = new WeakMap<Store, WalChain>();
+  /** Per open `Store`, the id in the names of its linked logs (`logLinkName`): a reopened store's logs reuse numbers. */
+  readonly #linkIds = new WeakMap<Store, string>();
   /** Per open `Store`, the base of its next chain being made or made (Materialization). */
   readonly #materializations = new WeakMap<Store, Materialization>();
   /**
@@ -521,7 +526,20 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged);
+    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged, this.#logLink(chain.key, source));
+  }
+
+  /**
+   * Where a tail put hard-links the store's logs ("Linked logs", docs/checkpoints.md): the
+   * key's files folder of a store whose objects are local files; undefined for S3.
+   */
+  #logLink(key: string, source: Store): LogLink | undefined {
+    if (!this.objects.localPath) return undefined;
+    let id = this.#linkIds.get(source);
+    if (id === undefined) this.#linkIds.set(source, (id = randomBytes(6).toString('hex')));
+    const sample = logLinkName(key, id, '0.log');
+    const local = this.objects.localPath(sample);
+    return { dir: path.dirname(local), prefix: path.basename(local).slice(0, -'0.log'.length) };
   }
 
   /**
@@ -559,18 +577,23 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     // The logs' new entries, and the objects to store (one chunk per log that grew).
     const byName = new Map(chain.files.map((f) => [f.name, f]));
     const objects: Array<{ name: string; data: Buffer; label: string }> = [];
-    let last = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks };
+    let last: { name: string; bytes: number; chunks: CheckpointChunk[]; link?: string } = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks, ...(chain.link ? { link: chain.link } : {}) };
+    const linkId = this.#linkIds.get(source);
     for (const [i, r] of reads.entries()) {
+      // A log whose chunks a manifest names in its link stays linked (its earlier chunks were
+      // never stored apart): if it no longer can be, a whole put.
+      if (i === 0 && chain.link && !r.linked) return undefined;
       let chunks = i === 0 ? chain.chunks : [];
-      if (r.data.length > 0) {
+      if (r.bytes > 0) {
         const { sha256 } = r;
-        chunks = [...chunks, { bytes: r.data.length, sha256 }];
+        chunks = [...chunks, { bytes: r.bytes, sha256 }];
         const name = fileObjectName(key, sha256);
-        if (stored.get(name) !== r.data.length && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });
+        if (!r.linked && stored.get(name) !== r.bytes && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });
       }
-      const bytes = r.from + r.data.length;
-      if (chunks.length > 0) byName.set(r.name, { name: r.name, bytes, sha256: chunkListSha256(chunks), chunks });
-      last = { name: r.name, bytes, chunks };
+      const bytes = r.from + r.bytes;
+      const link = r.linked ? logLinkName(key, linkId!, r.name) : undefined;
+      if (chunks.length > 0) byName.set(r.name, { name: r.name, bytes, sha256: chunkListSha256(chunks), chunks, ...(link ? { link } : {}) });
+      last = { name: r.name, bytes, chunks, ...(link ? { link } : {}) };
     }
     const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
@@ -597,6 +620,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     chain.wal = last.name;
     chain.walBytes = last.bytes;
     chain.chunks = last.chunks;
+    chain.link = last.link;
     chain.logged += added;
     this.#walChains.set(source, chain);
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
@@ -699,6 +723,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string): Promise<void> {
     const damaged = (why: string): CheckpointDamagedError =>
       new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; restore an earlier checkpoint (sequence option) or take a new one`, m.key, m.sequence, f.name);
+    if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
     const hash = createHash('sha256');
     let bytes = 0;
     const parts = f.chunks ?? [{ bytes: f.bytes, sha256: f.sha256 }];
@@ -731,6 +756,53 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     // against the chunks when it was read (decodeManifest).
     const sha256 = f.chunks ? chunkListSha256(f.chunks) : hash.digest('hex');
     if (sha256 !== f.sha256) throw damaged(`has SHA-256 ${sha256}, the manifest says ${f.sha256}`);
+  }
+
+  /**
+   * Writes the first `f.bytes` bytes of `f.link` (a linked log, which may have grown since) to
+   * `target`, checking each chunk's bytes against its digest as they pass.
+   */
+  async #fetchLinked(f: CheckpointFile & { readonly link: string; readonly chunks: readonly CheckpointChunk[] }, target: string, damaged: (why: string) => CheckpointDamagedError): Promise<void> {
+    const body = await this.objects.getStream(f.link);
+    if (!body) throw damaged(`is missing its linked log (object ${f.link})`);
+    const { chunks } = f;
+    let i = 0;
+    let inChunk = 0;
+    let partHash = createHash('sha256');
+    let written = 0;
+    /** Ends chunk i when it is full (and every empty chunk after it), checking its digest. */
+    const close = () => {
+      while (i < chunks.length && inChunk === chunks[i]!.bytes) {
+        const sha = partHash.digest('hex');
+        if (sha !== chunks[i]!.sha256) throw damaged(`chunk ${i + 1} of ${chunks.length} (in ${f.link}) has SHA-256 ${sha}, the manifest says ${chunks[i]!.sha256}`);
+        i++;
+        inChunk = 0;
+        partHash = createHash('sha256');
+      }
+    };
+    const cut = new Transform({
+      transform(piece: Buffer, _enc, done) {
+        try {
+          close();
+          let at = 0;
+          while (at < piece.length && i < chunks.length) {
+            const n = Math.min(piece.length - at, chunks[i]!.bytes - inChunk);
+            partHash.update(piece.subarray(at, at + n));
+            inChunk += n;
+            at += n;
+            close();
+          }
+          const keep = piece.subarray(0, at);
+          written += keep.length;
+          done(null, keep);
+        } catch (err) {
+          done(err as Error);
+        }
+      },
+    });
+    await pipeline(body, cut, createWriteStream(target, { flags: 'wx' }));
+    close();
+    if (i < chunks.length || written !== f.bytes) throw damaged(`has ${written} bytes in its linked log ${f.link}, the manifest says ${f.bytes}`);
   }
 
   async collect(key: string, keep: number): Promise<CheckpointCollectReport> {

@@ -17,6 +17,13 @@
  * the log gained since the previous put ("WAL tail puts", docs/checkpoints.md). A manifest
  * with chunks has format `shardflow-checkpoint/2`, so that a reader of format 1 refuses it
  * instead of looking for an object the whole file was never stored as.
+ *
+ * A file in chunks may instead name a `link`: one object `<key>/files/log-<id>-<log name>`
+ * whose first `bytes` bytes are the chunks, in order (each still checked against its
+ * digest). A directory store on the store's own filesystem hard-links the live log there
+ * instead of copying each new range of it ("Linked logs", docs/checkpoints.md): RocksDB only
+ * appends to a log, so the object grows past what a manifest records and a restore reads its
+ * prefix. A manifest with a link has format `shardflow-checkpoint/3`.
  */
 import { createHash } from 'node:crypto';
 import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
@@ -24,6 +31,8 @@ import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
 export const MANIFEST_FORMAT = 'shardflow-checkpoint/1';
 /** The format of a manifest with a file stored as chunks (`CheckpointFile.chunks`). */
 export const MANIFEST_FORMAT_CHUNKED = 'shardflow-checkpoint/2';
+/** The format of a manifest with a file whose chunks are the prefix of a linked log object (`CheckpointFile.link`). */
+export const MANIFEST_FORMAT_LINKED = 'shardflow-checkpoint/3';
 
 /** One stored object of a file kept as chunks: its size in bytes and SHA-256 (hex). */
 export interface CheckpointChunk {
@@ -43,6 +52,11 @@ export interface CheckpointFile {
   readonly bytes: number;
   readonly sha256: string;
   readonly chunks?: readonly CheckpointChunk[];
+  /**
+   * With `chunks`: the object (`logLinkName`) whose first `bytes` bytes are the chunks, in
+   * order, instead of one object per chunk. It may be longer: a live log linked into the store.
+   */
+  readonly link?: string;
 }
 
 /** The `sha256` of a file stored as `chunks`: SHA-256 over their digests (raw bytes, in order). */
@@ -54,6 +68,7 @@ export function chunkListSha256(chunks: readonly CheckpointChunk[]): string {
 
 /** The names of the stored objects that hold `file` (`fileObjectName` of each chunk, or of the whole file). */
 export function objectsOfFile(key: string, file: CheckpointFile): string[] {
+  if (file.link) return [file.link];
   return file.chunks ? file.chunks.map((c) => fileObjectName(key, c.sha256)) : [fileObjectName(key, file.sha256)];
 }
 
@@ -107,6 +122,14 @@ export const filesPrefix = (key: string): string => `${key}/files/`;
 export const manifestName = (key: string, sequence: number): string =>
   `${manifestsPrefix(key)}${String(sequence).padStart(SEQUENCE_DIGITS, '0')}.json`;
 export const fileObjectName = (key: string, sha256: string): string => `${filesPrefix(key)}${sha256}`;
+/** A linked log's object name, after `filesPrefix(key)`: `log-<id>-<log name>` (`id`: 12 hex digits naming the open store). */
+const LINK_NAME = /^log-[0-9a-f]{12}-\d+\.log$/;
+/**
+ * The object a directory store hard-links log `log` of the open store `id` to (`CheckpointFile.link`).
+ * @param id 12 lowercase hex digits, one per open store (a reopened store gets a new one)
+ * @param log the log's file name (`<number>.log`)
+ */
+export const logLinkName = (key: string, id: string, log: string): string => `${filesPrefix(key)}log-${id}-${log}`;
 
 /** The sequence number of a manifest object's name, or undefined for another object. */
 export function sequenceOfManifest(key: string, name: string): number | undefined {
@@ -123,12 +146,12 @@ export const isCheckpointFileName = (name: string): boolean => FILE_NAME.test(na
 
 export function encodeManifest(m: CheckpointManifest): Buffer {
   return Buffer.from(JSON.stringify({
-    format: m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
+    format: m.files.some((f) => f.link) ? MANIFEST_FORMAT_LINKED : m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
     key: m.key,
     sequence: m.sequence,
     createdAt: m.createdAt,
     files: m.files.map((f) => (f.chunks
-      ? { name: f.name, bytes: f.bytes, sha256: f.sha256, chunks: f.chunks.map((c) => ({ bytes: c.bytes, sha256: c.sha256 })) }
+      ? { name: f.name, bytes: f.bytes, sha256: f.sha256, chunks: f.chunks.map((c) => ({ bytes: c.bytes, sha256: c.sha256 })), ...(f.link ? { link: f.link } : {}) }
       : { name: f.name, bytes: f.bytes, sha256: f.sha256 })),
     metadata: Buffer.from(m.metadata).toString('base64'),
   }));
@@ -150,7 +173,7 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
   }
   if (raw === null || typeof raw !== 'object') return damaged('not an object');
   const o = raw as Record<string, unknown>;
-  if (o.format !== MANIFEST_FORMAT && o.format !== MANIFEST_FORMAT_CHUNKED) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT} or ${MANIFEST_FORMAT_CHUNKED}`);
+  if (o.format !== MANIFEST_FORMAT && o.format !== MANIFEST_FORMAT_CHUNKED && o.format !== MANIFEST_FORMAT_LINKED) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT}, ${MANIFEST_FORMAT_CHUNKED} or ${MANIFEST_FORMAT_LINKED}`);
   if (o.key !== key || o.sequence !== sequence) return damaged(`it names ${JSON.stringify(o.key)}@${String(o.sequence)}`);
   if (typeof o.createdAt !== 'string') return damaged('no createdAt');
   if (typeof o.metadata !== 'string') return damaged('no metadata');
@@ -166,10 +189,11 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
     names.add(e.name);
     total += e.bytes as number;
     if (e.chunks === undefined) {
+      if (e.link !== undefined) return damaged(`a link without chunks for ${e.name}`);
       files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256 });
       continue;
     }
-    if (o.format !== MANIFEST_FORMAT_CHUNKED || !Array.isArray(e.chunks) || e.chunks.length === 0) return damaged(`bad chunk list of ${e.name}`);
+    if (o.format === MANIFEST_FORMAT || !Array.isArray(e.chunks) || e.chunks.length === 0) return damaged(`bad chunk list of ${e.name}`);
     const chunks: CheckpointChunk[] = [];
     let sum = 0;
     for (const c of e.chunks as unknown[]) {
@@ -180,6 +204,12 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
     }
     if (sum !== e.bytes) return damaged(`the chunks of ${e.name} hold ${sum} bytes, the file ${String(e.bytes)}`);
     if (chunkListSha256(chunks) !== e.sha256) return damaged(`the sha256 of ${e.name} is not its chunks' hash list`);
+    if (e.link !== undefined) {
+      const prefix = filesPrefix(key);
+      if (o.format !== MANIFEST_FORMAT_LINKED || typeof e.link !== 'string' || !e.link.startsWith(prefix) || !LINK_NAME.test(e.link.slice(prefix.length))) return damaged(`bad link of ${e.name}: ${JSON.stringify(e.link)}`);
+      files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256, chunks, link: e.link });
+      continue;
+    }
     files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256, chunks });
   }
   return { key, sequence, createdAt: o.createdAt, files, bytes: total, metadata: new Uint8Array(Buffer.from(o.metadata, 'base64')) };

@@ -32,6 +32,13 @@ export interface CheckpointObjects {
    * do (a PUT is durable when it returns).
    */
   sync(): Promise<void>;
+  /**
+   * The path on this machine's filesystem where object `name` is (or would be) a file, for
+   * objects that are files (a directory store; absent for S3). A WAL tail put hard-links the
+   * store's live log there (`CheckpointFile.link`, "Linked logs" in docs/checkpoints.md) when
+   * it is on the same filesystem.
+   */
+  localPath?(name: string): string;
   /** Stores `bytes` as object `name` (visible only once complete, durable once it returns). */
   putBytes(name: string, bytes: Uint8Array): Promise<void>;
   /**

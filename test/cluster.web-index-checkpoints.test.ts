@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -132,6 +133,21 @@ test('three workers with their own data dirs and S3 checkpoints rank epa; one SI
     // A store is restored when missing here, or older than the latest checkpoint (the unit came back after a later owner ran it).
     assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r) || /owner epoch \d+ \(checkpoint -?\d+\) is older than checkpoint \d+'s \d+$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
     t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}`);
+    await c.stopAll();
+  });
+});
+
+test('the same with a directory checkpoint store on the workers\' filesystem: the rounds\' WAL tails are linked, not copied; one worker SIGKILLed mid-rounds, the result is exact', { timeout: 420_000 }, async (t) => {
+  await withCheckpointedWebIndexCluster(t, { partitions: CLUSTER_PARTITIONS, leaseMs: LEASE_MS, store: 'directory' }, async ({ c, ws, prefix }) => {
+    const expected = await rankCase(graphs.epa, CLUSTER_PARTITIONS);
+    const { result, killedAt } = await rankKillingAtRound3(c, ws, expected);
+    assert.ok(killedAt !== undefined, 'the kill happened during the rounds');
+    assertClusterRank(result, expected);
+    const moved = restores(ws.slice(1));
+    assert.ok(moved.length >= 1 && moved.some((r) => /\(\+\d+ WAL tails\)/.test(r)), `the killed worker's partitions were restored with WAL tails: ${moved.join('; ')}`);
+    const links = (await readdir(prefix, { recursive: true })).filter((f) => /(^|\/)files\/log-[0-9a-f]{12}-\d+\.log$/.test(f));
+    assert.ok(links.length > 0, 'the checkpoint store holds linked logs');
+    t.diagnostic(`restores: ${moved.join('; ')}; ${links.length} linked logs`);
     await c.stopAll();
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { clusterBrokerIdentity, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, type Broker, type BrokerIdentity, type ClusterClient, type ClusterStatus } from '../../src/index.js';
 import { MemoryBroker } from '../../src/runtime/brokers/index.js';
 import { readGraph, readScores, type WebGraph } from '../../src/replay/graphFile.js';
@@ -181,14 +182,14 @@ export async function withWebIndexCluster(t: import('node:test').TestContext, o:
   }
 }
 
-/** A {@link WebIndexCluster} whose workers checkpoint into the S3 server, as `withCheckpointedWebIndexCluster` starts it. */
+/** A {@link WebIndexCluster} whose workers checkpoint into the S3 server (or a directory), as `withCheckpointedWebIndexCluster` starts it. */
 export interface CheckpointedWebIndexCluster {
   readonly c: WebIndexCluster;
   /** w1, w2, w3, every partition running on them. */
   readonly ws: WorkerProcess[];
-  /** The checkpoint store's URL (`s3://<bucket>/<prefix>`); the partitions' keys are `<clusterName>/index/p<i>` under it. */
+  /** The checkpoint store's URL (`s3://<bucket>/<prefix>`, or `file:///<dir>`); the partitions' keys are `<clusterName>/index/p<i>` under it. */
   readonly checkpointsUrl: string;
-  /** The store's prefix in the bucket. */
+  /** The store's prefix in the bucket (S3), its folder (a directory). */
   readonly prefix: string;
 }
 
@@ -197,25 +198,37 @@ export interface CheckpointedWebIndexCluster {
  * shared but Redis, which coordinates, the broker (`broker`, default Redis Streams) and the
  * S3 server, which keeps the checkpoints every 5 s), as on three machines. Skips without
  * Redis or the S3 server (fails under SHARDFLOW_REQUIRE_BROKERS=1). `env[i]`: variables of
- * worker i (test hooks).
+ * worker i (test hooks). `store: 'directory'`: a folder of this machine instead of S3 (a
+ * directory store on the workers' filesystem: WAL tails are linked, not copied).
  */
 export async function withCheckpointedWebIndexCluster(
   t: import('node:test').TestContext,
-  o: { partitions: number; leaseMs: number; broker?: string; env?: ReadonlyArray<NodeJS.ProcessEnv> },
+  o: { partitions: number; leaseMs: number; broker?: string; env?: ReadonlyArray<NodeJS.ProcessEnv>; store?: 's3' | 'directory' },
   body: (k: CheckpointedWebIndexCluster) => Promise<void>,
 ): Promise<void> {
   if (await skipWithoutRedis(t)) return;
+  if (o.store === 'directory') {
+    const folder = tempDir('shardflow-wi-checkpoints-');
+    try {
+      await run(folder.dir, pathToFileURL(folder.dir).href);
+    } finally {
+      folder.cleanup();
+    }
+    return;
+  }
   if (await skipWithoutS3(t)) return;
   for (const [k, v] of Object.entries(s3Env())) process.env[k] ??= v; // the workers inherit the AWS environment
   const prefix = `test-wi-${process.pid}-${Math.floor(Math.random() * 1e9).toString(36)}`;
-  const checkpointsUrl = `s3://${S3_BUCKET}/${prefix}`;
-  const workerArgs = ['--checkpoints', checkpointsUrl, '--checkpoint-interval-ms', '5000'];
-  await withWebIndexCluster(t, { partitions: o.partitions, leaseMs: o.leaseMs, workerArgs, ownDataDirs: true, ...(o.broker ? { broker: o.broker } : {}) }, async (c) => {
-    const ws: WorkerProcess[] = [];
-    for (const [i, name] of ['w1', 'w2', 'w3'].entries()) ws.push(await c.startWorker(name, o.env?.[i] ?? {}));
-    await c.allRunningOn(ws);
-    await body({ c, ws, checkpointsUrl, prefix });
-  });
+  await run(prefix, `s3://${S3_BUCKET}/${prefix}`);
+  async function run(prefix: string, checkpointsUrl: string): Promise<void> {
+    const workerArgs = ['--checkpoints', checkpointsUrl, '--checkpoint-interval-ms', '5000'];
+    await withWebIndexCluster(t, { partitions: o.partitions, leaseMs: o.leaseMs, workerArgs, ownDataDirs: true, ...(o.broker ? { broker: o.broker } : {}) }, async (c) => {
+      const ws: WorkerProcess[] = [];
+      for (const [i, name] of ['w1', 'w2', 'w3'].entries()) ws.push(await c.startWorker(name, o.env?.[i] ?? {}));
+      await c.allRunningOn(ws);
+      await body({ c, ws, checkpointsUrl, prefix });
+    });
+  }
 }
 
 /** The `restored` events of the workers, as `<worker> <unit> <reason>`. */

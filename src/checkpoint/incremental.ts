@@ -36,6 +36,7 @@ import {
   manifestsPrefix,
   chunkListSha256,
   logLinkName,
+  logLinkPrefix,
   objectsOfFile,
   sequenceOfManifest,
   type CheckpointChunk,
@@ -537,9 +538,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     if (!this.objects.localPath) return undefined;
     let id = this.#linkIds.get(source);
     if (id === undefined) this.#linkIds.set(source, (id = randomBytes(6).toString('hex')));
-    const sample = logLinkName(key, id, '0.log');
-    const local = this.objects.localPath(sample);
-    return { dir: path.dirname(local), prefix: path.basename(local).slice(0, -'0.log'.length) };
+    return { dir: this.objects.localPath(filesPrefix(key)), prefix: logLinkPrefix(id) };
   }
 
   /**

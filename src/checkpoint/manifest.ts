@@ -129,7 +129,9 @@ const LINK_NAME = /^log-[0-9a-f]{12}-\d+\.log$/;
  * @param id 12 lowercase hex digits, one per open store (a reopened store gets a new one)
  * @param log the log's file name (`<number>.log`)
  */
-export const logLinkName = (key: string, id: string, log: string): string => `${filesPrefix(key)}log-${id}-${log}`;
+export const logLinkName = (key: string, id: string, log: string): string => `${filesPrefix(key)}${logLinkPrefix(id)}${log}`;
+/** The start of the names of open store `id`'s linked logs, in the key's files folder (`logLinkName`). */
+export const logLinkPrefix = (id: string): string => `log-${id}-`;
 
 /** The sequence number of a manifest object's name, or undefined for another object. */
 export function sequenceOfManifest(key: string, name: string): number | undefined {

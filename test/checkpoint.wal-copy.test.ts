@@ -233,6 +233,38 @@ for (const target of targets) {
       }
     });
 
+    it('a chain goes on past walTailBytes up to twice it: a burst of writes between two puts is a tail put, a chain past twice the limit ends with a whole put', async () => {
+      const { checkpoints } = target.open();
+      const key = newKey();
+      const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies, walArchiveSeconds: 60 });
+      try {
+        let b = 0;
+        for (; b < 10; b++) await writeWalBatch(store, b);
+        assert.equal((await checkpoints.put(key, store, 1)).walTail, false, 'the first put is whole');
+        for (; b < 20; b++) await writeWalBatch(store, b);
+        const second = await checkpoints.put(key, store, 2);
+        assert.equal(second.walTail, true);
+        const logBytes = (m: CheckpointManifest) => m.files.filter((f) => f.name.endsWith('.log')).reduce((t, f) => t + f.bytes, 0);
+        const perBatch = logBytes(second.manifest) / 20;
+        // A limit of about 40 batches of log; the chain holds 10 since its whole put.
+        const walTailBytes = Math.round(perBatch * 40);
+        for (; b < 80; b++) await writeWalBatch(store, b);
+        const burst = await checkpoints.put(key, store, 3, { walTailBytes });
+        assert.equal(burst.walTail, true, `70 batches of log in the chain (${Math.round(perBatch * 70)} bytes), past its limit (${walTailBytes}) but under twice it: a tail put`);
+        assert.deepEqual((await restored(checkpoints, key, 3)).content, expectedAfter(80));
+        // The base made from three quarters of the limit, ready for the next put.
+        await (checkpoints as unknown as { settled(): Promise<void> }).settled();
+        for (; b < 300; b++) await writeWalBatch(store, b);
+        const past = await checkpoints.put(key, store, 4, { walTailBytes });
+        assert.equal(past.walTail, false, 'past twice the limit, from the chain or from its next base: a whole put');
+        assert.deepEqual((await restored(checkpoints, key, 4)).content, expectedAfter(300));
+      } finally {
+        await store.close();
+        await checkpoints.remove(key);
+        await checkpoints.close();
+      }
+    });
+
     it('with archived logs a flush does not end the chain, and the next chain\'s base is made in the background: every put after the first is a tail put, each restore exact, collect keeps the base\'s files', async () => {
       const { checkpoints } = target.open();
       const key = newKey();

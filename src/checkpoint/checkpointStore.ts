@@ -31,8 +31,8 @@ export const DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH = 512 * 1024;
  * their upload), until the chain of such puts stored this many bytes. From three quarters of
  * it the base of the next chain is made in the background (a local checkpoint, which flushes
  * above `walBytesForFlush`, its new files stored, no manifest), and the next tail put begins
- * a new chain on it; a chain that reaches the limit all the same ends with a whole put. It
- * bounds what a restore replays from the logs and the bytes a new base stores again
+ * a new chain on it; a chain that reaches twice the limit all the same ends with a whole put.
+ * It bounds what a restore replays from the logs and the bytes a new base stores again
  * (docs/checkpoints.md, "WAL tail puts"; the models: Kafka Streams' changelog topics and
  * Flink's changelog state backend, FLIP-158, which persist state changes as they happen and
  * materialize the state in the background). Chosen from bench/checkpoint.ts on cnr-2000 (16
@@ -95,8 +95,10 @@ export interface CheckpointPutOptions {
    */
   readonly walBytesForFlush?: number;
   /**
-   * For a `Store` source: the WAL bytes a chain of WAL tail puts may add after its last whole
-   * put (`DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`, 32 MiB, by default); 0 makes every put whole.
+   * For a `Store` source: the WAL bytes a chain of WAL tail puts should add after its base
+   * (`DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`, 32 MiB, by default): the next chain's base is made
+   * from three quarters of it, and a chain that reaches twice it all the same ends with a whole
+   * put; 0 makes every put whole.
    */
   readonly walTailBytes?: number;
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */

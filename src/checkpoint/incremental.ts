@@ -63,6 +63,15 @@ const MAX_WAL_CHUNKS = 256;
  */
 const REBASE_SHARE = 0.75;
 const REBASE_RETRY_SHARE = 0.0625;
+/**
+ * How far past `walTailBytes` a chain's tail puts go on before a put is whole: 2x. The limit is
+ * where a chain should end (its base made from `REBASE_SHARE` of it); a burst of writes between
+ * two puts (on cnr-2000, the end of the graph load: more than 16 MiB of log in one interval), or
+ * a base not made yet, would otherwise end the chain with a whole put (a flush, a describe, the
+ * new SST files stored: 0.4 to 0.9 s) on the path of whatever waits for that checkpoint. It
+ * bounds what a restore replays: at most twice `walTailBytes` of log after the chain's base.
+ */
+const WAL_TAIL_OVERSHOOT = 2;
 
 /**
  * A chain of WAL tail puts of one open `Store` under one key: what the key's latest
@@ -83,7 +92,7 @@ interface WalChain {
   chunks: CheckpointChunk[];
   /** The object that WAL is hard-linked as, when the chain's manifest names its chunks there (`CheckpointFile.link`). */
   link?: string;
-  /** Log bytes the chain's tail puts stored since its whole put (bounded by `walTailBytes`). */
+  /** Log bytes the chain's tail puts stored since its base (bounded by twice `walTailBytes`, `WAL_TAIL_OVERSHOOT`). */
   logged: number;
   /** `logged` from which the next chain's base is made in the background (`#materialize`); undefined: at `REBASE_SHARE` of the limit. */
   rebaseAt?: number;
@@ -527,7 +536,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
     const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit - chain.logged, this.#logLink(chain.key, source));
+    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit * WAL_TAIL_OVERSHOOT - chain.logged, this.#logLink(chain.key, source));
   }
 
   /**

@@ -65,7 +65,9 @@ const BATCH = 1000;
  * - `webIndexCost`: the rank job on workers without `--checkpoints` (one shared data dir), then
  *   on workers with their own data dirs and `--checkpoints` in each of `--wi-stores` (`file,s3`;
  *   smoke `file`; s3 left out, with the reason, when the S3 server does not answer): total,
- *   load and rounds seconds, L1, load averages, each run's seconds over the run without
+ *   load and rounds seconds, L1, load averages, partitions fenced during the run (a lease that
+ *   ran out: the partition restarted, so the ratio then compares more than checkpoints), each
+ *   run's seconds over the run without
  *   (target <= 1.1), and the puts the workers reported (`checkpointed` events) in the load
  *   and in the rounds (count, puts per partition per round, seconds, bytes stored each).
  * - `webIndexCheckpoints` (the first store's run): each partition's latest checkpoint after

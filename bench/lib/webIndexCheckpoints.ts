@@ -115,6 +115,13 @@ interface RankRun {
   readonly converged: boolean;
   readonly l1: number | null;
   readonly loadAverage: number[][];
+  /**
+   * Partitions fenced during the run (`fenced` events: a lease that ran out, its partition
+   * stopped and acquired again with a new epoch, a whole put after): a busy worker whose
+   * renewals are late. They cost the run seconds, so a ratio between runs with and without
+   * them compares more than checkpoints.
+   */
+  readonly partitionsFenced: number;
 }
 
 /**
@@ -172,11 +179,13 @@ async function rank(s: WebIndexBenchSetup, c: WebIndexCluster): Promise<{ run: R
       },
     });
     loadAverage.push(load());
+    const to = Date.now();
     const run = {
       seconds: r3(r.loadSeconds + r.convergeSeconds), loadSeconds: r3(r.loadSeconds), convergeSeconds: r3(r.convergeSeconds),
       rounds: r.converge.rounds, converged: r.converge.converged, l1: s.reference ? l1Distance(new Map(r.scores), s.reference) : null, loadAverage,
+      partitionsFenced: eventsOf(c.workers, 'fenced').filter((x) => x.at >= from && x.at <= to).length,
     };
-    return { run, from, loadedAt, to: Date.now() };
+    return { run, from, loadedAt, to };
   } finally {
     clearTimeout(timer);
     clearInterval(stall);

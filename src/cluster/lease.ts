@@ -1,8 +1,15 @@
-import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { FencedError, InvalidArgumentError } from '../errors.js';
 import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
 import { runClusterScript } from './scripts.js';
+
+/**
+ * The process's monotonic clock in ms (`process.hrtime`: CLOCK_MONOTONIC, the same in every
+ * thread of the process, and counting while the process is stopped). Leases are timed on it.
+ */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
 
 /** How long a lease lasts and how much of its end the holder gives up for safety, in ms. */
 export interface LeaseTiming {
@@ -37,7 +44,7 @@ export function defaultSafetyMargin(leaseMs: number): number {
 /**
  * A lease held by this process: a Redis key whose value `<holder> <epoch>` is this
  * acquisition's token, with a TTL its holder renews. The holder counts it valid until
- * `sentAt + leaseMs - safetyMarginMs` on the local monotonic clock (`performance.now()`, which
+ * `sentAt + leaseMs - safetyMarginMs` on the local monotonic clock (`monotonicMs()`, which
  * keeps counting while the process is stopped), where `sentAt` is when the last successful
  * acquire or renew command was *sent*: Redis started the TTL later than that, so the local
  * deadline comes first unless the clocks drift by more than the margin.
@@ -48,6 +55,8 @@ export function defaultSafetyMargin(leaseMs: number): number {
 export class Lease implements PartitionFence {
   #validUntil: number;
   #lost: string | undefined;
+  /** Where a `LeaseKeeper` thread writes this lease's renewals (registration id, deadline µs, lost flag). */
+  #kept: { readonly view: BigInt64Array; readonly base: number; readonly id: bigint } | undefined;
 
   constructor(
     /** The lease key. */
@@ -60,7 +69,7 @@ export class Lease implements PartitionFence {
     sentAt: number,
     /** What the lease is of, for messages (e.g. `partition count/3`). */
     readonly what: string,
-    readonly now: () => number = () => performance.now(),
+    readonly now: () => number = monotonicMs,
   ) {
     this.#validUntil = sentAt + timing.leaseMs - timing.safetyMarginMs;
   }
@@ -75,6 +84,28 @@ export class Lease implements PartitionFence {
     if (this.#lost === undefined) this.#validUntil = Math.max(this.#validUntil, sentAt + this.timing.leaseMs - this.timing.safetyMarginMs);
   }
 
+  /**
+   * Renewed by a `LeaseKeeper` thread from now on: it writes this lease's renewals at `base` of
+   * `view` while that slot holds registration `id` (`view` undefined: no longer kept). The
+   * lease's clock must be `monotonicMs`, the thread's.
+   */
+  keptIn(view: BigInt64Array | undefined, base: number, id: number): void {
+    this.#sync();
+    this.#kept = view ? { view, base, id: BigInt(id) } : undefined;
+  }
+
+  /** Takes in what the keeper thread found since the last look: a later deadline, or the key lost. */
+  #sync(): void {
+    const k = this.#kept;
+    if (k === undefined || this.#lost !== undefined || Atomics.load(k.view, k.base) !== k.id) return;
+    if (Atomics.load(k.view, k.base + 2) === 1n) {
+      this.lose('its key no longer holds this epoch: it ran out in Redis or another holder took it');
+      return;
+    }
+    const until = Number(Atomics.load(k.view, k.base + 1)) / 1000;
+    if (until > this.#validUntil) this.#validUntil = until;
+  }
+
   /** The lease is gone (a renew found another value, or it was released); `check()` fails from now on. */
   lose(reason: string): void {
     this.#lost ??= reason;
@@ -82,6 +113,7 @@ export class Lease implements PartitionFence {
 
   /** Ms left before the local deadline (<= 0 once passed); -Infinity once lost. */
   remainingMs(): number {
+    this.#sync();
     return this.#lost === undefined ? this.#validUntil - this.now() : -Infinity;
   }
 
@@ -102,8 +134,8 @@ export class Lease implements PartitionFence {
    *   next acquisition (a new epoch) starts it again.
    */
   check(): void {
+    const left = this.remainingMs(); // first: it takes in what a keeper thread found
     if (this.#lost !== undefined) throw new FencedError(`${this.what}: lease epoch ${this.epoch} lost (${this.#lost})`, this.epoch);
-    const left = this.remainingMs();
     if (left <= 0) {
       const reason = `ran out ${Math.round(-left)} ms ago (not renewed in time; safety margin ${this.timing.safetyMarginMs} ms)`;
       this.lose(reason);
@@ -134,7 +166,7 @@ export type AcquireResult =
  * `PX leaseMs`.
  * @throws the connection's errors
  */
-export async function acquireLease(redis: Redis, target: LeaseTarget, holder: string, timing: LeaseTiming, now: () => number = () => performance.now()): Promise<AcquireResult> {
+export async function acquireLease(redis: Redis, target: LeaseTarget, holder: string, timing: LeaseTiming, now: () => number = monotonicMs): Promise<AcquireResult> {
   const sentAt = now();
   const keys = target.assignment ? [target.key, target.epochKey, target.assignment.key] : [target.key, target.epochKey];
   const args = target.assignment ? [holder, timing.leaseMs, target.assignment.unit] : [holder, timing.leaseMs];
@@ -150,7 +182,7 @@ export async function acquireLease(redis: Redis, target: LeaseTarget, holder: st
  * @returns the leases found lost
  * @throws the connection's errors (then nothing is renewed: deadlines stay as they were)
  */
-export async function renewLeases(redis: Redis, leases: readonly Lease[], leaseMs: number, now: () => number = () => performance.now()): Promise<Lease[]> {
+export async function renewLeases(redis: Redis, leases: readonly Lease[], leaseMs: number, now: () => number = monotonicMs): Promise<Lease[]> {
   if (leases.length === 0) return [];
   const sentAt = now();
   const result = (await runClusterScript(redis, 'renew', leases.map((l) => l.key), [leaseMs, ...leases.map((l) => l.value)])) as number[];

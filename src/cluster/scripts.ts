@@ -72,6 +72,11 @@ export function defineClusterScripts(redis: Redis): void {
   for (const [name, lua] of Object.entries(LUA)) redis.defineCommand(`sfc_${name}`, { lua });
 }
 
+/** The Lua source of script `name` (for a connection of another thread: `LeaseKeeper`). */
+export function clusterScriptSource(name: ClusterScript): string {
+  return LUA[name];
+}
+
 /** Runs script `name` (registered by `defineClusterScripts`). @throws the server's and the connection's errors */
 export function runClusterScript(redis: Redis, name: ClusterScript, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
   return (redis as unknown as ScriptClient)[`sfc_${name}`]!(keys.length, ...keys, ...args);

@@ -17,7 +17,8 @@ import { askNamespaceCollision } from './askWire.js';
 import type { WorkerEvent } from './events.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
-import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
+import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, type LeaseTiming } from './lease.js';
+import { LeaseKeeper } from './leaseKeeper.js';
 import { checkClusterBroker, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { connectCoordination } from './redisConnection.js';
@@ -71,10 +72,20 @@ export interface WorkerCommonOptions {
   readonly maxPartitions?: number;
   /** Time to live of the partition leases, the leader lease and the membership key (default 6000, at least 100). */
   readonly leaseMs?: number;
-  /** Period of membership heartbeats, lease renewals, assignment rounds and reads (default leaseMs / 4; at most (leaseMs - safetyMarginMs) / 2, so two renewals can fail before a lease runs out). */
+  /**
+   * Period of membership heartbeats and lease renewals (by the lease keeper thread), and of
+   * assignment rounds and reads (default leaseMs / 4; at most (leaseMs - safetyMarginMs) / 2, so
+   * two renewals can fail before a lease runs out).
+   */
   readonly heartbeatMs?: number;
   /** The owner stops committing this long before its local lease deadline (default leaseMs / 10; see `LeaseTiming`). */
   readonly safetyMarginMs?: number;
+  /**
+   * Longest the worker's event loop may stay blocked while its lease keeper thread still renews
+   * its membership and partition leases (`LeaseKeeper`; Kafka's `max.poll.interval.ms`): a
+   * process wedged longer loses its partitions one lease later. Default 4 × leaseMs, at least leaseMs.
+   */
+  readonly maxStallMs?: number;
   /** When this worker leads: most units between owners at a time (default max(1, 10% of the units), as Akka's relative rebalance limit). */
   readonly maxMoves?: number;
   /** Prefix of the cluster's Redis keys (default `sfc:`). */
@@ -166,19 +177,35 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   if (collision !== undefined) throw new InvalidArgumentError(`stages ${collision} have the same ask topics (FNV-1a of their names collide): rename one`);
   const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
   if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
+  const maxStallMs = options.maxStallMs ?? 4 * leaseMs;
+  if (!Number.isInteger(maxStallMs) || maxStallMs < leaseMs) throw new InvalidArgumentError(`maxStallMs must be an integer >= leaseMs (${leaseMs}), got ${maxStallMs}`);
 
   const checkpoints = typeof options.checkpoints === 'string' ? openCheckpointStore(options.checkpoints) : options.checkpoints;
   const redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
+  const id = `${name}.${randomBytes(4).toString('hex')}`;
+  const logger = options.logger ?? consoleLogger;
+  let keeper: LeaseKeeper;
   try {
     await checkClusterTopology(redis, keys, stages);
     await checkClusterBroker(redis, keys, options.broker.identity);
+    keeper = await LeaseKeeper.start({
+      url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
+      membership: { key: keys.member(id), setKey: keys.members, id },
+      onProblem: (message) => logger.warn({ worker: id }, `cluster ${keys.clusterName}: ${message}; trying again at the next heartbeat`),
+    });
   } catch (err) {
     redis.disconnect();
     throw err;
   }
-  const worker = new ClusterWorker(options, application, redis, keys, timing, heartbeatMs, `${name}.${randomBytes(4).toString('hex')}`, name, maxPartitions, maxMoves,
+  const worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
     checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
-  await worker.start();
+  try {
+    await worker.start();
+  } catch (err) {
+    await keeper.close();
+    redis.disconnect();
+    throw err;
+  }
   return worker;
 }
 
@@ -204,6 +231,8 @@ class ClusterWorker implements Worker {
     readonly options: WorkerCommonOptions,
     readonly application: ClusterApplication,
     readonly redis: Redis,
+    /** The thread that renews the membership and the partition leases. */
+    readonly keeper: LeaseKeeper,
     readonly keys: ClusterKeys,
     readonly timing: LeaseTiming,
     readonly heartbeatMs: number,
@@ -250,6 +279,7 @@ class ClusterWorker implements Worker {
       }
     });
     await this.#guard('join', () => heartbeat(this.redis, this.keys, this.#report(), this.timing.leaseMs));
+    this.keeper.report(this.#report());
     this.#emit({ type: 'joined', worker: this.id });
     this.#ticking = this.#tick();
     await this.#ticking;
@@ -284,15 +314,12 @@ class ClusterWorker implements Worker {
     this.#stopping ??= (async () => {
       clearTimeout(this.#timer);
       await this.#ticking;
+      await this.keeper.stopMembership();
       await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
       await this.#guard('resign', () => this.#leader.resign());
-      // The heartbeats stopped: renew the leases of the units being handed back meanwhile.
-      const renewal = setInterval(() => void this.#guard('renew', () => renewLeases(this.redis, this.#handingBack().map((o) => o.lease), this.timing.leaseMs)), this.heartbeatMs);
-      try {
-        await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
-      } finally {
-        clearInterval(renewal);
-      }
+      // The keeper thread goes on renewing the leases of the units being handed back.
+      await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      await this.keeper.close();
       await this.#asks.closeAll();
       await this.#host.stop();
       if (this.checkpoints?.ownStore) await this.#guard('close the checkpoint store', () => this.checkpoints!.store.close());
@@ -313,18 +340,11 @@ class ClusterWorker implements Worker {
     }, Math.max(0, lastStart + this.heartbeatMs - Date.now()));
   }
 
-  /** Units in a planned hand-back whose lease is still held (renewed until released). */
-  #handingBack(): Ownership[] {
-    return [...this.#owned.values()].filter((o) => o.handingBack && o.lease.held);
-  }
-
   /** One heartbeat (see `startWorker`). Never rejects: a failed step is logged and tried again at the next. */
   async #tick(): Promise<void> {
     const { redis, keys, timing } = this;
-    await this.#guard('heartbeat', () => heartbeat(redis, keys, this.#report(), timing.leaseMs));
-    const held = [...this.#owned.values()].filter((o) => o.state !== 'stopping');
-    await this.#guard('renew', () => renewLeases(redis, [...held, ...this.#handingBack()].map((o) => o.lease), timing.leaseMs));
-    for (const o of held) if (!o.lease.held) this.#fence(o);
+    this.keeper.report(this.#report());
+    for (const o of this.#owned.values()) if (o.state !== 'stopping' && !o.lease.held) this.#fence(o);
     const round = await this.#guard('lead', () => this.#leader.tick());
     if (round?.becameLeader) this.#emit({ type: 'leader', worker: this.id, epoch: this.#leader.epoch ?? 0 });
     if (round?.round !== undefined) this.#emit({ type: 'assigned', round: round.round, placed: round.placed, moves: round.moves, unplaced: round.unplaced });
@@ -337,6 +357,7 @@ class ClusterWorker implements Worker {
       const target = { key: keys.lease(unit), epochKey: keys.epoch(unit), what: `partition ${unit}`, assignment: { key: keys.assignment, unit } };
       const got = await this.#guard('acquire', () => acquireLease(redis, target, this.id, timing));
       if (got?.kind !== 'acquired') continue;
+      this.keeper.keep(got.lease);
       this.#owned.set(unit, new Ownership(unit, got.lease));
       this.#emit({ type: 'acquired', unit, epoch: got.lease.epoch });
     }
@@ -414,6 +435,7 @@ class ClusterWorker implements Worker {
     o.state = 'stopping';
     const reason = leaseProblem(o) ?? 'lease lost';
     o.lease.lose(reason);
+    this.keeper.drop(o.lease);
     void o.run(async () => {
       await this.#guard('close ask requests', () => this.#asks.close(o.unit));
       await this.#guard('stop partition', () => this.#host.stopPartition(o.partition.stage, o.partition.partition));
@@ -451,6 +473,7 @@ class ClusterWorker implements Worker {
 
   #forget(o: Ownership, event: WorkerEvent): void {
     o.state = 'stopping';
+    this.keeper.drop(o.lease);
     if (this.#owned.get(o.unit) === o) this.#owned.delete(o.unit);
     this.#emit(event);
   }

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FencedError } from '../src/index.js';
+import { ClusterKeys } from '../src/cluster/keys.js';
+import { acquireLease, type Lease, type LeaseTiming } from '../src/cluster/lease.js';
+import { LeaseKeeper } from '../src/cluster/leaseKeeper.js';
+import { connectCoordination } from '../src/cluster/redisConnection.js';
+import { REDIS_URL, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
+
+/**
+ * The lease keeper thread against the real Redis: it renews the membership key and the kept
+ * leases while the event loop is blocked (past the lease, up to `maxStallMs`), stops once the
+ * block outlasts `maxStallMs` (the leases then run out as before), marks a lease whose key
+ * another holder took as lost, and renews nothing of a dropped lease.
+ */
+
+/** Blocks this thread's event loop for `ms` (a busy loop: timers, sockets and promises all wait). */
+function blockEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // busy
+  }
+}
+
+async function setUp(name: string, maxStallMs: number) {
+  const prefix = `sfc-test-${process.pid}-keeper-${name}:`;
+  const redis = await connectCoordination(REDIS_URL, 2000);
+  const keys = new ClusterKeys('keeper', prefix);
+  const timing: LeaseTiming = { leaseMs: 600, safetyMarginMs: 60 };
+  const problems: string[] = [];
+  const keeper = await LeaseKeeper.start({
+    url: REDIS_URL, timing, heartbeatMs: 100, maxStallMs, connectTimeoutMs: 2000, slots: 2,
+    membership: { key: keys.member('m1'), setKey: keys.members, id: 'm1' },
+    onProblem: (m) => problems.push(m),
+  });
+  keeper.report({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
+  const acquire = async (unit: string): Promise<Lease> => {
+    const got = await acquireLease(redis, { key: keys.lease(unit), epochKey: keys.epoch(unit), what: `partition ${unit}` }, 'm1', timing);
+    assert.equal(got.kind, 'acquired');
+    return (got as { lease: Lease }).lease;
+  };
+  const done = async () => {
+    await keeper.close();
+    await deleteKeys(prefix);
+    redis.disconnect();
+  };
+  return { redis, keys, timing, keeper, problems, acquire, done };
+}
+
+test('the lease keeper renews leases and membership while the event loop is blocked past the lease', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const k = await setUp('blocked', 5000);
+  try {
+    const lease = await k.acquire('s/0');
+    k.keeper.keep(lease);
+    await new Promise((r) => setTimeout(r, 250));
+    blockEventLoop(3 * k.timing.leaseMs);
+    lease.check(); // renewed by the thread meanwhile: no FencedError
+    assert.ok(lease.remainingMs() > 0, `the deadline moved on while blocked (${lease.remainingMs()} ms left)`);
+    const ttl = await k.redis.pttl(k.keys.lease('s/0'));
+    assert.ok(ttl > 0, `the key is still there in Redis (pttl ${ttl})`);
+    assert.equal(await k.redis.get(k.keys.lease('s/0')), lease.value);
+    assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'the membership key was renewed too');
+    assert.deepEqual(k.problems, []);
+
+    k.keeper.drop(lease);
+    await new Promise((r) => setTimeout(r, 2 * k.timing.leaseMs));
+    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'a dropped lease is no longer renewed: it runs out in Redis');
+    assert.throws(() => lease.check(), FencedError, 'and locally');
+  } finally {
+    await k.done();
+  }
+});
+
+test('the lease keeper stops renewing once the event loop is blocked past maxStallMs', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const k = await setUp('stalled', 1000);
+  try {
+    const lease = await k.acquire('s/0');
+    k.keeper.keep(lease);
+    await new Promise((r) => setTimeout(r, 250));
+    blockEventLoop(1000 + 2 * k.timing.leaseMs);
+    assert.throws(() => lease.check(), (err: unknown) => err instanceof FencedError && /ran out/.test(err.message), 'the local deadline passed');
+    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'the key ran out in Redis');
+    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'so did the membership key');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(k.problems.some((p) => /has not turned for \d+ ms \(maxStallMs 1000\)/.test(p)), `the stall is reported: ${JSON.stringify(k.problems)}`);
+    assert.equal(lease.held, false, 'a renewal after the stall does not revive it');
+  } finally {
+    await k.done();
+  }
+});
+
+test('the lease keeper marks a lease lost when another holder took its key, and reuses its slot', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const k = await setUp('taken', 5000);
+  try {
+    const a = await k.acquire('s/0');
+    const b = await k.acquire('s/1');
+    k.keeper.keep(a);
+    k.keeper.keep(b);
+    const extra = await k.acquire('s/2');
+    assert.throws(() => k.keeper.keep(extra), RangeError, 'two slots only');
+    await k.redis.set(k.keys.lease('s/0'), 'other 99', 'PX', 10_000);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.throws(() => a.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
+    b.check();
+    k.keeper.drop(a);
+    await k.redis.del(k.keys.lease('s/0'));
+    const c = await k.acquire('s/0');
+    k.keeper.keep(c); // a's slot, under a new registration: a's lost mark does not carry over
+    await new Promise((r) => setTimeout(r, 400));
+    c.check();
+    assert.ok(c.remainingMs() > k.timing.leaseMs - k.timing.safetyMarginMs - 200, `renewed in its reused slot (${c.remainingMs()} ms left)`);
+  } finally {
+    await k.done();
+  }
+});

@@ -64,6 +64,7 @@ interface WorkerCliOptions {
   name?: string;
   maxPartitions?: number;
   leaseMs: number;
+  maxStallMs?: number;
   inspectPort?: number;
   keyPrefix?: string;
   checkpoints?: string;
@@ -116,6 +117,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--name <name>', 'worker name shown in status and events (default: host name and pid)')
     .option('--max-partitions <n>', 'most partition units this worker takes', positiveInt)
     .option('--lease-ms <ms>', 'partition, leader and membership lease time; a killed worker\'s partitions are owned again within lease + 2 heartbeats', positiveInt, DEFAULT_LEASE_MS)
+    .option('--max-stall-ms <ms>', 'longest the event loop may stay blocked while the lease keeper thread still renews the leases (default 4 x lease)', positiveInt)
     .option('--inspect-port <port>', 'serve this worker\'s console on 127.0.0.1:<port> (0: any free port); published in its membership record for `shardflow tree --cluster`', (v) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${v}`);
@@ -167,6 +169,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
           broker,
           dataDir: opts.dataDir,
           leaseMs: opts.leaseMs,
+          ...(opts.maxStallMs !== undefined ? { maxStallMs: opts.maxStallMs } : {}),
           keyPrefix: opts.keyPrefix ?? 'sfc:',
           logger: log,
           onEvent: print,

@@ -64,10 +64,12 @@ const BATCH = 1000;
  * polblogs, 4) ranked by `--wi-workers` processes (2) in one run:
  * - `webIndexCost`: the rank job on workers without `--checkpoints` (one shared data dir), then
  *   on workers with their own data dirs and `--checkpoints` in each of `--wi-stores` (`file,s3`;
- *   smoke `file`; s3 left out, with the reason, when the S3 server does not answer): total,
+ *   smoke `file`; s3 left out, with the reason, when the S3 server does not answer), then
+ *   without again (`none`: the mean of the two, each in `none.runs`; the first run of a bench
+ *   tends to be the slower): total,
  *   load and rounds seconds, L1, load averages, partitions fenced during the run (a lease that
  *   ran out: the partition restarted, so the ratio then compares more than checkpoints), each
- *   run's seconds over the run without
+ *   run's seconds over the runs without
  *   (target <= 1.1), and the puts the workers reported (`checkpointed` events) in the load
  *   and in the rounds (count, puts per partition per round, seconds, bytes stored each).
  * - `webIndexCheckpoints` (the first store's run): each partition's latest checkpoint after

@@ -28,10 +28,12 @@ async function setUp(name: string, maxStallMs: number) {
   const keys = new ClusterKeys('keeper', prefix);
   const timing: LeaseTiming = { leaseMs: 600, safetyMarginMs: 60 };
   const problems: string[] = [];
+  const failures: Error[] = [];
   const keeper = await LeaseKeeper.start({
     url: REDIS_URL, timing, heartbeatMs: 100, maxStallMs, connectTimeoutMs: 2000, slots: 2,
     membership: { key: keys.member('m1'), setKey: keys.members, id: 'm1' },
     onProblem: (m) => problems.push(m),
+    onFailure: (err) => failures.push(err),
   });
   keeper.report({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
   const acquire = async (unit: string): Promise<Lease> => {
@@ -41,6 +43,8 @@ async function setUp(name: string, maxStallMs: number) {
   };
   const done = async () => {
     await keeper.close();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(failures, [], 'the thread ran until close(), which is no failure');
     await deleteKeys(prefix);
     redis.disconnect();
   };

@@ -43,8 +43,9 @@ export class LeaseKeeper {
   #registrations = 0;
   #closing: Promise<void> | undefined;
   #membershipStopped: { resolve: () => void } | undefined;
+  #exited = false;
 
-  private constructor(worker: Worker, view: BigInt64Array, slots: number, readonly onProblem: (message: string) => void) {
+  private constructor(worker: Worker, view: BigInt64Array, slots: number, readonly onProblem: (message: string) => void, onFailure: (err: Error) => void) {
     this.#worker = worker;
     this.#view = view;
     this.#slots = new Array<Lease | undefined>(slots).fill(undefined);
@@ -56,13 +57,22 @@ export class LeaseKeeper {
       if (m.type === 'problem') this.onProblem(m.message);
       else if (m.type === 'membership-stopped') this.#membershipStopped?.resolve();
     });
+    // A thread that died renews nothing: its leases would run out one by one, in silence.
+    let failure: Error | undefined;
+    worker.on('error', (err) => (failure = err));
+    worker.on('exit', (code) => {
+      this.#exited = true;
+      this.#membershipStopped?.resolve();
+      if (this.#closing === undefined) onFailure(new Error(`the lease keeper thread stopped (exit code ${code}${failure ? `: ${failure.message}` : ''}): no lease is renewed any more`, { cause: failure }));
+    });
   }
 
   /**
    * Starts the thread and connects it to the cluster's Redis (`url`).
    * `options.slots`: most leases kept at once. `membership`: the member key and member set
    * it renews (`PX leaseMs`) with the latest `report`. `onProblem` hears a failed renewal and
-   * a stall past `maxStallMs` (the thread goes on trying at the next heartbeat).
+   * a stall past `maxStallMs` (the thread goes on trying at the next heartbeat); `onFailure`
+   * hears that the thread died before `close()` (nothing is renewed from then on).
    * @throws BrokerDisconnectedError when the thread cannot reach Redis within `connectTimeoutMs`
    */
   static async start(options: LeaseKeeperOptions): Promise<LeaseKeeper> {
@@ -99,7 +109,7 @@ export class LeaseKeeper {
       await worker.terminate();
       throw err;
     }
-    return new LeaseKeeper(worker, view, options.slots, options.onProblem);
+    return new LeaseKeeper(worker, view, options.slots, options.onProblem, options.onFailure);
   }
 
   /** The membership report written from the next heartbeat on. */
@@ -135,6 +145,7 @@ export class LeaseKeeper {
   /** Ends the membership heartbeats (before the worker leaves the cluster); resolves once no heartbeat is in flight. */
   stopMembership(): Promise<void> {
     return new Promise<void>((resolve) => {
+      if (this.#exited) return resolve();
       this.#membershipStopped = { resolve };
       this.#worker.postMessage({ type: 'stop-membership' });
     });
@@ -169,6 +180,7 @@ export interface LeaseKeeperOptions {
   /** The membership key (`SET … PX leaseMs`) and the member set (`SADD`) of this member id. */
   readonly membership: { readonly key: string; readonly setKey: string; readonly id: string };
   readonly onProblem: (message: string) => void;
+  readonly onFailure: (err: Error) => void;
 }
 
 interface KeeperData {

@@ -185,6 +185,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   const id = `${name}.${randomBytes(4).toString('hex')}`;
   const logger = options.logger ?? consoleLogger;
   let keeper: LeaseKeeper;
+  let worker: ClusterWorker | undefined;
   try {
     await checkClusterTopology(redis, keys, stages);
     await checkClusterBroker(redis, keys, options.broker.identity);
@@ -192,12 +193,13 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
       url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
       membership: { key: keys.member(id), setKey: keys.members, id },
       onProblem: (message) => logger.warn({ worker: id }, `cluster ${keys.clusterName}: ${message}; trying again at the next heartbeat`),
+      onFailure: (err) => worker?.failed(err),
     });
   } catch (err) {
     redis.disconnect();
     throw err;
   }
-  const worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
+  worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
     checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
   try {
     await worker.start();
@@ -284,6 +286,14 @@ class ClusterWorker implements Worker {
     this.#ticking = this.#tick();
     await this.#ticking;
     this.#schedule(Date.now());
+  }
+
+  /** The lease keeper thread died: the worker stops (its hand-backs may end `fenced`: nothing renews their leases) and `closed` rejects with `err`. */
+  failed(err: Error): void {
+    if (this.#stopping) return;
+    this.#failure = err;
+    this.#logger.error({ worker: this.id, err }, 'the lease keeper failed: the worker hands its partitions back and stops');
+    void this.stop();
   }
 
   partitions(): HostedPartition[] {

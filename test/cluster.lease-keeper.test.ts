@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FencedError } from '../src/index.js';
+import { FencedError, InvalidArgumentError } from '../src/index.js';
 import { ClusterKeys } from '../src/cluster/keys.js';
-import { acquireLease, type Lease, type LeaseTiming } from '../src/cluster/lease.js';
+import { acquireLease, Lease, type LeaseTiming } from '../src/cluster/lease.js';
 import { LeaseKeeper } from '../src/cluster/leaseKeeper.js';
 import { connectCoordination } from '../src/cluster/redisConnection.js';
 import { REDIS_URL, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
@@ -84,12 +84,15 @@ test('the lease keeper stops renewing once the event loop is blocked past maxSta
     k.keeper.keep(lease);
     await new Promise((r) => setTimeout(r, 250));
     blockEventLoop(1000 + 2 * k.timing.leaseMs);
-    assert.throws(() => lease.check(), (err: unknown) => err instanceof FencedError && /ran out/.test(err.message), 'the local deadline passed');
+    // Nothing of this thread ran since the block: the keeper saw no stamp and renewed nothing.
+    assert.ok(lease.remainingMs() <= 0, `the local deadline passed (${lease.remainingMs()} ms left)`);
     assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'the key ran out in Redis');
     assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'so did the membership key');
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(lease.remainingMs(), -Infinity, 'the keeper\'s first renewal after the stall found the key gone and marked the lease lost');
+    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'and did not bring it back');
+    assert.throws(() => lease.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
     assert.ok(k.problems.some((p) => /has not turned for \d+ ms \(maxStallMs 1000\)/.test(p)), `the stall is reported: ${JSON.stringify(k.problems)}`);
-    assert.equal(lease.held, false, 'a renewal after the stall does not revive it');
   } finally {
     await k.done();
   }
@@ -105,6 +108,8 @@ test('the lease keeper marks a lease lost when another holder took its key, and 
     k.keeper.keep(b);
     const extra = await k.acquire('s/2');
     assert.throws(() => k.keeper.keep(extra), RangeError, 'two slots only');
+    const otherClock = new Lease(k.keys.lease('s/3'), 'm1', 1, k.timing, 0, 'partition s/3', () => 0);
+    assert.throws(() => k.keeper.keep(otherClock), InvalidArgumentError, 'a lease on another clock than the thread\'s');
     await k.redis.set(k.keys.lease('s/0'), 'other 99', 'PX', 10_000);
     await new Promise((r) => setTimeout(r, 400));
     assert.throws(() => a.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
@@ -116,6 +121,24 @@ test('the lease keeper marks a lease lost when another holder took its key, and 
     await new Promise((r) => setTimeout(r, 400));
     c.check();
     assert.ok(c.remainingMs() > k.timing.leaseMs - k.timing.safetyMarginMs - 200, `renewed in its reused slot (${c.remainingMs()} ms left)`);
+  } finally {
+    await k.done();
+  }
+});
+
+test('the lease keeper leaves the cluster after its last membership write: the member key stays gone', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const k = await setUp('leave', 5000);
+  try {
+    await new Promise((r) => setTimeout(r, 250));
+    assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'a member while it beats');
+    assert.ok((await k.redis.sismember(k.keys.members, 'm1')) === 1);
+    await k.keeper.stopMembership();
+    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'the member key is deleted');
+    assert.equal(await k.redis.sismember(k.keys.members, 'm1'), 0, 'and the id left the member set');
+    k.keeper.report({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
+    await new Promise((r) => setTimeout(r, 5 * 100));
+    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'no heartbeat writes it again, even with a new report');
   } finally {
     await k.done();
   }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { BrokerDisconnectedError } from '../errors.js';
+import { BrokerDisconnectedError, InvalidArgumentError } from '../errors.js';
 import { monotonicMs, type Lease, type LeaseTiming } from './lease.js';
 import type { MemberReport } from './membership.js';
 import { clusterScriptSource } from './scripts.js';
@@ -77,6 +77,7 @@ export class LeaseKeeper {
    */
   static async start(options: LeaseKeeperOptions): Promise<LeaseKeeper> {
     const view = new BigInt64Array(new SharedArrayBuffer(8 * (1 + 3 * options.slots)));
+    Atomics.store(view, 0, BigInt(Math.round(monotonicMs() * 1000))); // before the thread's first beat reads it
     const data: KeeperData = {
       url: options.url,
       ioredis: createRequire(import.meta.url).resolve('ioredis'),
@@ -93,6 +94,7 @@ export class LeaseKeeper {
     };
     // `__name`: the helper esbuild (tsx) adds to keep function names, absent in a thread's script.
     const worker = new Worker(`const __name = (f) => f;\n(${keeperMain.toString()})()`, { eval: true, name: 'shardflow lease keeper', workerData: data });
+    let timer: NodeJS.Timeout | undefined;
     const ready = new Promise<void>((resolve, reject) => {
       const onMessage = (m: KeeperMessage) => {
         if (m.type === 'ready') resolve();
@@ -102,14 +104,22 @@ export class LeaseKeeper {
       };
       worker.on('message', onMessage);
       worker.once('error', reject);
+      timer = setTimeout(() => reject(new BrokerDisconnectedError(`the lease keeper did not reach the cluster's redis at ${options.url} within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs + 1000);
     });
     try {
       await ready;
     } catch (err) {
       await worker.terminate();
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
     return new LeaseKeeper(worker, view, options.slots, options.onProblem, options.onFailure);
+  }
+
+  /** True once the thread stopped (closed, or died: see `onFailure`). */
+  get exited(): boolean {
+    return this.#exited;
   }
 
   /** The membership report written from the next heartbeat on. */
@@ -119,10 +129,11 @@ export class LeaseKeeper {
 
   /**
    * Renews `lease` every heartbeat from now on, until `drop(lease)` or until it is found lost.
-   * @throws RangeError when every slot is taken
+   * @throws RangeError when every slot is taken; InvalidArgumentError for a lease on another clock than `monotonicMs`
    */
   keep(lease: Lease): void {
     if (this.#bySlot.has(lease)) return;
+    if (lease.now !== monotonicMs) throw new InvalidArgumentError(`the lease keeper times leases on monotonicMs; ${lease.what} has another clock`);
     const slot = this.#slots.indexOf(undefined);
     if (slot < 0) throw new RangeError(`the lease keeper holds ${this.#slots.length} leases already`);
     const id = ++this.#registrations;
@@ -142,7 +153,13 @@ export class LeaseKeeper {
     this.#worker.postMessage({ type: 'drop', slot });
   }
 
-  /** Ends the membership heartbeats (before the worker leaves the cluster); resolves once no heartbeat is in flight. */
+  /**
+   * Ends the membership heartbeats and leaves the cluster on the thread's own connection, after
+   * its last membership write (deletes the member key, removes the id from the member set): one
+   * connection keeps the order, so a write delayed on it (a timeout, a reconnect) cannot bring the
+   * member back after the leave. Resolves once done, or at once when the thread stopped; a failed
+   * leave is reported to `onProblem` (the member key then runs out after leaseMs).
+   */
   stopMembership(): Promise<void> {
     return new Promise<void>((resolve) => {
       if (this.#exited) return resolve();
@@ -241,7 +258,10 @@ function keeperMain(): void {
     else if (m.type === 'drop') kept.delete(m.slot!);
     else if (m.type === 'stop-membership') {
       membership = false;
-      void inFlight.then(() => post({ type: 'membership-stopped' }));
+      void inFlight
+        .then(() => redis.multi().del(d.memberKey).srem(d.membersKey, d.memberId).exec())
+        .catch((err: Error) => post({ type: 'problem', message: `leaving the cluster failed: ${err.message}` }))
+        .then(() => post({ type: 'membership-stopped' }));
     }
   });
 

@@ -17,7 +17,7 @@ import { askNamespaceCollision } from './askWire.js';
 import type { WorkerEvent } from './events.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
-import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, type LeaseTiming } from './lease.js';
+import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
 import { LeaseKeeper } from './leaseKeeper.js';
 import { checkClusterBroker, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
@@ -199,9 +199,9 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
     redis.disconnect();
     throw err;
   }
-  worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
-    checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
   try {
+    worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
+      checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
     await worker.start();
   } catch (err) {
     await keeper.close();
@@ -223,6 +223,8 @@ class ClusterWorker implements Worker {
   #asks!: AskResponders;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> = Promise.resolve();
+  /** Settles when `start()` did (a keeper failure during it stops the worker after). */
+  #started: Promise<void> = new Promise(() => {});
   #stopping: Promise<void> | undefined;
   #failure: unknown;
   #resolveClosed!: () => void;
@@ -260,7 +262,12 @@ class ClusterWorker implements Worker {
     return this.#host;
   }
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.#started = this.#start();
+    return this.#started;
+  }
+
+  async #start(): Promise<void> {
     const { options } = this;
     this.#host = await this.application.startHost({
       broker: options.broker,
@@ -288,12 +295,16 @@ class ClusterWorker implements Worker {
     this.#schedule(Date.now());
   }
 
-  /** The lease keeper thread died: the worker stops (its hand-backs may end `fenced`: nothing renews their leases) and `closed` rejects with `err`. */
+  /**
+   * The lease keeper thread died: once started, the worker hands its partitions back (their
+   * leases renewed by the event loop meanwhile) and stops; `closed` rejects with `err`. During
+   * `stop()` it is only logged (`stop()` renews the hand-backs itself then).
+   */
   failed(err: Error): void {
+    this.#logger.error({ worker: this.id, err }, 'the lease keeper failed: the worker hands its partitions back and stops');
     if (this.#stopping) return;
     this.#failure = err;
-    this.#logger.error({ worker: this.id, err }, 'the lease keeper failed: the worker hands its partitions back and stops');
-    void this.stop();
+    void this.#started.then(() => this.stop(), () => {});
   }
 
   partitions(): HostedPartition[] {
@@ -324,11 +335,19 @@ class ClusterWorker implements Worker {
     this.#stopping ??= (async () => {
       clearTimeout(this.#timer);
       await this.#ticking;
-      await this.keeper.stopMembership();
-      await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
+      await this.keeper.stopMembership(); // leaves the cluster on the keeper's connection
+      if (this.keeper.exited) await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
       await this.#guard('resign', () => this.#leader.resign());
-      // The keeper thread goes on renewing the leases of the units being handed back.
-      await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      // The keeper thread goes on renewing the leases of the units being handed back; should it
+      // have died, the event loop renews them meanwhile.
+      const fallback = setInterval(() => {
+        if (this.keeper.exited) void this.#guard('renew', () => renewLeases(this.redis, this.#handingBack().map((o) => o.lease), this.timing.leaseMs));
+      }, this.heartbeatMs);
+      try {
+        await Promise.all([...this.#owned.values()].map((o) => this.#handBack(o)));
+      } finally {
+        clearInterval(fallback);
+      }
       await this.keeper.close();
       await this.#asks.closeAll();
       await this.#host.stop();
@@ -348,6 +367,11 @@ class ClusterWorker implements Worker {
       this.#ticking = this.#tick();
       void this.#ticking.then(() => this.#schedule(started));
     }, Math.max(0, lastStart + this.heartbeatMs - Date.now()));
+  }
+
+  /** Units in a planned hand-back whose lease is still held (renewed until released). */
+  #handingBack(): Ownership[] {
+    return [...this.#owned.values()].filter((o) => o.handingBack && o.lease.held);
   }
 
   /** One heartbeat (see `startWorker`). Never rejects: a failed step is logged and tried again at the next. */

@@ -141,7 +141,29 @@ launch() {
   pid=$!
   echo "$pid" >"$home/pulsar.pid"
   deadline=$(( $(date +%s) + timeout ))
+  next_dump=$(( $(date +%s) + 30 ))
+  stuck=0
   until answers; do
+    # Pulsar 4.0.7 can deadlock as it starts, in the JVM's class initialization: seen once in
+    # CI when the broker restarted under reconnecting WebSocket consumers, a web thread in
+    # Schema.<clinit> waiting for AbstractSchema while topic loading held AbstractSchema's
+    # initialization and waited for Schema (a superclass/subclass initialization cycle; two
+    # threads touching them first at once). Every web thread then blocks, the admin API never
+    # answers, and nothing ends it. A thread dump (SIGQUIT, printed to logs/pulsar.out) that
+    # shows threads waiting on class initialization twice, 15 s apart, while the admin API
+    # still does not answer, restarts the broker instead of waiting out the timeout.
+    if [ "$(date +%s)" -ge "$next_dump" ]; then
+      next_dump=$(( $(date +%s) + 15 ))
+      before=$(grep -c 'waiting on the Class initialization monitor' "$home/logs/pulsar.out" 2>/dev/null || true)
+      kill -QUIT "$pid" 2>/dev/null || true
+      sleep 1
+      after=$(grep -c 'waiting on the Class initialization monitor' "$home/logs/pulsar.out" 2>/dev/null || true)
+      if [ "${after:-0}" -gt "${before:-0}" ]; then stuck=$(( stuck + 1 )); else stuck=0; fi
+      if [ "$stuck" -ge 2 ] && ! answers; then
+        log "the broker is deadlocked in class initialization (threads waiting on it in two thread dumps 15 s apart; logs/pulsar.out)"
+        return 3
+      fi
+    fi
     if ! kill -0 "$pid" 2>/dev/null; then
       log "java exited before the admin API answered; last lines of logs/pulsar.out and logs/pulsar.log:"
       tail -n 15 "$home/logs/pulsar.out" >&2 || true
@@ -170,8 +192,11 @@ launch() {
 # on /ledgers/available invalidated and re-taken in a loop, the pattern of apache/pulsar#17759,
 # and every ledger creation failing with "Not enough non-faulty bookies"); a restart on the
 # same data has cleared it.
-if ! launch; then
-  log "restarting the broker once"
-  PULSAR_HOME="$home" bash "$here/stop.sh"
-  launch || exit 1
-fi
+# Also restarted: a broker deadlocked as it starts (launch, above). At most three launches.
+attempt=1
+until launch; do
+  if [ "$attempt" -ge 3 ]; then exit 1; fi
+  attempt=$(( attempt + 1 ))
+  log "restarting the broker (launch $attempt of 3)"
+  PULSAR_HOME="$home" PULSAR_STOP_TIMEOUT=15 bash "$here/stop.sh"
+done

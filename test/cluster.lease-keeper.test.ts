@@ -22,6 +22,11 @@ function blockEventLoop(ms: number): void {
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The membership report the keeper writes for member `m1`. */
+const report = () => ({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
+
 async function setUp(name: string, maxStallMs: number) {
   const prefix = `sfc-test-${process.pid}-keeper-${name}:`;
   const redis = await connectCoordination(REDIS_URL, 2000);
@@ -35,7 +40,7 @@ async function setUp(name: string, maxStallMs: number) {
     onProblem: (m) => problems.push(m),
     onFailure: (err) => failures.push(err),
   });
-  keeper.report({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
+  keeper.report(report());
   const acquire = async (unit: string): Promise<Lease> => {
     const got = await acquireLease(redis, { key: keys.lease(unit), epochKey: keys.epoch(unit), what: `partition ${unit}` }, 'm1', timing);
     assert.equal(got.kind, 'acquired');
@@ -43,7 +48,7 @@ async function setUp(name: string, maxStallMs: number) {
   };
   const done = async () => {
     await keeper.close();
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     assert.deepEqual(failures, [], 'the thread ran until close(), which is no failure');
     await deleteKeys(prefix);
     redis.disconnect();
@@ -51,95 +56,86 @@ async function setUp(name: string, maxStallMs: number) {
   return { redis, keys, timing, keeper, problems, acquire, done };
 }
 
-test('the lease keeper renews leases and membership while the event loop is blocked past the lease', async (t) => {
-  if (await skipWithoutRedis(t)) return;
-  const k = await setUp('blocked', 5000);
-  try {
-    const lease = await k.acquire('s/0');
-    k.keeper.keep(lease);
-    await new Promise((r) => setTimeout(r, 250));
-    blockEventLoop(3 * k.timing.leaseMs);
-    lease.check(); // renewed by the thread meanwhile: no FencedError
-    assert.ok(lease.remainingMs() > 0, `the deadline moved on while blocked (${lease.remainingMs()} ms left)`);
-    const ttl = await k.redis.pttl(k.keys.lease('s/0'));
-    assert.ok(ttl > 0, `the key is still there in Redis (pttl ${ttl})`);
-    assert.equal(await k.redis.get(k.keys.lease('s/0')), lease.value);
-    assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'the membership key was renewed too');
-    assert.deepEqual(k.problems, []);
+type Keeper = Awaited<ReturnType<typeof setUp>>;
 
-    k.keeper.drop(lease);
-    await new Promise((r) => setTimeout(r, 2 * k.timing.leaseMs));
-    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'a dropped lease is no longer renewed: it runs out in Redis');
-    assert.throws(() => lease.check(), FencedError, 'and locally');
-  } finally {
-    await k.done();
-  }
+/** A test (skipped without Redis) on a keeper of its own, torn down after `body` whatever happens. */
+function keeperTest(title: string, name: string, maxStallMs: number, body: (k: Keeper) => Promise<void>): void {
+  test(title, async (t) => {
+    if (await skipWithoutRedis(t)) return;
+    const k = await setUp(name, maxStallMs);
+    try {
+      await body(k);
+    } finally {
+      await k.done();
+    }
+  });
+}
+
+keeperTest('the lease keeper renews leases and membership while the event loop is blocked past the lease', 'blocked', 5000, async (k) => {
+  const lease = await k.acquire('s/0');
+  k.keeper.keep(lease);
+  await sleep(250);
+  blockEventLoop(3 * k.timing.leaseMs);
+  lease.check(); // renewed by the thread meanwhile: no FencedError
+  assert.ok(lease.remainingMs() > 0, `the deadline moved on while blocked (${lease.remainingMs()} ms left)`);
+  const ttl = await k.redis.pttl(k.keys.lease('s/0'));
+  assert.ok(ttl > 0, `the key is still there in Redis (pttl ${ttl})`);
+  assert.equal(await k.redis.get(k.keys.lease('s/0')), lease.value);
+  assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'the membership key was renewed too');
+  assert.deepEqual(k.problems, []);
+
+  k.keeper.drop(lease);
+  await sleep(2 * k.timing.leaseMs);
+  assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'a dropped lease is no longer renewed: it runs out in Redis');
+  assert.throws(() => lease.check(), FencedError, 'and locally');
 });
 
-test('the lease keeper stops renewing once the event loop is blocked past maxStallMs', async (t) => {
-  if (await skipWithoutRedis(t)) return;
-  const k = await setUp('stalled', 1000);
-  try {
-    const lease = await k.acquire('s/0');
-    k.keeper.keep(lease);
-    await new Promise((r) => setTimeout(r, 250));
-    blockEventLoop(1000 + 2 * k.timing.leaseMs);
-    // Nothing of this thread ran since the block: the keeper saw no stamp and renewed nothing.
-    assert.ok(lease.remainingMs() <= 0, `the local deadline passed (${lease.remainingMs()} ms left)`);
-    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'the key ran out in Redis');
-    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'so did the membership key');
-    await new Promise((r) => setTimeout(r, 400));
-    assert.equal(lease.remainingMs(), -Infinity, 'the keeper\'s first renewal after the stall found the key gone and marked the lease lost');
-    assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'and did not bring it back');
-    assert.throws(() => lease.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
-    assert.ok(k.problems.some((p) => /has not turned for \d+ ms \(maxStallMs 1000\)/.test(p)), `the stall is reported: ${JSON.stringify(k.problems)}`);
-  } finally {
-    await k.done();
-  }
+keeperTest('the lease keeper stops renewing once the event loop is blocked past maxStallMs', 'stalled', 1000, async (k) => {
+  const lease = await k.acquire('s/0');
+  k.keeper.keep(lease);
+  await sleep(250);
+  blockEventLoop(1000 + 2 * k.timing.leaseMs);
+  // Nothing of this thread ran since the block: the keeper saw no stamp and renewed nothing.
+  assert.ok(lease.remainingMs() <= 0, `the local deadline passed (${lease.remainingMs()} ms left)`);
+  assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'the key ran out in Redis');
+  assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'so did the membership key');
+  await sleep(400);
+  assert.equal(lease.remainingMs(), -Infinity, 'the keeper\'s first renewal after the stall found the key gone and marked the lease lost');
+  assert.equal(await k.redis.exists(k.keys.lease('s/0')), 0, 'and did not bring it back');
+  assert.throws(() => lease.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
+  assert.ok(k.problems.some((p) => /has not turned for \d+ ms \(maxStallMs 1000\)/.test(p)), `the stall is reported: ${JSON.stringify(k.problems)}`);
 });
 
-test('the lease keeper marks a lease lost when another holder took its key, and reuses its slot', async (t) => {
-  if (await skipWithoutRedis(t)) return;
-  const k = await setUp('taken', 5000);
-  try {
-    const a = await k.acquire('s/0');
-    const b = await k.acquire('s/1');
-    k.keeper.keep(a);
-    k.keeper.keep(b);
-    const extra = await k.acquire('s/2');
-    assert.throws(() => k.keeper.keep(extra), RangeError, 'two slots only');
-    const otherClock = new Lease(k.keys.lease('s/3'), 'm1', 1, k.timing, 0, 'partition s/3', () => 0);
-    assert.throws(() => k.keeper.keep(otherClock), InvalidArgumentError, 'a lease on another clock than the thread\'s');
-    await k.redis.set(k.keys.lease('s/0'), 'other 99', 'PX', 10_000);
-    await new Promise((r) => setTimeout(r, 400));
-    assert.throws(() => a.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
-    b.check();
-    k.keeper.drop(a);
-    await k.redis.del(k.keys.lease('s/0'));
-    const c = await k.acquire('s/0');
-    k.keeper.keep(c); // a's slot, under a new registration: a's lost mark does not carry over
-    await new Promise((r) => setTimeout(r, 400));
-    c.check();
-    assert.ok(c.remainingMs() > k.timing.leaseMs - k.timing.safetyMarginMs - 200, `renewed in its reused slot (${c.remainingMs()} ms left)`);
-  } finally {
-    await k.done();
-  }
+keeperTest('the lease keeper marks a lease lost when another holder took its key, and reuses its slot', 'taken', 5000, async (k) => {
+  const a = await k.acquire('s/0');
+  const b = await k.acquire('s/1');
+  k.keeper.keep(a);
+  k.keeper.keep(b);
+  const extra = await k.acquire('s/2');
+  assert.throws(() => k.keeper.keep(extra), RangeError, 'two slots only');
+  const otherClock = new Lease(k.keys.lease('s/3'), 'm1', 1, k.timing, 0, 'partition s/3', () => 0);
+  assert.throws(() => k.keeper.keep(otherClock), InvalidArgumentError, 'a lease on another clock than the thread\'s');
+  await k.redis.set(k.keys.lease('s/0'), 'other 99', 'PX', 10_000);
+  await sleep(400);
+  assert.throws(() => a.check(), (err: unknown) => err instanceof FencedError && /no longer holds this epoch/.test(err.message));
+  b.check();
+  k.keeper.drop(a);
+  await k.redis.del(k.keys.lease('s/0'));
+  const c = await k.acquire('s/0');
+  k.keeper.keep(c); // a's slot, under a new registration: a's lost mark does not carry over
+  await sleep(400);
+  c.check();
+  assert.ok(c.remainingMs() > k.timing.leaseMs - k.timing.safetyMarginMs - 200, `renewed in its reused slot (${c.remainingMs()} ms left)`);
 });
 
-test('the lease keeper leaves the cluster after its last membership write: the member key stays gone', async (t) => {
-  if (await skipWithoutRedis(t)) return;
-  const k = await setUp('leave', 5000);
-  try {
-    await new Promise((r) => setTimeout(r, 250));
-    assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'a member while it beats');
-    assert.ok((await k.redis.sismember(k.keys.members, 'm1')) === 1);
-    await k.keeper.stopMembership();
-    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'the member key is deleted');
-    assert.equal(await k.redis.sismember(k.keys.members, 'm1'), 0, 'and the id left the member set');
-    k.keeper.report({ id: 'm1', name: 'm1', host: 'h', pid: process.pid, maxPartitions: null, startedAt: Date.now(), running: [], opening: [], failed: {}, inspectUrl: null });
-    await new Promise((r) => setTimeout(r, 5 * 100));
-    assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'no heartbeat writes it again, even with a new report');
-  } finally {
-    await k.done();
-  }
+keeperTest('the lease keeper leaves the cluster after its last membership write: the member key stays gone', 'leave', 5000, async (k) => {
+  await sleep(250);
+  assert.ok((await k.redis.pttl(k.keys.member('m1'))) > 0, 'a member while it beats');
+  assert.ok((await k.redis.sismember(k.keys.members, 'm1')) === 1);
+  await k.keeper.stopMembership();
+  assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'the member key is deleted');
+  assert.equal(await k.redis.sismember(k.keys.members, 'm1'), 0, 'and the id left the member set');
+  k.keeper.report(report());
+  await sleep(5 * 100);
+  assert.equal(await k.redis.exists(k.keys.member('m1')), 0, 'no heartbeat writes it again, even with a new report');
 });

@@ -97,9 +97,11 @@ async function assertHalfUploadInvisible(checkpointsUrl: string, prefix: string,
   }
 }
 
-/** The `restored` events of `unit` after `since` (wall ms), on any worker. */
-function restoredAfter(ws: readonly WorkerProcess[], unit: string, since: number): Array<{ worker: string; event: Extract<WorkerEvent, { type: 'restored' }> }> {
-  return ws.flatMap((w) => w.events.flatMap(({ event: e, at }) => (e.type === 'restored' && e.unit === unit && at >= since ? [{ worker: w.name, event: e }] : [])));
+/** The `restored` events of `unit` after `since` (wall ms), on any worker, in the order they happened (not by worker: a later move may land on an earlier worker). */
+function restoredAfter(ws: readonly WorkerProcess[], unit: string, since: number): Array<{ worker: string; at: number; event: Extract<WorkerEvent, { type: 'restored' }> }> {
+  return ws
+    .flatMap((w) => w.events.flatMap(({ event: e, at }) => (e.type === 'restored' && e.unit === unit && at >= since ? [{ worker: w.name, at, event: e }] : [])))
+    .sort((a, b) => a.at - b.at);
 }
 
 const SEED = process.env.SHARDFLOW_KILL_SEED ? Number(process.env.SHARDFLOW_KILL_SEED) : 1 + Math.floor(Math.random() * 1_000_000);

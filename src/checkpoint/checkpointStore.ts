@@ -137,6 +137,17 @@ export interface CheckpointRestoreReport {
   readonly seconds: number;
 }
 
+/** Options of `CheckpointStore.collect`. */
+export interface CheckpointCollectOptions {
+  /**
+   * Stops the collect between its steps (a listing, a slice of deletes): it then rejects with
+   * the abort reason, having removed the oldest of what it would have (the newest checkpoints
+   * stay whole; the next collect removes the rest). A partition's checkpointer aborts its
+   * collect when a checkpoint is asked for, so that the put does not wait behind it.
+   */
+  readonly signal?: AbortSignal;
+}
+
 /** What one `collect` removed. */
 export interface CheckpointCollectReport {
   /** Sequence numbers of the checkpoints kept, newest first. */
@@ -192,9 +203,10 @@ export interface CheckpointStore {
    * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests,
    * then every stored file of the key that no kept manifest lists.
    * @throws InvalidArgumentError when keep is not an integer >= 1;
-   *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then)
+   *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then);
+   *   the abort reason when `options.signal` aborts
    */
-  collect(key: string, keep: number): Promise<CheckpointCollectReport>;
+  collect(key: string, keep: number, options?: CheckpointCollectOptions): Promise<CheckpointCollectReport>;
   /**
    * Removes every checkpoint of `key` (manifests first, newest first, so that what stays
    * visible meanwhile is complete), then all its files. For a partition retired for good.

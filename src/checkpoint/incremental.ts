@@ -14,6 +14,7 @@ import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError }
 import { Store } from '../storage/store.js';
 import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from './checkpointStore.js';
 import type {
+  CheckpointCollectOptions,
   CheckpointCollectReport,
   CheckpointDirectory,
   CheckpointManifestHold,
@@ -72,6 +73,10 @@ const REBASE_RETRY_SHARE = 0.0625;
  * bounds what a restore replays: at most twice `walTailBytes` of log after the chain's base.
  */
 const WAL_TAIL_OVERSHOOT = 2;
+/** Every how many collects of a key one lists its stored files instead of trusting this process's listing (see `collect`). */
+const COLLECT_LISTS_EVERY = 16;
+/** Deletes a collect sends before it checks its signal again (an abort waits for at most one slice). */
+const COLLECT_DELETE_SLICE = 16;
 
 /**
  * A chain of WAL tail puts of one open `Store` under one key: what the key's latest
@@ -214,6 +219,13 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * bases hold each: `collect` keeps them (it removes every object no manifest names).
    */
   readonly #unnamed = new Map<string, Map<string, number>>();
+  /**
+   * Per key, the manifests this process put (by sequence), for `collect` to read the kept ones
+   * without a fetch: a manifest is written once and never changed. Pruned by `collect`.
+   */
+  readonly #ownManifests = new Map<string, Map<number, CheckpointManifest>>();
+  /** Per key, the collects made so far (every COLLECT_LISTS_EVERY-th lists the stored files). */
+  readonly #collects = new Map<string, number>();
   /** Bases being made (`#startMaterialization`). */
   readonly #background = new Set<Promise<void>>();
 
@@ -232,6 +244,13 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     checkKey(key);
     const listed = await this.objects.list(manifestsPrefix(key));
     return listed.map((o) => sequenceOfManifest(key, o.name)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
+  }
+
+  /** Remembers a manifest this process stored (`#ownManifests`). */
+  #ownManifest(manifest: CheckpointManifest): void {
+    let own = this.#ownManifests.get(manifest.key);
+    if (!own) this.#ownManifests.set(manifest.key, (own = new Map()));
+    own.set(manifest.sequence, manifest);
   }
 
   async #manifest(key: string, sequence: number): Promise<CheckpointManifest | undefined> {
@@ -339,6 +358,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       await this.objects.putBytes(manifestName(key, sequence), encodeManifest(manifest));
       for (const [name, f] of toUpload) stored.set(name, f.bytes);
       this.#listings.set(key, { latest: sequence, files: stored });
+      this.#ownManifest(manifest);
       if (source instanceof Store) await this.#startWalChain(key, source, sequence, files, options);
       return {
         manifest,
@@ -623,6 +643,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     }
     for (const o of objects) stored.set(o.name, o.data.length);
     this.#listings.set(key, { latest: sequence, files: stored });
+    this.#ownManifest(manifest);
     chain.sequence = sequence;
     chain.files = files;
     chain.wal = last.name;
@@ -813,35 +834,71 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     if (i < chunks.length || written !== f.bytes) throw damaged(`has ${written} bytes in its linked log ${f.link}, the manifest says ${f.bytes}`);
   }
 
-  async collect(key: string, keep: number): Promise<CheckpointCollectReport> {
+  async collect(key: string, keep: number, options: CheckpointCollectOptions = {}): Promise<CheckpointCollectReport> {
     checkKey(key);
     if (!Number.isSafeInteger(keep) || keep < 1) throw new InvalidArgumentError(`collect keeps at least 1 checkpoint, got keep = ${String(keep)}`);
+    const { signal } = options;
+    signal?.throwIfAborted();
     return this.#lock(key).runExclusive(async () => {
+      signal?.throwIfAborted();
       const seqs = (await this.list(key)).reverse();
       const kept = seqs.slice(0, keep);
       const removed = seqs.slice(keep);
-      // Every kept manifest is read before anything is removed: one that does not parse stops it.
+      // Every kept manifest is read before anything is removed: one that does not parse stops
+      // it. The manifests this process put are known (a manifest is never rewritten).
+      const own = this.#ownManifests.get(key);
       const used = new Set<string>();
-      for (const m of await Promise.all(kept.map((s) => this.#manifest(key, s)))) {
+      for (const m of await Promise.all(kept.map((s) => own?.get(s) ?? this.#manifest(key, s)))) {
         for (const f of m?.files ?? []) for (const o of objectsOfFile(key, f)) used.add(o);
       }
-      // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
+      if (own) for (const s of own.keys()) if (!kept.includes(s)) own.delete(s);
+      // The stored files: in a store of remote objects (S3), this process's listing when the
+      // key's latest manifest is its own (the put trusts it so too), but every
+      // COLLECT_LISTS_EVERY-th collect of the key, which lists, so that objects no put of this
+      // process stored (a fenced owner's uploads after its lease ran out) are removed too. A
+      // collect on S3 took 127 ms, median, 648 ms p90, on cnr-2000 during a rank. A directory
+      // store always lists (a readdir on a file thread): its tail puts hard-link logs into the
+      // key's folder, which this listing does not hold.
       const known = this.#listings.get(key);
       this.#listings.delete(key);
-      await this.objects.delete(removed.slice().reverse().map((s) => manifestName(key, s)));
-      const listed = await this.objects.list(filesPrefix(key));
-      // Not the files of a base made in the background either (#materialize): no manifest names them yet.
-      const unnamed = this.#unnamed.get(key);
-      const unused = listed.filter((o) => !used.has(o.name) && !unnamed?.has(o.name));
-      await this.objects.delete(unused.map((o) => o.name));
-      // What is stored now: the listing less what was removed (the latest manifest is as before).
-      if (known && known.latest === seqs[0]) this.#listings.set(key, { latest: known.latest, files: new Map(listed.filter((o) => used.has(o.name)).map((o) => [o.name, o.bytes])) });
-      return {
-        kept,
-        removed,
-        removedFiles: unused.length,
-        removedBytes: unused.reduce((s, o) => s + o.bytes, 0),
+      const count = (this.#collects.get(key) ?? 0) + 1;
+      this.#collects.set(key, count);
+      const current = known !== undefined && known.latest === seqs[0];
+      const trusted = current && !this.objects.localPath && count % COLLECT_LISTS_EVERY !== 0;
+      const attempted = new Set<string>();
+      /** Deletes `names` in slices, the signal checked before each: an abort leaves no delete in flight. */
+      const remove = async (names: string[]) => {
+        for (let i = 0; i < names.length; i += COLLECT_DELETE_SLICE) {
+          signal?.throwIfAborted();
+          const slice = names.slice(i, i + COLLECT_DELETE_SLICE);
+          for (const n of slice) attempted.add(n);
+          await this.objects.delete(slice);
+        }
       };
+      try {
+        // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
+        await remove(removed.slice().reverse().map((s) => manifestName(key, s)));
+        const listed = trusted
+          ? [...known.files].map(([name, bytes]) => ({ name, bytes }))
+          : await this.objects.list(filesPrefix(key));
+        // Not the files of a base made in the background either (#materialize): no manifest names them yet.
+        const unnamed = this.#unnamed.get(key);
+        const unused = listed.filter((o) => !used.has(o.name) && !unnamed?.has(o.name));
+        await remove(unused.map((o) => o.name));
+        // What is stored now: the listing less what was removed (the latest manifest is as before).
+        if (current) this.#listings.set(key, { latest: known.latest, files: new Map(listed.filter((o) => used.has(o.name)).map((o) => [o.name, o.bytes])) });
+        return {
+          kept,
+          removed,
+          removedFiles: unused.length,
+          removedBytes: unused.reduce((s, o) => s + o.bytes, 0),
+        };
+      } catch (err) {
+        // Stopped part way (aborted, or a delete failed): the listing stays known less every
+        // object a delete was sent for, so that no put counts on one that may be gone.
+        if (current) this.#listings.set(key, { latest: known.latest, files: new Map([...known.files].filter(([name]) => !attempted.has(name))) });
+        throw err;
+      }
     });
   }
 

@@ -30,6 +30,7 @@ export type {
   CheckpointPutOptions,
   CheckpointPutReport,
   CheckpointRestoreReport,
+  CheckpointCollectOptions,
   CheckpointCollectReport,
   CheckpointChunk,
   CheckpointFile,

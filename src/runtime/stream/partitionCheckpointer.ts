@@ -40,6 +40,14 @@ const IDLE_CHECKPOINT_MS = 100;
 /** Puts between two collects of old checkpoints (a collect lists and reads manifests: off every put's path). */
 const COLLECT_EVERY = 4;
 
+/** Why a collect stopped: a checkpoint was asked for while it ran (the reason of its signal). */
+class CollectStopped extends Error {
+  constructor() {
+    super('a checkpoint was asked for during the collect');
+    this.name = 'CollectStopped';
+  }
+}
+
 interface Held {
   readonly consumer: object;
   readonly messages: number;
@@ -98,6 +106,10 @@ export class PartitionCheckpointer {
   #wholeNext = false;
   /** A collect of old checkpoints is due (put off while a checkpoint was asked for). */
   #collectDue = false;
+  /** The collect running, stopped by a checkpoint asked for meanwhile. */
+  #collecting: AbortController | undefined;
+  /** Collects a checkpoint asked for stopped part way. */
+  #collectsStopped = 0;
   /** Settles released by a checkpoint and still running (close() waits for them). */
   readonly #settling = new Set<Promise<void>>();
 
@@ -115,6 +127,11 @@ export class PartitionCheckpointer {
   /** Checkpoints put by this incarnation. */
   get checkpoints(): number {
     return this.#checkpoints;
+  }
+
+  /** Collects of old checkpoints stopped part way because a checkpoint was asked for (each goes on at a later checkpoint). */
+  get collectsStopped(): number {
+    return this.#collectsStopped;
   }
 
   /** Messages whose acks (or dead letters) wait for a checkpoint. */
@@ -233,6 +250,7 @@ export class PartitionCheckpointer {
     if (this.#closed !== undefined) return;
     if (this.#running) {
       this.#again = true;
+      this.#collecting?.abort(new CollectStopped());
       return;
     }
     this.#running = (async () => {
@@ -330,8 +348,16 @@ export class PartitionCheckpointer {
       // Old checkpoints go after the replies, every COLLECT_EVERY puts (`keep` newest stay then).
       if (this.#checkpoints % COLLECT_EVERY === 0) this.#collectDue = true;
       if (this.#collectDue && !this.#again) {
-        this.#collectDue = false;
-        await this.#puts.collect(logger);
+        // A checkpoint asked for meanwhile stops the collect (`#request`): the put does not
+        // wait behind it, and a later one goes on where it stopped.
+        const collecting = new AbortController();
+        this.#collecting = collecting;
+        try {
+          this.#collectDue = !(await this.#puts.collect(logger, collecting.signal));
+          if (this.#collectDue) this.#collectsStopped++;
+        } finally {
+          this.#collecting = undefined;
+        }
       }
       return;
     }

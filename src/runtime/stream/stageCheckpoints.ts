@@ -341,15 +341,22 @@ export class PartitionCheckpointPuts {
     this.#prepared = next;
   }
 
-  /** Removes all but the `keep` newest checkpoints of the key and the files only they list; a failure is logged (the next collect removes them). */
-  async collect(logger: Logger): Promise<void> {
+  /**
+   * Removes all but the `keep` newest checkpoints of the key and the files only they list; a
+   * failure is logged (the next collect removes them).
+   * @param signal stops the collect between its steps (`CheckpointCollectOptions`)
+   * @returns false when `signal` stopped it (what it left, the next collect removes), else true
+   */
+  async collect(logger: Logger, signal?: AbortSignal): Promise<boolean> {
     try {
-      await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT);
+      await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT, signal ? { signal } : {});
     } catch (err) {
+      if (signal?.aborted && err === signal.reason) return false;
       logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} failed (the next put collects again)`);
     }
-
+    return true;
   }
+
 }
 
 /** Whether `err` must stop the partition (a fence) rather than leave the checkpoint for the next try. */

@@ -386,6 +386,27 @@ for (const impl of [directory, s3]) {
       await store.close();
     });
 
+    it('a collect removes an object no manifest names that another writer stored (a fenced owner\'s late upload): a directory store at once, an S3 store by its 16th collect (it trusts its own listing in between)', async () => {
+      const key = newKey();
+      const store = await Store.open({ path: fresh('db'), columnFamilies });
+      try {
+        await writePages(store, 0, 100, 'a');
+        await checkpoints.put(key, store, 1);
+        const stray = `${key}/files/${'ab'.repeat(32)}`;
+        await impl.damage(checkpoints, stray, Buffer.from('a late upload'));
+        const lists = impl === directory ? 1 : 16;
+        for (let c = 1; c <= lists; c++) {
+          assert.deepEqual(Buffer.from(await impl.read(checkpoints, stray)), Buffer.from('a late upload'), `still there before collect ${c}`);
+          const report = await checkpoints.collect(key, 1);
+          assert.equal(report.removedFiles, c === lists ? 1 : 0, `collect ${c}`);
+        }
+        await assert.rejects(impl.read(checkpoints, stray), 'removed by the collect that listed');
+        await withRestored(checkpoints, key, 1, async (copy) => assert.equal((await copy.get('pages', 'page-000099'))?.toString().split(':')[0], 'a'));
+      } finally {
+        await store.close();
+      }
+    });
+
     it('a put after another writer put and collected the key stores again the files that writer removed (a listing is trusted only while the key\'s latest checkpoint is this process\'s)', async () => {
       const key = newKey();
       const store = await Store.open({ path: fresh('db'), columnFamilies });

@@ -9,6 +9,7 @@ import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import type { StageCheckpointing } from '../src/runtime/stream/stageCheckpoints.js';
 import { memoryLogger, tempDir } from './kit/datasets.js';
+import { until } from './kit/clusterRun.js';
 
 /**
  * A collect of old checkpoints stops between its steps when its signal aborts (docs/checkpoints.md,
@@ -125,8 +126,7 @@ test('a partition checkpointer stops its collect when a checkpoint is asked for:
       await store.put('pages', Buffer.from(`k${i}`), Buffer.from('v'));
       await checkpointer.afterCheckpoint();
     }
-    const held = Date.now() + 10_000;
-    while (collects.length === 0 && Date.now() < held) await new Promise((r) => setTimeout(r, 10));
+    await until('the collect after the 4th checkpoint', async () => collects.length > 0, 10_000);
     assert.deepEqual(collects, ['held'], 'the 4th checkpoint began a collect');
     await store.put('pages', Buffer.from('k4'), Buffer.from('v'));
     const t0 = Date.now();
@@ -138,8 +138,7 @@ test('a partition checkpointer stops its collect when a checkpoint is asked for:
     // The stopped collect is still due: it runs after the next checkpoint nobody else asks for.
     await store.put('pages', Buffer.from('k5'), Buffer.from('v'));
     await checkpointer.afterCheckpoint();
-    const ran = Date.now() + 10_000;
-    while (!collects.includes('ran') && Date.now() < ran) await new Promise((r) => setTimeout(r, 10));
+    await until('the collect that was due', async () => collects.includes('ran'), 10_000);
     assert.deepEqual(collects, ['held', 'stopped', 'ran']);
     assert.deepEqual(await real.list(checkpointer.key).then((l) => l.length), 2, 'the collect kept the 2 newest');
   } finally {

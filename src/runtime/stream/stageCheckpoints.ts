@@ -356,7 +356,6 @@ export class PartitionCheckpointPuts {
     }
     return true;
   }
-
 }
 
 /** Whether `err` must stop the partition (a fence) rather than leave the checkpoint for the next try. */

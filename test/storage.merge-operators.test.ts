@@ -26,6 +26,7 @@ import {
   set,
 } from '../src/operators/mergeOperators.js';
 import { Store } from '../src/storage/index.js';
+import { nativeAddon } from '../src/storage/native.js';
 
 let dir: string;
 before(async () => {
@@ -121,6 +122,50 @@ describe('float64Add', () => {
     assert.equal(after[0], x! + r!);
     assert.equal(after[1], 0);
     await store.close();
+  });
+
+  it('sums bit for bit as the pairwise fold it replaced, full and partial, malformed operands included', () => {
+    // The model: RocksDB's AssociativeMergeOperator folds left to right, Merge(acc, operand)
+    // at each step (a malformed acc is a fault and missing; a malformed operand a fault and
+    // skipped, [0] when nothing came before). Non-integer values, so the order of the
+    // additions shows in the bits.
+    const { evaluateMerge } = nativeAddon();
+    const wellFormed = (b: Buffer | undefined) => b !== undefined && b.length >= 8 && b.length % 8 === 0;
+    const model = (base: Buffer | undefined, ops: Buffer[]) => {
+      let faults = 0;
+      let acc: number[] | undefined;
+      if (base !== undefined) {
+        if (wellFormed(base)) acc = [...decodeFloat64s(base)];
+        else faults++;
+      }
+      for (const op of ops) {
+        if (!wellFormed(op)) {
+          faults++;
+          acc ??= [0];
+          continue;
+        }
+        const v = [...decodeFloat64s(op)];
+        if (acc === undefined) acc = v;
+        else acc = Array.from({ length: Math.max(acc.length, v.length) }, (_, i) => (i < acc!.length && i < v.length ? acc![i]! + v[i]! : i < acc!.length ? acc![i]! : v[i]!));
+      }
+      return { value: acc, faults };
+    };
+    let seed = 7;
+    const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const operand = () => (random() < 0.08 ? Buffer.alloc(Math.floor(random() * 3) * 5) : encodeFloat64s(...Array.from({ length: 1 + Math.floor(random() * 3) }, () => (random() - 0.5) * 10 ** Math.floor(random() * 12 - 6))));
+    for (let round = 0; round < 500; round++) {
+      const ops = Array.from({ length: 2 + Math.floor(random() * 10) }, operand);
+      const base = random() < 0.5 ? operand() : undefined;
+      const full = evaluateMerge(float64Add(), base, ops, 'full');
+      const want = model(base, ops);
+      assert.deepEqual(full.value, encodeFloat64s(...want.value!), `full, round ${round}`);
+      assert.equal(full.faults, want.faults, `full faults, round ${round}`);
+      // A partial merge takes the first operand as the left side (RocksDB's PartialMergeMulti).
+      const partial = evaluateMerge(float64Add(), undefined, ops, 'partial');
+      const wantPartial = model(ops[0], ops.slice(1));
+      assert.deepEqual(partial.value, encodeFloat64s(...wantPartial.value!), `partial, round ${round}`);
+      assert.equal(partial.faults, wantPartial.faults, `partial faults, round ${round}`);
+    }
   });
 
   it('skips operands whose length is not a multiple of 8', async () => {

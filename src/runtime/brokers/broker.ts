@@ -35,6 +35,14 @@ export interface Broker {
    * may leave it out; the in-memory, Redis Streams and Pulsar brokers have it.
    */
   readonly identity?: BrokerIdentity;
+  /**
+   * The largest payload `Producer.send` accepts, in bytes (the broker's `maxPayloadBytes`,
+   * default 5 MiB): a stage checks what it emits against it, so that a message too large for
+   * the broker fails its handler (dead-lettered with the reason) instead of committing an
+   * outbox row no send will take. Optional so that wrappers may leave it out: absent, emits
+   * are not checked and the send refuses.
+   */
+  readonly maxPayloadBytes?: number;
   /** A producer on `topic`. @throws BrokerClosedError after `close()`. */
   producer(topic: Topic, options: ProducerOptions): Promise<Producer>;
   /**

@@ -5,7 +5,7 @@ import { topicName, type Topic } from '../topics.js';
 import type { BrokerIdentity } from './identity.js';
 import { Delivery } from './internal/delivery.js';
 import {
-  DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, oversized, parseSequence, positiveInteger, type RawFields,
+  DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, oversizedSend, parseSequence, positiveInteger, type RawFields,
 } from './internal/malformed.js';
 import type {
   Broker, BrokerMessage, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions, SubscriptionType,
@@ -26,6 +26,11 @@ import type {
  */
 export class MemoryBroker implements Broker {
   readonly kind = 'memory';
+
+  /** The largest payload a send accepts, in bytes (see `Broker.maxPayloadBytes`). */
+  get maxPayloadBytes(): number {
+    return this.#limits.maxPayloadBytes;
+  }
   /** `{ kind: 'memory' }`: no address, no scope; nothing of it outlives the process. */
   readonly identity: BrokerIdentity = Object.freeze({ kind: 'memory' });
   readonly #topics = new Map<string, MemoryTopic>();
@@ -452,7 +457,7 @@ class MemoryProducer implements Producer {
    */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
-    const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
+    const tooBig = oversizedSend(payload.byteLength, this.maxPayloadBytes);
     if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
     while (this.t.full()) {
       await this.t.room();

@@ -7,7 +7,7 @@ import { topicName, type Topic } from '../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions } from './broker.js';
 import type { BrokerIdentity } from './identity.js';
 import { RedisConsumer, type RedisConsumerTimings } from './redis/consumer.js';
-import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, oversized, positiveInteger } from './internal/malformed.js';
+import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, oversizedSend, positiveInteger } from './internal/malformed.js';
 import { entryFields, toDeadLetter } from './redis/entry.js';
 import { streamKey, subscriptionKeys } from './redis/keys.js';
 
@@ -85,6 +85,11 @@ interface RedisLimits {
  */
 export class RedisStreamsBroker implements Broker {
   readonly kind = 'redis';
+
+  /** The largest payload a send accepts, in bytes (see `Broker.maxPayloadBytes`). */
+  get maxPayloadBytes(): number {
+    return this.#limits.maxPayloadBytes;
+  }
   /** `{ kind: 'redis', url, scope: prefix }`, the url as given to `connect` (default `redis://127.0.0.1:6379`). */
   readonly identity: BrokerIdentity;
   readonly #redis: Redis;
@@ -313,7 +318,7 @@ class RedisProducer implements Producer {
   /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
-    const tooBig = oversized(payload.byteLength, this.maxPayloadBytes);
+    const tooBig = oversizedSend(payload.byteLength, this.maxPayloadBytes);
     if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);

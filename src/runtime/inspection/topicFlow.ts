@@ -42,6 +42,7 @@ export class TopicFlowCounters implements TopicFlowSource {
     const counts = (topic: Topic): Counts => this.#counts(topic);
     return {
       kind: broker.kind,
+      ...(broker.maxPayloadBytes !== undefined ? { maxPayloadBytes: broker.maxPayloadBytes } : {}),
       async producer(topic: Topic, options: ProducerOptions): Promise<Producer> {
         return countingProducer(await broker.producer(topic, options), counts(topic));
       },

@@ -40,6 +40,8 @@ export interface StageBatchContext {
    * Absent: publish and settle at once.
    */
   readonly holdEffects?: (held: HeldBatch, committed: boolean) => void;
+  /** The broker's `maxPayloadBytes`: an emit over it throws PayloadTooLargeError in its handler. Absent: not checked. */
+  readonly maxPayloadBytes?: number;
 }
 
 /** What one batch did, for tests and metrics. */
@@ -76,7 +78,7 @@ export interface StageBatchReport {
 export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer, messages: readonly BrokerMessage[]): Promise<StageBatchReport> {
   const { def, store, marks, outbox } = ctx;
   const rw = new ReadYourWritesBatch(store, ctx.readsSeen?.value === true);
-  const { context: handlerContext, emitted, applyMessage } = batchContext(ctx.partition, def, rw, ctx.reads);
+  const { context: handlerContext, emitted, applyMessage } = batchContext(ctx.partition, def, rw, ctx.reads, ctx.maxPayloadBytes);
   const deadRows = new DeadLetterRows(store, marks.consumer);
   const values: unknown[] = [];
   const dead = new Map<BrokerMessage, string>();

@@ -1,8 +1,8 @@
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError, PayloadTooLargeError } from '../../errors.js';
 import type { Chunk, Key } from '../../storage/index.js';
 import type { BrokerMessage } from '../brokers/broker.js';
 import type { PartitionId } from '../ids.js';
-import type { Topic } from '../topics.js';
+import { topicName, type Topic } from '../topics.js';
 import { contextError, decideMessageError, errorReason } from './messageErrors.js';
 import type { ReadYourWritesBatch } from './readYourWritesBatch.js';
 import type { StageContext, StageDef, StageOutputs, StageReads, StageWrites } from './stage.js';
@@ -34,13 +34,19 @@ export interface BatchContext {
  * the store, so a handler sees the writes of the messages before it in the batch and its own
  * (read-your-writes); `ctx.reads.snapshot` is `committed.snapshot` (a snapshot of the store:
  * `iterate(cf, { snapshot })` reads the batch on top of it). Errors the context's own API
- * throws are marked `contextError` (a handler bug, not bad input).
+ * throws are marked `contextError` (a handler bug, not bad input). `ctx.emit` checks the value
+ * where the handler can still be refused: the output codec's `check` (the guard the receiver's
+ * decode applies; InvalidArgumentError), the namespace's key function, and the encoded size
+ * against `maxPayloadBytes` (the broker's; PayloadTooLargeError). Those errors are the value's,
+ * so the default `onError` dead-letters the input message with them and its effects are taken
+ * back, instead of a committed row that the receiver refuses or that no send takes.
  */
 export function batchContext(
   partition: PartitionId,
   def: StageDef<any, StageOutputs, string, unknown, unknown>,
   batch: ReadYourWritesBatch,
   committed: StageReads<string>,
+  maxPayloadBytes?: number,
 ): BatchContext {
   const emitted: Array<[Topic, Uint8Array]> = [];
   const outputs = def.outputs ?? {};
@@ -88,8 +94,14 @@ export function batchContext(
     emit(output, value) {
       const ns = outputs[output];
       if (!ns) throw contextError(new InvalidArgumentError(`emit to ${JSON.stringify(output)}: not an output of this stage (outputs: ${Object.keys(outputs).join(', ') || 'none'})`));
-      // The key function's and codec's errors are the value's: not marked.
-      emitted.push([ns.topicOf(value), ns.codec.encode(value)]);
+      // The guard's, key function's, codec's and size's errors are the value's: not marked.
+      ns.codec.check?.(value);
+      const to = ns.topicOf(value);
+      const bytes = ns.codec.encode(value);
+      if (maxPayloadBytes !== undefined && bytes.byteLength > maxPayloadBytes) {
+        throw new PayloadTooLargeError(`emit to ${JSON.stringify(output)} (${topicName(to)}): the value encodes to ${bytes.byteLength} bytes, over the broker's maxPayloadBytes (${maxPayloadBytes})`, bytes.byteLength, maxPayloadBytes);
+      }
+      emitted.push([to, bytes]);
     },
     deadLetter(reason) {
       if (current === undefined) {

@@ -1,3 +1,4 @@
+import { PayloadTooLargeError } from '../../errors.js';
 import type { Broker, Producer } from '../brokers/broker.js';
 import { partitionId, sequence, type ProducerId } from '../ids.js';
 import { epochSequence } from './producerEpoch.js';
@@ -160,7 +161,21 @@ export class StreamOutbox {
     const name = topicName(m.topic);
     const producer = await this.#producer(m.topic);
     this.options.fence?.check();
-    await this.options.counters.sending(m.topic.namespace, { producer: this.options.producer, topic: name, sequence: m.seq }, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
+    try {
+      await this.options.counters.sending(m.topic.namespace, { producer: this.options.producer, topic: name, sequence: m.seq }, () => producer.send(m.payload, { sequence: sequence(m.seq) }));
+    } catch (err) {
+      // A committed row no send takes (written before emits were checked against the limit,
+      // or under a broker that allowed more): no retry helps, so say what would.
+      if (err instanceof PayloadTooLargeError) {
+        throw new PayloadTooLargeError(
+          `outbox row ${m.seq} of ${this.options.owner} for ${name} (${err.bytes} bytes, committed) is over this broker's maxPayloadBytes (${err.limit}): it stays in the outbox, and the rows after it on that topic wait for it; start on a broker whose maxPayloadBytes is at least ${err.bytes} to publish it`,
+          err.bytes,
+          err.limit,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
     done.delete(this.#families.outbox, outboxKey(`${this.options.owner}|${name}`, m.seq));
   }
 

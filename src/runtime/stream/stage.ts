@@ -55,7 +55,12 @@ export interface StageContext<O extends StageOutputs, C extends string> {
   /**
    * Sends `value` to output namespace `output`, routed by that namespace's key. The message
    * is written to the outbox with the batch and published after the commit (exactly once in
-   * effect at its receivers). @throws whatever the codec or key function throws
+   * effect at its receivers). Checked here, where the handler can still be refused: the
+   * codec's `check` (the guard the receiver's decode applies), the key function, and the
+   * encoded size against the broker's `maxPayloadBytes`.
+   * @throws InvalidArgumentError when the codec's check refuses `value`; PayloadTooLargeError
+   *   when it encodes to more than the broker's `maxPayloadBytes` (bytes); whatever the codec or
+   *   key function throws. By default `onError` dead-letters the input message for these.
    */
   emit<K extends keyof O & string>(output: K, value: MessageOf<O[K]>): void;
   /**

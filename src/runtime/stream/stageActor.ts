@@ -224,7 +224,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         return undefined;
       }
       state.expected++;
-      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, readsSeen, giveUp: (m: BrokerMessage) => poison.giveUp(m), ...(state.checkpointer ? { holdEffects: state.checkpointer.hold.bind(state.checkpointer) } : {}) };
+      const batch = { partition, namespace, def, store: state.store, reads: state.reads, marks: state.marks, outbox: state.outbox, counters, fence, readsSeen, giveUp: (m: BrokerMessage) => poison.giveUp(m), ...(broker.maxPayloadBytes !== undefined ? { maxPayloadBytes: broker.maxPayloadBytes } : {}), ...(state.checkpointer ? { holdEffects: state.checkpointer.hold.bind(state.checkpointer) } : {}) };
       // After a failed batch, its messages are applied one at a time until each one succeeds
       // or fails `maxAttempts` times alone (then it is dead-lettered with its last error).
       const parts = poison.isolate(message.messages) ? message.messages.map((m) => [m]) : [message.messages];

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { partitionId, type PartitionId } from '../ids.js';
 import { startInspectionServer, type InspectionServer } from '../inspection/server.js';
 import { TopicFlowCounters } from '../inspection/topicFlow.js';
+import type { TreeNode } from '../inspection.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
 import { topic } from '../topics.js';
 import type { FlowCounters } from '../stream/flowCounters.js';
@@ -124,10 +125,22 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   /**
    * Stops every stage (stores closed, subscriptions left) and the console, records the stop
    * in the data dir (`quiet` when nothing was in flight, see TopologyDataDir) and releases
-   * its lock. Idempotent.
+   * its lock. Idempotent (a second call returns the first call's promise). Bounded, as
+   * Kafka Streams' `close(Duration)` is: a partition stops between batches, so a handler that
+   * never returns keeps it from stopping; after `timeoutMs` the call gives up.
+   * For a stop that records `quiet`, stop sending and wait for `quiescence()` first: what a
+   * stop interrupts is in flight, and the next start on the data dir resumes or refuses it.
+   * @param options.timeoutMs ms to wait for the stages to stop, default
+   *   {@link DEFAULT_STOP_TIMEOUT_MS} (30 s); `Infinity` waits as long as it takes
+   * @throws JobStalledError when `timeoutMs` passed, naming the actors still running: the
+   *   data dir is not marked stopped and keeps its lock, so exit the process; the next start
+   *   treats the run as killed (docs/guide.md, "Data dirs")
    */
-  stop(): Promise<void>;
+  stop(options?: { readonly timeoutMs?: number }): Promise<void>;
 }
+
+/** How long `RunningTopology.stop()` waits for its stages when given no `timeoutMs`: 30 s, in ms. */
+export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 
 /** How long `RunningTopology.quiescence()` waits when given no `timeoutMs`: 5 minutes, in ms. */
 export const DEFAULT_QUIESCENCE_TIMEOUT_MS = 300_000;
@@ -316,14 +329,39 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
       const lists = await Promise.all(Array.from({ length: n }, (_, p) => options.broker.deadLetters(topic(s.def.input.name, partitionId(p)), s.name)));
       return lists.flat();
     },
-    async stop() {
+    async stop(stopOptions) {
       stopping ??= (async () => {
         await Promise.allSettled([...producers].map((p) => p.close()));
-        await system.terminate();
+        const timeoutMs = stopOptions?.timeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const gaveUp = Number.isFinite(timeoutMs)
+          ? new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)))
+          : undefined;
+        const outcome = await (gaveUp ? Promise.race([system.terminate(), gaveUp]) : system.terminate());
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          await inspection?.close();
+          const stuck = liveActors(system.tree()).filter((n) => n.children.length === 0).map((n) => `${n.path} (${n.status})`);
+          throw new JobStalledError(
+            `topology ${topology.name} did not stop within ${timeoutMs} ms: ${stuck.slice(0, 8).join(', ')}${stuck.length > 8 ? `, and ${stuck.length - 8} more` : ''} still running ` +
+              '(a handler that never returns keeps its partition from stopping). The data dir is not marked stopped and keeps its lock: exit the process; the next start treats this run as killed.',
+          );
+        }
         await inspection?.close();
         await dataDir.markStopped(counters.balanced());
       })();
       return stopping;
     },
   };
+}
+
+/** The actors of `node`'s subtree not yet stopped, parents before children. */
+function liveActors(node: TreeNode): TreeNode[] {
+  const out: TreeNode[] = [];
+  const walk = (n: TreeNode) => {
+    if (n.status !== 'stopped' && n.status !== 'failed') out.push(n);
+    for (const c of n.children) walk(c);
+  };
+  walk(node);
+  return out;
 }

@@ -24,7 +24,15 @@ export function whenStagesStarted(system: ActorSystem, stages: readonly StageEnt
     void system.whenTerminated.then((t) => {
       sub.unsubscribe();
       if (waiting.size === 0) return;
-      reject(new ActorStoppedError(`topology ${system.name} stopped before its stage partitions started (${[...waiting].slice(0, 3).join(', ')}${waiting.size > 3 ? ', ...' : ''} did not)`, t.kind === 'failed' ? { cause: t.error } : undefined));
+      const why = t.kind === 'failed' ? `: ${rootCause(t.error)}` : '';
+      reject(new ActorStoppedError(`topology ${system.name} stopped before its stage partitions started (${[...waiting].slice(0, 3).join(', ')}${waiting.size > 3 ? ', ...' : ''} did not)${why}`, t.kind === 'failed' ? { cause: t.error } : undefined));
     });
   });
+}
+
+/** The message of the innermost cause of `err` (a restart intensity exceeded wraps the failure that repeated). */
+function rootCause(err: unknown): string {
+  let e = err;
+  while (e instanceof Error && e.cause !== undefined) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
 }

@@ -80,6 +80,11 @@ export function oversized(bytes: number, maxPayloadBytes: number): string | unde
   return bytes > maxPayloadBytes ? `malformed entry: oversized payload of ${bytes} bytes exceeds maxPayloadBytes ${maxPayloadBytes}` : undefined;
 }
 
+/** Why a producer refuses to send a payload of `bytes` (nothing reaches the broker), or undefined when it fits. */
+export function oversizedSend(bytes: number, maxPayloadBytes: number): string | undefined {
+  return bytes > maxPayloadBytes ? `payload of ${bytes} bytes exceeds maxPayloadBytes ${maxPayloadBytes}; nothing was sent` : undefined;
+}
+
 /** Warnings printed per consumer with their reason before only every 1000th is. */
 const WARN_FIRST = 10;
 

@@ -69,6 +69,11 @@ const PULSAR_MAX_RECEIVER_QUEUE = 1000;
  */
 export class PulsarBroker implements Broker {
   readonly kind = 'pulsar';
+
+  /** The largest payload a send accepts, in bytes (see `Broker.maxPayloadBytes`). */
+  get maxPayloadBytes(): number {
+    return this.#o.maxPayloadBytes;
+  }
   /**
    * `{ kind: 'pulsar', url: 'pulsar://host:port', scope: tenant }`: the web address in the
    * `pulsar://` form that `connectBroker` and `--broker` take (an `https://` one as given).

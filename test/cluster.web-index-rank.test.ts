@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { readScores } from '../src/replay/graphFile.js';
+import { readGraph, readScores } from '../src/replay/graphFile.js';
 import type { StreamFlowReport } from '../src/index.js';
 import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
 import { spawnWorkerProcess, until } from './kit/clusterRun.js';
@@ -27,6 +27,14 @@ for (const [name, dir] of [['polblogs', graphs.polblogs], ['epa', graphs.epa]] a
       await c.allRunningOn(ws);
       const expected = await rankCase(dir, PARTITIONS);
       assertClusterRank(await c.rank(expected), expected);
+      if (name === 'polblogs') {
+        // Another graph on the same cluster is refused before anything is sent (a cluster has
+        // no --update: it would be merged into the first and both ranked together).
+        const other = await readGraph(join(graphs.hollins, 'pages.txt'), join(graphs.hollins, 'links.tsv'));
+        await assert.rejects(c.rank({ ...expected, graph: other }), /the cluster's web index holds another graph \(loaded as loader\/[0-9a-f]{16}; this graph is job [0-9a-f]{16}\): loading this one would merge the two graphs/);
+        // The first graph again is the same job: it resumes, and the result is unchanged.
+        assertClusterRank(await c.rank(expected), expected);
+      }
       await c.stopAll();
     });
   });

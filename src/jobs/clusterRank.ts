@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
 import { Namespaces } from '../actors/namespaces.js';
-import { FlowCounters, partitionId, systemClock, type Clock, type SentStream } from '../index.js';
+import { FlowCounters, InvalidArgumentError, partitionId, systemClock, type Clock, type SentStream, type StreamFlowReport } from '../index.js';
 import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { convergeOnCluster } from './clusterConverge.js';
+import { webIndexStreamReceiver } from '../topology/clusterProtocol.js';
 import type { WebGraph } from '../replay/graphFile.js';
 import { graphPages, PAGES_PER_MESSAGE, publishFetches } from './graphLoader.js';
 import { appliedMark, collectFlow, waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
@@ -69,6 +70,21 @@ export function graphJobId(graph: WebGraph): string {
 }
 
 /**
+ * The loaders (`loader/<job>` producers) other than `producer` whose pages an indexer of the
+ * cluster applied: another graph's load. A cluster has no `--update` (a graph change goes
+ * through `rank --update` on a data dir), so a second graph would be merged into the first.
+ */
+function otherLoads(reports: readonly StreamFlowReport[], producer: string): string[] {
+  const found = new Set<string>();
+  for (let p = 0; p < reports.length; p++) {
+    const receiver = webIndexStreamReceiver(topicName(topic(Namespaces.fetches, partitionId(p))));
+    const applied = reports[p]!.consumers.find((c) => c.consumer === receiver?.consumer)?.applied ?? {};
+    for (const name of Object.keys(applied)) if (name.startsWith('loader/') && name !== producer) found.add(name);
+  }
+  return [...found].sort();
+}
+
+/**
  * Ranks a graph on a cluster of web-index workers, as a client: the workers own the
  * partitions (`webIndexApplication`); this process only publishes, asks and waits.
  *
@@ -83,7 +99,8 @@ export function graphJobId(graph: WebGraph): string {
  *
  * Every request is idempotent, so worker failures (a request runs again on the next owner)
  * and a client started again (the job resumes) leave the result exact.
- * @throws the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
+ * @throws InvalidArgumentError when the cluster's indexers applied another job's load (another
+ *   graph: see `otherLoads`), before anything is sent; the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
  */
 export async function rankOnCluster(options: ClusterRankOptions): Promise<ClusterRankResult> {
   const clock = options.clock ?? systemClock;
@@ -101,6 +118,13 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     for (const url of graph.pages) perPartition[partitioner.forUrl(url)]!++;
     const loader: SentStream[] = perPartition.flatMap((n, p) => (n > 0 ? [{ producer, topic: topicName(topic(Namespaces.fetches, partitionId(p))), next: Math.ceil(n / PAGES_PER_MESSAGE) }] : []));
     const found = await collectFlow(options.client, options.partitions);
+    const others = otherLoads(found, producer);
+    if (others.length > 0) {
+      throw new InvalidArgumentError(
+        `the cluster's web index holds another graph (loaded as ${others.slice(0, 3).join(', ')}${others.length > 3 ? ', ...' : ''}; this graph is job ${job}): loading this one would merge the two graphs and rank both together. ` +
+          'Rank another graph on a new cluster (another --cluster-name, with its own workers and data dirs), or run the same graph again (the same job) to resume it',
+      );
+    }
     const loadSkipped = loader.every((s) => appliedMark(found, s) >= s.next - 1);
     if (loadSkipped) {
       options.log.info({ job }, 'the load of this job is applied already: resuming at the metric rounds');

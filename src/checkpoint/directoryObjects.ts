@@ -19,6 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { fileThreads } from './fileThreads.js';
+import { writableDirectory } from '../storage/mkdirs.js';
 import type { CheckpointObjects, ListedObject } from './objects.js';
 
 const TMP_MARK = '.tmp-';
@@ -31,6 +32,18 @@ export class DirectoryObjects implements CheckpointObjects {
   /** @param root absolute path of the store's directory (created on first write) */
   constructor(private readonly root: string) {
     this.url = pathToFileURL(root).href;
+  }
+
+  /** The root made and checked writable, once, before the first write (`writableDirectory`). */
+  #writable: Promise<void> | undefined;
+
+  /** @throws Error naming the store's directory when it cannot be made or written (its cause the filesystem's error) */
+  #ready(): Promise<void> {
+    this.#writable ??= writableDirectory(this.root).catch((cause: unknown) => {
+      this.#writable = undefined; // a later write tries again (a mount that came back)
+      throw new Error(`checkpoint store ${this.url}: its directory cannot be created or written (${(cause as Error).message})`, { cause });
+    });
+    return this.#writable;
   }
 
   #path(name: string): string {
@@ -52,6 +65,7 @@ export class DirectoryObjects implements CheckpointObjects {
   }
 
   async putFile(name: string, localPath: string, _bytes?: number, options: { readonly immutable?: boolean } = {}): Promise<void> {
+    await this.#ready();
     const final = this.#path(name);
     await fileThreads().copy(localPath, final, this.#tmp(final), { link: options.immutable === true });
     this.#unsynced.add(path.dirname(final));
@@ -68,11 +82,13 @@ export class DirectoryObjects implements CheckpointObjects {
   }
 
   async putBytes(name: string, bytes: Uint8Array): Promise<void> {
+    await this.#ready();
     const final = this.#path(name);
     await fileThreads().write([{ file: final, tmp: this.#tmp(final), bytes }], { syncDirs: true });
   }
 
   async putAllThen(first: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>, last: { readonly name: string; readonly bytes: Uint8Array }): Promise<void> {
+    await this.#ready();
     // One thread message: the temporary files written and fsynced, then `first` renamed and
     // their folders synced, then `last` renamed and its folder synced (fileThreads' `write`).
     const writes = [...first, last].map((o) => {

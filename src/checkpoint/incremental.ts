@@ -6,7 +6,7 @@
 import { Mutex } from 'async-mutex';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -45,6 +45,7 @@ import {
   type CheckpointManifest,
 } from './manifest.js';
 import type { CheckpointObjects } from './objects.js';
+import { mkdirs } from '../storage/mkdirs.js';
 
 /** Files stored or fetched at once. */
 const TRANSFER_CONCURRENCY = 4;
@@ -497,7 +498,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const stagingDir = options.stagingDir ?? path.dirname(source.path);
     const prefix = `.checkpoint-${path.basename(source.path)}-`;
     const staged = path.join(stagingDir, `${prefix}${process.pid}-${tag}-${randomBytes(4).toString('hex')}`);
-    await mkdir(stagingDir, { recursive: true });
+    await mkdirs(stagingDir);
     await removeDeadStaging(stagingDir, prefix);
     await source.checkpoint(staged, { walBytesForFlush: options.walBytesForFlush ?? DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH });
     return staged;
@@ -737,7 +738,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const exists = await stat(dir).then(() => true, (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)));
     if (exists) throw new InvalidArgumentError(`restore of ${key}@${manifest.sequence}: ${dir} exists; restore into a new directory`);
     const tmp = `${dir}.restoring-${randomBytes(4).toString('hex')}`;
-    await mkdir(tmp, { recursive: true });
+    await mkdirs(tmp);
     try {
       await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name)));
       await rename(tmp, dir);

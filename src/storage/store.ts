@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import { InvalidArgumentError, StoreClosedError, UnknownMergeOperatorError } from '../errors.js';
 import type { CompactionFilterSpec } from '../operators/compactionFilters.js';
 import type { MergeOperatorSpec } from '../operators/mergeOperators.js';
@@ -12,6 +11,7 @@ import type { SharedResources } from './resources.js';
 import { nativeSnapshotOf, Snapshot } from './snapshot.js';
 import type { StoreStats } from './stats.js';
 import { WriteBatch } from './writeBatch.js';
+import { mkdirs } from './mkdirs.js';
 
 export type { Key } from './key.js';
 
@@ -140,7 +140,7 @@ export class Store {
     const addon = nativeAddon();
     const columnFamilies = toNativeColumnFamilies(options, addon.isKnownMergeOperator);
     const createIfMissing = options.createIfMissing ?? true;
-    if (createIfMissing) await mkdir(options.path, { recursive: true });
+    if (createIfMissing) await mkdirs(options.path);
     const native = new addon.Store();
     const names = await native.open({
       path: options.path,

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -8,6 +8,7 @@ import { DataDirError, decodeInt64, isShardflowError } from '../index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
 import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
 import { URL_KEY_FORM } from '../actors/crawler/canonicalUrl.js';
+import { mkdirsSync } from '../storage/mkdirs.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';
@@ -146,7 +147,7 @@ export class DataDir {
     const record = readRecord(path);
     const folders = partitionFolders(path);
     if (!record && folders.length === 0) {
-      mkdirSync(path, { recursive: true });
+      mkdirsSync(path);
       const id = randomUUID();
       await forEachStore(path, options, id, true, async () => undefined);
       const dir = new DataDir(path, options, undefined, undefined);

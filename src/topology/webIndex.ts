@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Broker } from '../runtime/brokers/index.js';
 import { SharedResources } from '../storage/index.js';
@@ -23,6 +22,7 @@ import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
 import { drainBacklog, webIndexSubscriptions, type DrainReport } from './resume.js';
+import { mkdirsSync } from '../storage/mkdirs.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {
@@ -166,7 +166,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     ...(options.chaos ? { chaos: options.chaos } : {}),
   });
   const crawling = (options.crawlers ?? 0) > 0;
-  mkdirSync(options.dataDir, { recursive: true });
+  mkdirsSync(options.dataDir);
   const shared = { partitioner, broker, counters, resources, log: options.log, dataDir: options.dataDir };
   const envs: PartitionEnv[] = Array.from({ length: options.partitions }, (_, p) => partitionEnv(shared, p));
   if (options.repair) {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import {
@@ -30,6 +30,7 @@ import { resolveCrawlPolicyOptions, type CrawlPolicyOptions } from '../actors/cr
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import { PARTITION_READS, type PartitionReadMethod, type PartitionView } from '../query/partitionView.js';
+import { mkdirsSync } from '../storage/mkdirs.js';
 
 /** The application's name: the default cluster name of its workers. */
 export const WEB_INDEX_APPLICATION = 'web-index';
@@ -232,7 +233,7 @@ class WebIndexHostImpl implements WebIndexHost {
     const topicFlow = new TopicFlowCounters();
     const broker = topicFlow.wrap(hostOptions.broker);
     const resources = SharedResources.create({ memoryBudgetBytes: hostOptions.memoryBudgetBytes ?? options.memoryBudgetBytes ?? Math.max(256, 16 * options.partitions) * 2 ** 20 });
-    mkdirSync(join(hostOptions.dataDir, WEB_INDEX_STORES), { recursive: true });
+    mkdirsSync(join(hostOptions.dataDir, WEB_INDEX_STORES));
     let host: WebIndexHostImpl | undefined;
     // The partitions' supervisor: a failure it escalates (restart intensity exceeded)
     // terminates the system, as in startWebIndex; a partition it stops for good is reported.
@@ -329,7 +330,7 @@ class WebIndexHostImpl implements WebIndexHost {
         // released nothing), instead of a partition "started by an earlier owner" with no
         // checkpoint, which a next owner on another machine must refuse. The cluster records
         // the start only after this returns.
-        if (checkpoints && restoredSequence === undefined && fence.startedBefore !== true) await checkpoints.afterCheckpoint();
+        if (checkpoints && restoredSequence === undefined && fence.startedBefore !== true) await checkpoints.afterCheckpoint({ failOnError: true });
         const ref = (await this.supervisor.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision: stopWhenFenced(partitionSupervision) } })) as ActorRef<never, void>;
         this.#running.set(p, { ref, env, epoch: fence.epoch, checkpoints, requested: false });
         checkpoints?.start();
@@ -364,7 +365,7 @@ class WebIndexHostImpl implements WebIndexHost {
       await this.system.lookup<MetricMessage, unknown>(`/partitions/p${p}/metrics`)?.ask({ type: 'flush' }, { timeoutMs: 30_000 }).catch(() => undefined);
       if (options?.checkpoint && entry.checkpoints) {
         // Whole (flushed), not a WAL tail: the next owner opens SST files, no chain of logs to replay.
-        await entry.checkpoints.afterCheckpoint({ whole: true }).catch((err: unknown) => {
+        await entry.checkpoints.afterCheckpoint({ whole: true, failOnError: true }).catch((err: unknown) => {
           this.options.log.warn({ partition: p, err }, `the hand-back checkpoint of partition ${p} failed: its next owner restores the one before and the broker redelivers what followed`);
         });
       }

@@ -57,6 +57,8 @@ interface Held {
 interface Waiter {
   readonly resolve: () => void;
   readonly reject: (err: unknown) => void;
+  /** Rejected with the put's error when its checkpoint fails, instead of waiting for the next one. */
+  readonly failOnError?: boolean;
 }
 
 /**
@@ -206,12 +208,17 @@ export class PartitionCheckpointer {
    * reports. Starts that checkpoint at once (after the one running, if any).
    * @param options.whole that checkpoint is a whole put, never a WAL tail put (a hand-back's
    *   last: it flushes, so the next owner opens SST files instead of replaying a chain of logs)
-   * @throws (rejects) the fence's FencedError; ActorStoppedError when the checkpointer closes first
+   * @param options.failOnError when that checkpoint fails, reject with its error instead of
+   *   waiting for the next one: for a caller that no periodic checkpoint would wake (a first
+   *   start's put, before `start()`; a hand-back's last put, before `close()`), which would
+   *   otherwise wait for ever on a store that refuses every put
+   * @throws (rejects) the fence's FencedError; ActorStoppedError when the checkpointer closes
+   *   first; with `failOnError`, the failed put's error
    */
-  afterCheckpoint(options: { readonly whole?: boolean } = {}): Promise<void> {
+  afterCheckpoint(options: { readonly whole?: boolean; readonly failOnError?: boolean } = {}): Promise<void> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
     if (options.whole) this.#wholeNext = true;
-    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject, ...(options.failOnError ? { failOnError: true } : {}) }));
     this.#request();
     return done;
   }
@@ -289,7 +296,8 @@ export class PartitionCheckpointer {
       this.#wholeNext ||= whole;
       this.#held = held.concat(this.#held);
       for (const h of this.#held) this.#heldBy.set(h.consumer, (this.#heldBy.get(h.consumer) ?? 0) + h.messages);
-      this.#waiters = waiters.concat(this.#waiters);
+      for (const w of waiters) if (w.failOnError) w.reject(err);
+      this.#waiters = waiters.filter((w) => !w.failOnError).concat(this.#waiters);
       if (isFenced(err)) {
         this.#closeWith(err);
         return;

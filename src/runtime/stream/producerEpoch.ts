@@ -1,7 +1,8 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DataDirError, InvalidArgumentError } from '../../errors.js';
 import { sequence, type Sequence } from '../ids.js';
+import { mkdirs } from '../../storage/mkdirs.js';
 
 /**
  * Producer epochs: a producer that starts again under the same name (a new process on the
@@ -52,7 +53,7 @@ export const PRODUCER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export async function nextProducerEpoch(dataDir: string, name: string): Promise<number> {
   if (!PRODUCER_NAME.test(name)) throw new InvalidArgumentError(`producer name ${JSON.stringify(name)} must be 1 to 128 letters, digits, '.', '_' or '-'`);
   const dir = join(dataDir, 'producers');
-  await mkdir(dir, { recursive: true });
+  await mkdirs(dir);
   const file = join(dir, `${name}.epoch`);
   let last = 0;
   try {

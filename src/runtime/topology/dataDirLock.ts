@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DataDirError } from '../../errors.js';
+import { mkdirsSync } from '../../storage/mkdirs.js';
 
 /**
  * The pid in the lock file `file` when that process is alive (and is not this one), else
@@ -49,7 +50,7 @@ const heldHere = new Set<string>();
  *   the file system's errors
  */
 export function acquireDataDirLock(dir: string, options: DataDirLockOptions): DataDirLock {
-  mkdirSync(dir, { recursive: true });
+  mkdirsSync(dir);
   const file = resolve(join(dir, options.file));
   if (heldHere.has(file)) throw new DataDirError(options.inUse(process.pid, file));
   for (let attempt = 0; ; attempt++) {

@@ -42,6 +42,17 @@ describe('a data dir refuses runs that do not fit it', () => {
     assert.match(other.stderr, /holds graph .*polblogs.*; this run gives .*epa.*--update/);
   });
 
+  it('holds its link weights: other --weights are refused (with or without --update), and the scores file is left as it was', async () => {
+    // Found by a new user: a run with other weights did one round and wrote the old weighting's scores, exit 0.
+    const scores = readFileSync(out, 'utf8');
+    for (const extra of [['--weights', 'reasonable'], ['--weights', 'reasonable', '--update']]) {
+      const other = await rank(dataDir, out, 4, graphs.polblogs, extra);
+      assert.notEqual(other.code, 0);
+      assert.match(other.stderr, /holds scores computed with --weights uniform; this run gives reasonable: .*Run with the same --weights, or give a fresh --data-dir/);
+      assert.equal(readFileSync(out, 'utf8'), scores);
+    }
+  });
+
   it('names a partition store that is damaged, and one that is missing', async () => {
     writeFileSync(join(dataDir, 'p1', 'CURRENT'), 'not a manifest name\n');
     const damaged = await rank(dataDir, out, 4);

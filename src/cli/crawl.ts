@@ -22,6 +22,7 @@ import { crawlOnClusterCli } from './crawlCluster.js';
 import { canonicalSeeds, type CrawlSummary } from '../jobs/clusterCrawl.js';
 import { writeScoresFile } from './scoresFile.js';
 import { crawlGapsOf, describeCrawlGaps } from '../jobs/crawlGaps.js';
+import { weightsLabel } from './jobOptions.js';
 
 /** Options of `crawlSites`. */
 export interface CrawlSitesOptions extends Omit<JobLifecycleOptions, 'stall'> {
@@ -280,7 +281,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
       const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
       const dir = dataDir(opts.dataDir);
-      const run = await openJobRun({ ...opts, dataDir: dir, update: true }, { kind: 'crawl', description: `from ${(opts.seed as string[]).join(' ')}` }, log);
+      const run = await openJobRun({ ...opts, dataDir: dir, update: true }, { kind: 'crawl', description: `from ${(opts.seed as string[]).join(' ')}`, weights: weightsLabel(opts.weights) }, log);
       const broker = run.broker;
       let server: QueryServer | undefined;
       let result: CrawlSitesResult | undefined;

@@ -14,7 +14,7 @@ import { graphInput, openJobRun } from './jobRun.js';
 import { clusterUrl } from './worker.js';
 import { runDemoOnCluster } from './demoCluster.js';
 import { openInspection } from './inspect.js';
-import { withJobOptions } from './jobOptions.js';
+import { withJobOptions, weightsLabel } from './jobOptions.js';
 import { describeCrawlGaps } from '../jobs/crawlGaps.js';
 import type { CrawlGap } from '../query/partitionView.js';
 
@@ -79,7 +79,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
         return;
       }
       if (command.getOptionValueSource('cluster') === 'cli') throw new InvalidArgumentError('--cluster goes with --workers');
-      const run = await openJobRun(opts, await graphInput('crawl', files.pages, files.links), log);
+      const run = await openJobRun(opts, { ...(await graphInput('crawl', files.pages, files.links)), weights: weightsLabel(opts.weights) }, log);
       const dir = run.dir.path;
       console.log(`shardflow demo: ${opts.partitions} partitions, data in ${dir}${opts.dataDir !== undefined ? '' : ' (removed at the end; --data-dir keeps it)'}`);
       console.log(`graph: ${graph.pages.length} pages, ${graph.linkCount} link lines (${files.pages})`);

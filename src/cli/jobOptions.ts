@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { INSPECT_HOST_HELP, INSPECT_PORT_HELP, inspectPort } from './inspect.js';
 import { MAX_PARTITIONS, parseWeights, partitionCount, positiveNumber, probability } from './options.js';
@@ -18,4 +20,14 @@ export function withJobOptions(command: Command, weights: { readonly default: st
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .option('--inspect-port <port>', INSPECT_PORT_HELP, inspectPort)
     .option('--inspect-host <host>', INSPECT_HOST_HELP, '127.0.0.1');
+}
+
+/**
+ * What a `--weights` value ranks with, for records that must tell one weighting from another:
+ * `uniform`, `reasonable`, or `table:<16 hex digits of the table file's SHA-256>` (the same
+ * table under any path is the same weighting; an edited table is another).
+ * @throws the table file's read errors (ENOENT, ...)
+ */
+export function weightsLabel(name: string): string {
+  return name.endsWith('.json') ? `table:${createHash('sha256').update(readFileSync(name)).digest('hex').slice(0, 16)}` : name;
 }

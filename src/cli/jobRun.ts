@@ -44,7 +44,8 @@ export interface JobRun {
 /**
  * Prepares a job command's run on its data dir (a temp one without `--data-dir`):
  * 1. opens the data dir and checks its shape (DataDir.open) and input: another graph than
- *    the one it holds is refused unless `--update`;
+ *    the one it holds is refused unless `--update`, other link weights always (the input's
+ *    `weights`, when both records have them);
  * 2. prints its first line on stderr (new, or what it holds and how the last run ended);
  * 3. recovers a data dir whose last run did not stop quiet: on the same durable broker
  *    scope, when it still holds what that run left, the job resumes (drains it first);
@@ -53,7 +54,7 @@ export interface JobRun {
  * 4. records the run as `running` (and `quiet` at a stop with nothing in flight);
  * 5. turns the first SIGINT or SIGTERM into a clean stop (the job's `signal`), and a second
  *    one into an immediate exit (130).
- * @throws DataDirError (see DataDir.open; another input without `--update`), the broker's
+ * @throws DataDirError (see DataDir.open; another input without `--update`; other weights), the broker's
  *   connection errors
  */
 export async function openJobRun(options: JobRunOptions, input: JobInput, log: Logger): Promise<JobRun> {
@@ -72,6 +73,14 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
+    );
+  }
+  if (held?.weights !== undefined && input.weights !== undefined && held.weights !== input.weights) {
+    dir.release();
+    throw new DataDirError(
+      `data dir ${data.dir} holds scores computed with --weights ${held.weights}; this run gives ${input.weights}: ` +
+        'its ranks and residuals hold for the weights they were computed with, so going on would write the old weighting\'s scores. ' +
+        `Run with the same --weights, or give a fresh --data-dir to rank with ${input.weights}`,
     );
   }
   const fresh = freshBrokerIdentity(options.broker);

@@ -7,7 +7,7 @@ import { ChaosPolicy, InvalidArgumentError } from '../index.js';
 import { chaosKinds, cliLogger } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
 import { openInspection } from './inspect.js';
-import { withJobOptions } from './jobOptions.js';
+import { withJobOptions, weightsLabel } from './jobOptions.js';
 import { clusterName, clusterUrl } from './worker.js';
 import { rankOnClusterCli, WEB_INDEX_CLUSTER } from './rankCluster.js';
 
@@ -80,7 +80,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
         }
         return;
       }
-      const run = await graphInput('graph', opts.pages, opts.links).then((input) => openJobRun(opts, input, log)).catch(discard);
+      const run = await graphInput('graph', opts.pages, opts.links).then((input) => openJobRun(opts, { ...input, weights: weightsLabel(opts.weights) }, log)).catch(discard);
       const broker = run.broker;
       const inspection = await openInspection(opts, command).catch(async (err) => {
         await run.close();

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import {
   CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
@@ -9,6 +7,7 @@ import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webI
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
 import { weightFunction } from '../actors/metrics/weights.js';
+import { weightsLabel as weightsOf } from './jobOptions.js';
 
 /** Parses `--cluster`: a `redis://` URL. @throws commander's InvalidArgumentError */
 export function clusterUrl(value: string): string {
@@ -207,7 +206,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
  * tables are refused) and a pino logger at `--log-level`.
  */
 function webIndexWorkerApplication(opts: WorkerCliOptions): ClusterApplication {
-  const weightsLabel = opts.weights.endsWith('.json') ? `table:${createHash('sha256').update(readFileSync(opts.weights)).digest('hex').slice(0, 16)}` : opts.weights;
+  const weightsLabel = weightsOf(opts.weights);
   return webIndexApplication({
     partitions: opts.partitions, weigh: weightFunction(opts.weights), weightsLabel, log: cliLogger(opts.logLevel),
     ...(opts.crawl ? { crawl: workerCrawlOptions(opts) } : {}),

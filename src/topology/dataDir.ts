@@ -30,6 +30,12 @@ export interface JobInput {
   readonly description: string;
   /** A digest of the input (sha256 of the graph files), to tell another input from the same. */
   readonly digest?: string;
+  /**
+   * The link weights the data dir's metric state was computed with (`weightsLabel`: `uniform`,
+   * `reasonable`, `table:<digest>`): its ranks and residuals hold for those weights only, so a
+   * run with others is refused. Absent in records written before it was kept.
+   */
+  readonly weights?: string;
 }
 
 /** The shape of a partition store, in its `meta` (SHAPE_KEY). */

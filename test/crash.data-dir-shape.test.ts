@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { graphs, tempDir } from './kit/datasets.js';
 import { runCli } from './kit/cliRun.js';
+import { l1Distance } from '../src/jobs/rankGraph.js';
+import { readScores } from '../src/replay/graphFile.js';
 
 // A data dir records its shape (partition count and scheme, the graph it holds); a run that
 // does not fit it is refused at once with what to do, and leaves it as it was.
@@ -64,3 +66,30 @@ describe('a data dir refuses runs that do not fit it', () => {
     assert.match(missing.stderr, /partition store p2 \(.*p2\) is missing from data dir/);
   });
 });
+
+describe('a data dir whose making was cut short is made anew', () => {
+  const tmp = tempDir('shardflow-shape-cut-');
+  after(() => tmp.cleanup());
+
+  it('record written, stores missing or half made (a kill 1 to 3 s into the first run): the same command runs it as new', async () => {
+    // Found by a new user: a rank SIGKILLed while it created its 16 stores was then refused
+    // with "holds 15 partitions ... Run with --partitions 15", which it never held.
+    const dataDir = join(tmp.dir, 'data');
+    const first = await rank(dataDir, join(tmp.dir, 'first.tsv'), 4);
+    assert.equal(first.code, 0, first.stderr);
+    const record = JSON.parse(readFileSync(join(dataDir, 'shardflow.json'), 'utf8')) as Record<string, unknown>;
+    // What a kill leaves: the record of a data dir no run started on, p2 half made, p3 not made.
+    writeFileSync(join(dataDir, 'shardflow.json'), JSON.stringify({ ...record, runs: 0, state: 'quiet', input: undefined }));
+    rmSync(join(dataDir, 'p2'), { recursive: true });
+    mkdirSync(join(dataDir, 'p2'));
+    writeFileSync(join(dataDir, 'p2', 'CURRENT'), 'MANIFEST-000099\n');
+    rmSync(join(dataDir, 'p3'), { recursive: true });
+    const out = join(tmp.dir, 'scores.tsv');
+    const again = await rank(dataDir, out, 4);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr.split('\n')[0]!, /^data dir .*: new, 4 partitions \(fnv1a-host\/4\)/);
+    assert.match(again.stderr, /ranked 1489 pages, 18938 links, 18938 backlinks/);
+    assert.ok(l1Distance(new Map(await readScores(out)), new Map(await readScores(join(tmp.dir, 'first.tsv')))) < 1e-9, 'the scores of a fresh run');
+  });
+});
+

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
@@ -152,14 +152,20 @@ export class DataDir {
   static async #open(path: string, options: DataDirOpenOptions): Promise<DataDir> {
     const record = readRecord(path);
     const folders = partitionFolders(path);
-    if (!record && folders.length === 0) {
+    // A data dir on which no run ever started holds nothing (a job records its run before it
+    // writes): made anew, with this run's shape. So is one whose making a kill cut short: the
+    // record is written first, so a kill while the stores are created leaves `runs: 0` with
+    // some stores missing or half made, not stores without a record (which read as a data dir
+    // of another partition count, or one written before records).
+    if ((!record && folders.length === 0) || record?.runs === 0) {
       mkdirsSync(path);
-      const id = randomUUID();
-      await forEachStore(path, options, id, true, async () => undefined);
+      for (const p of folders) rmSync(join(path, `p${p}`), { recursive: true, force: true });
+      const id = record?.id ?? randomUUID();
       const dir = new DataDir(path, options, undefined, undefined);
       // Empty stores are quiet: a run that fails before it starts (broker not answering)
       // leaves a data dir that the next run takes as new, not as one to repair.
       dir.#write({ format: 1, id, urlKey: URL_KEY_FORM, partitions: options.partitions, partitioner: options.partitioner, broker: { kind: 'none' }, state: 'quiet', repairing: false, runs: 0, updatedAt: new Date().toISOString() });
+      await forEachStore(path, options, id, true, async () => undefined);
       return dir;
     }
     const partitions = record?.partitions ?? folders.length;
@@ -190,10 +196,8 @@ export class DataDir {
       const last = await store.get(ColumnFamilies.meta, LAST_ROUND_KEY);
       if (last) lastRound = Math.max(lastRound, Number(decodeInt64(last)));
     });
-    // A data dir whose first run never started holds nothing: new, not existing.
-    const empty = record?.runs === 0 && pages + outlinks + backlinks + lastRound === 0;
     if (pages + outlinks + backlinks > 0) checkUrlKey(path, record);
-    return new DataDir(path, options, record, empty ? undefined : { pages, outlinks, backlinks, lastRound });
+    return new DataDir(path, options, record, { pages, outlinks, backlinks, lastRound });
   }
 
   /** The record file's content (undefined for a new data dir, or one written before records). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -30,6 +30,17 @@ describe('shardflow CLI on bad input', () => {
       assert.match(r.stderr, expected);
       assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
     }
+  });
+
+  it('a rank that does not converge says why, exits 1 and leaves --out as it was', () => {
+    // Found by a new user: it printed "ranked ... in 1000 rounds", exited 1 with no reason and overwrote --out.
+    const kept = path.join(dir, 'kept.tsv');
+    writeFileSync(kept, 'earlier scores\n');
+    const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', kept, '--partitions', '2', '--tolerance', '1e-300']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /the metric did not converge within 1000 rounds \(its limit\): the residual left, [0-9.e+-]+, keeps the error bound above --tolerance 1e-300\. The scores are not written; --out is left as it was/);
+    assert.doesNotMatch(r.stderr, /ranked \d+ pages/);
+    assert.equal(readFileSync(kept, 'utf8'), 'earlier scores\n');
   });
 
   it('refuses out-of-range option values before doing anything', () => {

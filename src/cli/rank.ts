@@ -3,6 +3,7 @@ import { ScoresFile } from './scoresFile.js';
 import { readGraph, type WebGraph } from '../replay/graphFile.js';
 import { rankGraph } from '../jobs/rankGraph.js';
 import { weightFunction } from '../actors/metrics/weights.js';
+import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { ChaosPolicy, InvalidArgumentError } from '../index.js';
 import { chaosKinds, cliLogger } from './options.js';
 import { graphInput, openJobRun } from './jobRun.js';
@@ -70,6 +71,11 @@ export function rankCommand(setExit: (code: number) => void): Command {
             ...(opts.job !== undefined ? { job: opts.job } : {}),
             ...(command.getOptionValueSource('partitions') === 'cli' ? { partitions: opts.partitions } : {}),
           });
+          if (!result.converge.converged) {
+            process.stderr.write(notConverged(result.converge, opts.tolerance));
+            setExit(1);
+            return;
+          }
           await out.write(result.scores);
           console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks on cluster ${opts.clusterName ?? WEB_INDEX_CLUSTER} (job ${result.job}${result.loadSkipped ? ', load found applied' : ''}) in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
           setExit(result.converge.converged ? 0 : 1);
@@ -106,6 +112,11 @@ export function rankCommand(setExit: (code: number) => void): Command {
           ...(chaos ? { chaos } : {}),
           ...(inspection ? { onStarted: (index) => inspection.attach(index) } : {}),
         });
+        if (!result.converge.converged) {
+          process.stderr.write(notConverged(result.converge, opts.tolerance));
+          setExit(1);
+          return;
+        }
         await out.write(result.scores);
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(result.converge.converged ? 0 : 1);
@@ -115,4 +126,13 @@ export function rankCommand(setExit: (code: number) => void): Command {
         await run.close();
       }
     });
+}
+
+/**
+ * The lines `rank` prints when the metric stopped at its round limit above the tolerance: the
+ * scores are not written (an earlier `--out` is left as it was), and the exit code is 1.
+ */
+function notConverged(c: Pick<ConvergeResult, 'rounds' | 'residual'>, tolerance: number): string {
+  return `shardflow rank: the metric did not converge within ${c.rounds} rounds (its limit): the residual left, ${c.residual.toExponential(2)}, keeps the error bound above --tolerance ${tolerance}. ` +
+    'The scores are not written; --out is left as it was.\n';
 }

@@ -276,6 +276,10 @@ test('shardflow serve: refuses 0.0.0.0 without a token, warns with --insecure, t
     writeFileSync(tokenFile, 'file-token\n', { mode: 0o600 });
     await serve(['--data-dir', data, '--port', '0', '--token-file', tokenFile], {}, async (api, stderr) => {
       assert.doesNotMatch(stderr(), /warning/i);
+      // A second serve on the same data dir is refused at once (it answered 500s for ever, found by a new user).
+      const second = await run(['serve', '--data-dir', data, '--port', '0', '--token-file', tokenFile]);
+      assert.notEqual(second.code, 0);
+      assert.match(second.stderr, /data dir .* is in use by process \d+ \(another shardflow job on it\)/);
       const none = await run(['query', 'top-pages', '--api', api]);
       assert.equal(none.code, 2);
       assert.match(none.stderr, /401: a valid "Authorization: Bearer <token>" header is required/);

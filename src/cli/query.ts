@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import { request } from 'undici';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { startWebIndex } from '../topology/webIndex.js';
+import { acquireDataDirLock } from '../topology/dataDirLock.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
@@ -125,8 +126,19 @@ export function serveCommand(setExit: (code: number) => void): Command {
       const partitions: number = opts.partitions ?? found;
       if (partitions < 1) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
       if (found !== 0 && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
-      const broker = await openBroker('memory');
-      const index = await startWebIndex({ partitions, dataDir: opts.dataDir, broker, weigh: weightFunction('reasonable'), log: cliLogger(opts.logLevel), crawlers: 0 });
+      // One process at a time on a data dir, as a job: a second serve (or a job) would find its
+      // stores held by RocksDB and answer 500s for ever instead of being refused.
+      const lock = acquireDataDirLock(opts.dataDir);
+      let broker: Awaited<ReturnType<typeof openBroker>> | undefined;
+      let index: Awaited<ReturnType<typeof startWebIndex>> | undefined;
+      try {
+        broker = await openBroker('memory');
+        index = await startWebIndex({ partitions, dataDir: opts.dataDir, broker, weigh: weightFunction('reasonable'), log: cliLogger(opts.logLevel), crawlers: 0 });
+      } catch (err) {
+        await broker?.close();
+        lock.release();
+        throw err;
+      }
       try {
         const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
         const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure, dropHost: (h) => index.dropHost(h) });
@@ -140,6 +152,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
       } finally {
         await index.stop();
         await broker.close();
+        lock.release();
       }
     });
 }

@@ -19,11 +19,16 @@ describe('shardflow CLI on bad input', () => {
   it('names the missing file, the bad graph line, the bad broker, without a stack', () => {
     writeFileSync(path.join(dir, 'pages.txt'), 'http://a.test/\nhttp://b.test/\n');
     writeFileSync(path.join(dir, 'links.tsv'), 'http://a.test/ http://b.test/\n');
+    writeFileSync(path.join(dir, 'three.tsv'), 'http://a.test/\thttp://b.test/\nhttp://a.test/\thttp://b.test/\thttp://c.test/\n');
+    writeFileSync(path.join(dir, 'nohost.tsv'), 'http://a.test/\tb.test/x\n');
     for (const [args, expected] of [
       [['rank', '--pages', path.join(dir, 'nope.txt'), '--links', `${H}/links.tsv`, '--out', out], /shardflow: ENOENT: no such file or directory, open '.*nope\.txt'/],
       [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', path.join(dir, 'no/such/dir.tsv')], /ENOENT.*dir\.tsv/],
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'links.tsv'), '--out', out], /links\.tsv:1: expected source<TAB>target/],
       [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--broker', 'foo://x'], /unsupported broker "foo:\/\/x"/],
+      // Found by a new user: a third column made a page whose URL held a tab; a URL without a host failed later without its line.
+      [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'three.tsv'), '--out', out], /three\.tsv:2: expected source<TAB>target, found more than two tab-separated fields/],
+      [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'nohost.tsv'), '--out', out], /nohost\.tsv:1: "b\.test\/x" is not an absolute URL \(scheme:\/\/host\.\.\.\)/],
     ] as const) {
       const r = run([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

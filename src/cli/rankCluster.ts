@@ -99,7 +99,13 @@ export async function waitForPartitions(client: ClusterClient, o: WaitForPartiti
       );
     }
     if (Date.now() - said > 10_000) {
-      o.say?.(`waiting for the workers of cluster ${o.clusterName} to run every partition (${stage ? `${units.filter((p) => p.state === 'running').length}/${stage.partitions} running` : 'no worker yet'})`);
+      // Say which partitions a worker refused, and why: a refusal lasts until an operator acts
+      // (a damaged checkpoint repaired, the refusing worker restarted), so waiting alone does not end it.
+      const refused = units.filter((p) => p.state === 'failed').map((p) => `${p.unit}: ${p.reason ?? 'refused'}`);
+      o.say?.(
+        `waiting for the workers of cluster ${o.clusterName} to run every partition (${stage ? `${units.filter((p) => p.state === 'running').length}/${stage.partitions} running` : `no worker yet: is ${o.clusterName} the --cluster-name the workers were started with?`})` +
+          (refused.length > 0 ? `; refused by their workers: ${refused.slice(0, 3).join('; ')}${refused.length > 3 ? `; and ${refused.length - 3} more` : ''}` : ''),
+      );
       said = Date.now();
     }
     await new Promise((r) => setTimeout(r, 200));

@@ -23,35 +23,60 @@ export interface WebGraph {
 /**
  * Reads a graph. Links whose source or target is not in `pages` are kept and their
  * endpoints added as pages (a graph file may list only sources).
- * @throws Error with the file and line number when a links line has no tab
+ * @throws InvalidArgumentError with the file and line number when a links line has no tab or
+ *   more than one, an empty field, or a URL that is not `scheme://host...` (or holds white
+ *   space or a control character)
  */
 export async function readGraph(pagesFile: string, linksFile: string): Promise<WebGraph> {
   const pages: string[] = [];
   const known = new Set<string>();
+  let n = 0;
   for await (const line of lines(pagesFile)) {
+    n++;
     const url = field(line);
     if (url.length === 0 || known.has(url)) continue;
+    checkUrl(url, pagesFile, n);
     known.add(url);
     pages.push(url);
   }
   const links = new Map<string, string[]>();
   let linkCount = 0;
-  let n = 0;
+  n = 0;
   for await (const line of lines(linksFile)) {
     n++;
     if (line.length === 0) continue;
     const tab = line.indexOf('\t');
     if (tab < 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target`);
+    if (line.indexOf('\t', tab + 1) >= 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target, found more than two tab-separated fields`);
     const source = field(line.slice(0, tab));
     const target = field(line.slice(tab + 1));
     if (source.length === 0 || target.length === 0) throw new InvalidArgumentError(`${linksFile}:${n}: empty ${source.length === 0 ? 'source' : 'target'} URL`);
-    for (const u of [source, target]) if (!known.has(u)) { known.add(u); pages.push(u); }
+    for (const u of [source, target]) {
+      if (known.has(u)) continue;
+      checkUrl(u, linksFile, n);
+      known.add(u);
+      pages.push(u);
+    }
     let list = links.get(source);
     if (!list) links.set(source, (list = []));
     list.push(target);
     linkCount++;
   }
   return { pages, links, linkCount };
+}
+
+/** An absolute URL's start: a scheme, `://`, then a host (RFC 3986 section 3). */
+const ABSOLUTE_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\s]/;
+
+/**
+ * Refuses a graph file's URL that is not `scheme://host...` or holds white space or a control
+ * character, naming the file and line (the load would refuse it later without them).
+ * @throws InvalidArgumentError `<file>:<line>: ...`
+ */
+function checkUrl(url: string, file: string, line: number): void {
+  if (!ABSOLUTE_URL.test(url)) throw new InvalidArgumentError(`${file}:${line}: ${JSON.stringify(url.slice(0, 200))} is not an absolute URL (scheme://host...)`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\u0000-\u001f\u007f]/.test(url)) throw new InvalidArgumentError(`${file}:${line}: ${JSON.stringify(url.slice(0, 200))} holds white space or a control character`);
 }
 
 /** Reads `url<TAB>score` lines (a reference ranking) into a map. */

@@ -7,7 +7,8 @@ import { tempDir } from './kit/datasets.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
 
 /**
- * What a worker refuses, with the reason: a topology other than the cluster's (at start), and
+ * What a worker refuses, with the reason: a topology other than the cluster's or another
+ * checkpoint store than its workers' (at start), and
  * a partition whose store was written with another shape (that unit only: the worker keeps
  * the reason in its report, `clusterStatus` shows it, the other units run).
  */
@@ -35,6 +36,12 @@ test('a worker refuses another topology, and a partition store of another shape 
     const exactlyOne = (err: unknown) => err instanceof InvalidArgumentError && /exactly one of topology .* and application/.test(err.message);
     await assert.rejects(startWorker({ ...options, name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'neither topology nor application');
     await assert.rejects(startWorker({ ...options, topology, application: topologyApplication(topology), name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'both');
+    // A checkpoint store the cluster's workers do not use (found by an operator: the worker
+    // took partitions from the others and refused them, "no checkpoint of it").
+    await assert.rejects(
+      startWorker({ ...options, topology, name: 'w2', checkpoints: `file://${dir}/checkpoints` }),
+      (err: unknown) => err instanceof InvalidArgumentError && /cluster refusals's workers use checkpoint store none \(worker w1\.[0-9a-f]+\), this worker file:\/\/.*\/checkpoints: give every worker of a cluster the same --checkpoints/.test(err.message),
+    );
 
     const deadline = Date.now() + 30_000;
     let status = await worker.clusterStatus();

@@ -26,6 +26,12 @@ export interface MemberReport {
   readonly inspectUrl?: string | null;
   /** The broker its partitions consume and publish through (kind, url, scope), so that `clusterStatus` and clients can reach it; null when the broker does not say. */
   readonly broker?: BrokerIdentity | null;
+  /**
+   * The checkpoint store its partitions put to and restore from (`CheckpointStore.url`), or
+   * null without one: every worker of a cluster must give the same, or a partition it takes
+   * cannot find its state (`checkClusterCheckpoints`). Absent in reports of older workers.
+   */
+  readonly checkpoints?: string | null;
 }
 
 /**
@@ -73,6 +79,23 @@ export async function checkClusterBroker(redis: Redis, keys: ClusterKeys, broker
   if (other) {
     throw new InvalidArgumentError(
       `cluster ${keys.clusterName}'s workers use a ${other.broker!.kind} broker (worker ${other.id}: ${other.broker!.url ?? ''}), this worker a ${broker.kind} one: give every worker and client of a cluster the same --broker`,
+    );
+  }
+}
+
+/**
+ * Refuses a worker whose checkpoint store (`url`, undefined without one) differs from a live
+ * member's: a partition it took from them would not find its checkpoints (it would refuse the
+ * partition, "no checkpoint of it"), and one it put would be lost to them.
+ * @throws InvalidArgumentError naming the other worker and both stores; the connection's errors
+ */
+export async function checkClusterCheckpoints(redis: Redis, keys: ClusterKeys, url: string | undefined): Promise<void> {
+  const mine = url ?? null;
+  const other = (await liveMembers(redis, keys)).find((m) => m.checkpoints !== undefined && m.checkpoints !== mine);
+  if (other) {
+    const name = (u: string | null | undefined) => (u ? u : 'none');
+    throw new InvalidArgumentError(
+      `cluster ${keys.clusterName}'s workers use checkpoint store ${name(other.checkpoints)} (worker ${other.id}), this worker ${name(mine)}: give every worker of a cluster the same --checkpoints (or none to all)`,
     );
   }
 }

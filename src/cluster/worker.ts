@@ -19,7 +19,7 @@ import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
 import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
 import { LeaseKeeper } from './leaseKeeper.js';
-import { checkClusterBroker, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
+import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { connectCoordination } from './redisConnection.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
@@ -189,6 +189,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   try {
     await checkClusterTopology(redis, keys, stages);
     await checkClusterBroker(redis, keys, options.broker.identity);
+    await checkClusterCheckpoints(redis, keys, checkpoints?.url);
     keeper = await LeaseKeeper.start({
       url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
       membership: { key: keys.member(id), setKey: keys.members, id },
@@ -526,6 +527,7 @@ class ClusterWorker implements Worker {
       failed: Object.fromEntries(this.#failed),
       inspectUrl: this.#host?.inspection?.url ?? null,
       broker: this.options.broker.identity ?? null,
+      checkpoints: this.checkpoints?.store.url ?? null,
     };
   }
 

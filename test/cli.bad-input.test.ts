@@ -60,6 +60,11 @@ describe('shardflow CLI on bad input', () => {
     const before = new Set(readdirSync(dir));
     const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--partitions', '2'], { TMPDIR: dir });
     assert.equal(r.status, 0, r.stderr);
+    // Nor when its broker is refused or not reachable (found by a new user: 16 stores and a lock were left).
+    for (const broker of ['http://x', 'redis://127.0.0.1:1']) {
+      const refused = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--partitions', '2', '--broker', broker], { TMPDIR: dir });
+      assert.notEqual(refused.status, 0, broker);
+    }
     const left = readdirSync(dir).filter((f) => !before.has(f) && f.startsWith('shardflow-'));
     assert.deepEqual(left, [], 'no shardflow-* temp folder left');
     assert.match(run(['--version']).stdout, /^\d+\.\d+\.\d+/);

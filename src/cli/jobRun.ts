@@ -70,6 +70,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   const held = dir.record?.input;
   if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
     dir.release();
+    data.remove();
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
@@ -77,13 +78,21 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   }
   if (held?.weights !== undefined && input.weights !== undefined && held.weights !== input.weights) {
     dir.release();
+    data.remove();
     throw new DataDirError(
       `data dir ${data.dir} holds scores computed with --weights ${held.weights}; this run gives ${input.weights}: ` +
         'its ranks and residuals hold for the weights they were computed with, so going on would write the old weighting\'s scores. ' +
         `Run with the same --weights, or give a fresh --data-dir to rank with ${input.weights}`,
     );
   }
-  const fresh = freshBrokerIdentity(options.broker);
+  let fresh: BrokerIdentity;
+  try {
+    fresh = freshBrokerIdentity(options.broker);
+  } catch (err) {
+    dir.release();
+    data.remove();
+    throw err;
+  }
   let identity = dir.brokerIdentity(fresh);
   let repair = dir.needsRecovery;
   let resume = false;
@@ -109,6 +118,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   }
   broker ??= await openBroker(options.broker, identity).catch((err: unknown) => {
     dir.release();
+    data.remove(); // a temp data dir only (a --data-dir is kept)
     throw err;
   });
   const previous = dir.record?.broker;

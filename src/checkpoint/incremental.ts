@@ -752,7 +752,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   /** Writes file `f` of `m` to `target`, counting and hashing what arrives; refuses a mismatch. */
   async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string): Promise<void> {
     const damaged = (why: string): CheckpointDamagedError =>
-      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; restore an earlier checkpoint (sequence option) or take a new one`, m.key, m.sequence, f.name);
+      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
     if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
     const hash = createHash('sha256');
     let bytes = 0;

@@ -52,7 +52,8 @@ export interface PageBody {
   readonly contentType: string | null;
   readonly contentHash: string | null;
   readonly error: string | null;
-  readonly fetchedAt: string;
+  /** When the page was fetched; null for a page loaded from a graph file (`rank`), which no crawler fetched. */
+  readonly fetchedAt: string | null;
   /** The normalised score; 0 for an alias, which has none of its own. */
   readonly score: number;
   /** x and r as stored (for an alias: the rank it passed on to its target, not a score). */
@@ -229,7 +230,8 @@ export class QueryService {
         contentType: record.contentType ?? null,
         contentHash: record.contentHash ?? null,
         error: record.error ?? null,
-        fetchedAt: iso(record.fetchedAt)!,
+        // A graph file's pages carry fetchedAt 0 (graphPage): unknown, not 1970.
+        fetchedAt: record.fetchedAt > 0 ? iso(record.fetchedAt) : null,
         score: record.aliasOf !== undefined ? 0 : normalise(rank.x + rank.r, summary.total),
         rank,
         counts: { outlinks: record.outlinkCount, backlinks: stored.backlinks },

@@ -119,6 +119,9 @@ test('query API: documented shapes, paging, backlinks by source score, 400/401/4
       [`/v1/backlinks?url=${A}/hub.html&limit=0`, 'invalid_request', /limit must be an integer in \[1, 1000\]/],
       [`/v1/backlinks?url=${A}/hub.html&limit=abc`, 'invalid_request', /"limit" must be a non-negative integer/],
       [`/v1/backlinks?url=${A}/hub.html&offset=-1`, 'invalid_request', /"offset"/],
+      // Beyond 2^53 - 1 an offset was read rounded and answered 200 (found by a new user).
+      [`/v1/backlinks?url=${A}/hub.html&offset=99999999999999999999999`, 'invalid_request', /offset must be an integer from 0 to 9007199254740991, got 1e\+23/],
+      [`/v1/backlinks?url=${A}/hub.html&offset=9007199254740993`, 'invalid_request', /offset must be an integer from 0 to 9007199254740991/],
       ['/v1/hosts/a.test%2Fpath', 'invalid_request', /not a host/],
     ] as const) {
       const r = await get(q(path), T);

@@ -521,7 +521,7 @@ function checkPaging(paging: Paging): { limit: number; offset: number } {
   const limit = paging.limit ?? DEFAULT_LIMIT;
   const offset = paging.offset ?? 0;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new InvalidArgumentError(`limit must be an integer in [1, ${MAX_LIMIT}], got ${limit}`);
-  if (!Number.isInteger(offset) || offset < 0) throw new InvalidArgumentError(`offset must be an integer >= 0, got ${offset}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidArgumentError(`offset must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}, got ${offset}`);
   return { limit, offset };
 }
 

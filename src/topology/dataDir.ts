@@ -8,7 +8,7 @@ import { DataDirError, decodeInt64, isShardflowError } from '../index.js';
 import { ColumnFamilies, Counters, partitionColumnFamilies } from '../actors/partition/schema.js';
 import { acquireDataDirLock, type DataDirLock } from './dataDirLock.js';
 import { URL_KEY_FORM } from '../actors/crawler/canonicalUrl.js';
-import { mkdirsSync } from '../storage/mkdirs.js';
+import { mkdirsSync } from '../storage/index.js';
 
 /** Name of the data dir's record file (JSON), next to the partition folders `p<i>`. */
 export const RECORD_FILE = 'shardflow.json';

@@ -22,7 +22,7 @@ import type { IndexerMessage } from '../actors/indexer/indexer.js';
 import { resetInFlightState } from '../actors/partition/repair.js';
 import { repairWebIndex, type RepairReport } from './repair.js';
 import { drainBacklog, webIndexSubscriptions, type DrainReport } from './resume.js';
-import { mkdirsSync } from '../storage/mkdirs.js';
+import { mkdirsSync } from '../storage/index.js';
 
 /** Options of `startWebIndex`. */
 export interface WebIndexOptions {

@@ -30,7 +30,7 @@ import { resolveCrawlPolicyOptions, type CrawlPolicyOptions } from '../actors/cr
 import { crawler } from '../actors/crawler/crawler.js';
 import { HttpFetcher, type HttpFetcherOptions } from '../actors/crawler/httpFetch.js';
 import { PARTITION_READS, type PartitionReadMethod, type PartitionView } from '../query/partitionView.js';
-import { mkdirsSync } from '../storage/mkdirs.js';
+import { mkdirsSync } from '../storage/index.js';
 
 /** The application's name: the default cluster name of its workers. */
 export const WEB_INDEX_APPLICATION = 'web-index';

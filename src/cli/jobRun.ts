@@ -67,18 +67,21 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     throw err;
   }
   process.stderr.write(`${dir.describe()}\n`);
-  const held = dir.record?.input;
-  if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
+  /** Gives the data dir up before the run starts: its lock released, a temp one removed (a --data-dir is kept). */
+  const abandon = () => {
     dir.release();
     data.remove();
+  };
+  const held = dir.record?.input;
+  if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
+    abandon();
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
     );
   }
   if (held?.weights !== undefined && input.weights !== undefined && held.weights !== input.weights) {
-    dir.release();
-    data.remove();
+    abandon();
     throw new DataDirError(
       `data dir ${data.dir} holds scores computed with --weights ${held.weights}; this run gives ${input.weights}: ` +
         'its ranks and residuals hold for the weights they were computed with, so going on would write the old weighting\'s scores. ' +
@@ -89,8 +92,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   try {
     fresh = freshBrokerIdentity(options.broker);
   } catch (err) {
-    dir.release();
-    data.remove();
+    abandon();
     throw err;
   }
   let identity = dir.brokerIdentity(fresh);
@@ -102,7 +104,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     // A durable broker keeps what the killed run left in flight: go on with it, unless the
     // broker lost it (a restart without persistence, deleted topics): then repair.
     broker = await openBroker(options.broker, resumable).catch((err: unknown) => {
-      dir.release();
+      abandon();
       throw err;
     });
     const lost = await lostSubscriptions(broker, webIndexSubscriptions(options.partitions, input.kind === 'crawl'));
@@ -117,8 +119,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     }
   }
   broker ??= await openBroker(options.broker, identity).catch((err: unknown) => {
-    dir.release();
-    data.remove(); // a temp data dir only (a --data-dir is kept)
+    abandon();
     throw err;
   });
   const previous = dir.record?.broker;

@@ -90,8 +90,10 @@ export async function waitForPartitions(client: ClusterClient, o: WaitForPartiti
     }
     const units = status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
     if (stage && units.length === stage.partitions && units.every((p) => p.state === 'running')) return stage.partitions;
+    // A refusal lasts until an operator acts (a damaged checkpoint repaired, the refusing
+    // worker restarted), so waiting alone does not end it: both messages say which and why.
+    const refused = units.filter((p) => p.state === 'failed').map((p) => `${p.unit}: ${p.reason ?? 'refused'}`);
     if (Date.now() > deadline) {
-      const refused = units.filter((p) => p.state === 'failed').map((p) => `${p.unit}: ${p.reason ?? 'refused'}`);
       throw new JobStalledError(
         `cluster ${o.clusterName}: ${stage ? `${units.filter((p) => p.state === 'running').length} of ${stage.partitions} partitions run` : 'no worker ever joined'} after ${Math.round((o.waitMs ?? 300_000) / 1000)} s` +
           (refused.length > 0 ? `; refused: ${refused.slice(0, 3).join('; ')}` : '') +
@@ -99,9 +101,6 @@ export async function waitForPartitions(client: ClusterClient, o: WaitForPartiti
       );
     }
     if (Date.now() - said > 10_000) {
-      // Say which partitions a worker refused, and why: a refusal lasts until an operator acts
-      // (a damaged checkpoint repaired, the refusing worker restarted), so waiting alone does not end it.
-      const refused = units.filter((p) => p.state === 'failed').map((p) => `${p.unit}: ${p.reason ?? 'refused'}`);
       o.say?.(
         `waiting for the workers of cluster ${o.clusterName} to run every partition (${stage ? `${units.filter((p) => p.state === 'running').length}/${stage.partitions} running` : `no worker yet: is ${o.clusterName} the --cluster-name the workers were started with?`})` +
           (refused.length > 0 ? `; refused by their workers: ${refused.slice(0, 3).join('; ')}${refused.length > 3 ? `; and ${refused.length - 3} more` : ''}` : ''),

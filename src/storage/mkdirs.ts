@@ -1,4 +1,4 @@
-import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { mkdir, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -65,14 +65,6 @@ export async function writableDirectory(dir: string): Promise<void> {
   const probe = path.join(dir, `.probe-${process.pid}-${Date.now()}`);
   await mkdir(probe);
   await rmdir(probe);
-}
-
-/** {@link writableDirectory}, synchronous. */
-export function writableDirectorySync(dir: string): void {
-  mkdirsSync(dir);
-  const probe = path.join(dir, `.probe-${process.pid}-${Date.now()}`);
-  mkdirSync(probe);
-  rmdirSync(probe);
 }
 
 function checkDirectory(dir: string, isDirectory: boolean): void {

@@ -1,11 +1,11 @@
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, InvalidArgumentError, PayloadTooLargeError } from '../../errors.js';
+import { BrokerClosedError, InvalidArgumentError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId, type Sequence } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import type { BrokerIdentity } from './identity.js';
 import { Delivery } from './internal/delivery.js';
 import {
-  DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, oversizedSend, parseSequence, positiveInteger, type RawFields,
+  DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, entryProblem, MalformedLog, checkSendSize, parseSequence, positiveInteger, type RawFields,
 } from './internal/malformed.js';
 import type {
   Broker, BrokerMessage, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions, SubscriptionType,
@@ -457,8 +457,7 @@ class MemoryProducer implements Producer {
    */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
-    const tooBig = oversizedSend(payload.byteLength, this.maxPayloadBytes);
-    if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
+    checkSendSize(this.topic, payload.byteLength, this.maxPayloadBytes);
     while (this.t.full()) {
       await this.t.room();
       if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);

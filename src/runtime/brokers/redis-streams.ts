@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis, type RedisOptions } from 'ioredis';
-import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, PayloadTooLargeError } from '../../errors.js';
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../errors.js';
 import { sequence as toSequence, type ProducerId } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SendOptions, SubscribeOptions } from './broker.js';
 import type { BrokerIdentity } from './identity.js';
 import { RedisConsumer, type RedisConsumerTimings } from './redis/consumer.js';
-import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, oversizedSend, positiveInteger } from './internal/malformed.js';
+import { DEFAULT_MAX_DEAD_LETTERS, DEFAULT_MAX_PAYLOAD_BYTES, checkSendSize, positiveInteger } from './internal/malformed.js';
 import { entryFields, toDeadLetter } from './redis/entry.js';
 import { streamKey, subscriptionKeys } from './redis/keys.js';
 
@@ -318,8 +318,7 @@ class RedisProducer implements Producer {
   /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed || this.brokerClosed()) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
-    const tooBig = oversizedSend(payload.byteLength, this.maxPayloadBytes);
-    if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.maxPayloadBytes);
+    checkSendSize(this.topic, payload.byteLength, this.maxPayloadBytes);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     const p = this.redis.xadd(this.stream, '*', ...entryFields(payload, this.producer, seq, options?.key));

@@ -1,5 +1,6 @@
 import { ReplaySubject, type Observable } from 'rxjs';
-import { InvalidArgumentError } from '../../../errors.js';
+import { InvalidArgumentError, PayloadTooLargeError } from '../../../errors.js';
+import { topicName, type Topic } from '../../topics.js';
 import { sequence as toSequence, type Sequence } from '../../ids.js';
 import type { DeadLetter } from '../broker.js';
 
@@ -80,9 +81,14 @@ export function oversized(bytes: number, maxPayloadBytes: number): string | unde
   return bytes > maxPayloadBytes ? `malformed entry: oversized payload of ${bytes} bytes exceeds maxPayloadBytes ${maxPayloadBytes}` : undefined;
 }
 
-/** Why a producer refuses to send a payload of `bytes` (nothing reaches the broker), or undefined when it fits. */
-export function oversizedSend(bytes: number, maxPayloadBytes: number): string | undefined {
-  return bytes > maxPayloadBytes ? `payload of ${bytes} bytes exceeds maxPayloadBytes ${maxPayloadBytes}; nothing was sent` : undefined;
+/**
+ * A producer's check before it sends a payload of `bytes` on `topic`, the same in every broker.
+ * @throws PayloadTooLargeError when `bytes` > `maxPayloadBytes` (nothing reaches the broker)
+ */
+export function checkSendSize(topic: Topic, bytes: number, maxPayloadBytes: number): void {
+  if (bytes > maxPayloadBytes) {
+    throw new PayloadTooLargeError(`send on ${topicName(topic)}: payload of ${bytes} bytes exceeds maxPayloadBytes ${maxPayloadBytes}; nothing was sent`, bytes, maxPayloadBytes);
+  }
 }
 
 /** Warnings printed per consumer with their reason before only every 1000th is. */

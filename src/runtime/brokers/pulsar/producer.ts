@@ -1,6 +1,6 @@
 import type WebSocket from 'ws';
-import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, PayloadTooLargeError } from '../../../errors.js';
-import { oversizedSend } from '../internal/malformed.js';
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { checkSendSize } from '../internal/malformed.js';
 import { sequence as toSequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
 import type { Producer, SendOptions } from '../broker.js';
@@ -76,8 +76,7 @@ export class PulsarProducer implements Producer {
   /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
-    const tooBig = oversizedSend(payload.byteLength, this.#c.maxPayloadBytes);
-    if (tooBig) throw new PayloadTooLargeError(`send on ${topicName(this.topic)}: ${tooBig}`, payload.byteLength, this.#c.maxPayloadBytes);
+    checkSendSize(this.topic, payload.byteLength, this.#c.maxPayloadBytes);
     const seq = options?.sequence ?? toSequence(this.#next);
     this.#next = Math.max(this.#next, seq + 1);
     await this.sendRaw(payload, { [Props.producer]: this.producer, [Props.sequence]: String(seq) }, options?.key);

@@ -1,4 +1,4 @@
-import { ActorStoppedError, hostOf, InvalidArgumentError, isShardflowError, isTerminalError, type Clock } from '../index.js';
+import { ActorStoppedError, hostOf, InvalidArgumentError, InvalidUrlError, isShardflowError, isTerminalError, type Clock } from '../index.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { siteOf } from '../actors/crawler/site.js';
@@ -213,9 +213,7 @@ export class QueryService {
 
   /** A page: record, crawl state, score and counts. @throws InvalidUrlError */
   async page(rawUrl: string): Promise<QueryResult<PageBody>> {
-    const url = canonicalUrl(rawUrl);
-    const p = this.#o.partitioner.forUrl(url);
-    const [stored, summary] = await Promise.all([this.#read(p, (v) => v.page(url)), this.#summaryValue()]);
+    const [{ url, p, stored }, summary] = await Promise.all([this.#locate(rawUrl), this.#summaryValue()]);
     const missing = notFoundReason(url, stored);
     if (missing) return { found: false, reason: missing, ...(stored.frontier ? { detail: { crawl: crawlBody(stored) } } : {}) };
     const record = stored.record!;
@@ -243,10 +241,9 @@ export class QueryService {
 
   /** A page's outlinks, in document order, with each target's score. @throws InvalidUrlError, InvalidArgumentError */
   async outlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
-    const url = canonicalUrl(rawUrl);
     const { limit, offset } = checkPaging(paging);
-    const p = this.#o.partitioner.forUrl(url);
-    const [stored, links] = await Promise.all([this.#read(p, (v) => v.page(url)), this.#read(p, (v) => v.outlinks(url))]);
+    const { url, p, stored } = await this.#locate(rawUrl);
+    const links = await this.#read(p, (v) => v.outlinks(url));
     const missing = notFoundReason(url, stored);
     if (missing) return { found: false, reason: missing };
     links.sort((a, b) => a.features.position - b.features.position || (a.url < b.url ? -1 : 1));
@@ -266,12 +263,10 @@ export class QueryService {
    * backlink. @throws InvalidUrlError, InvalidArgumentError
    */
   async backlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
-    const url = canonicalUrl(rawUrl);
     const { limit, offset } = checkPaging(paging);
-    const p = this.#o.partitioner.forUrl(url);
+    const { url, p, stored } = await this.#locate(rawUrl);
     const direct = await this.#read(p, (v) => v.backlinks(url));
     if (direct.length === 0) {
-      const stored = await this.#read(p, (v) => v.page(url));
       const missing = notFoundReason(url, stored);
       if (missing) return { found: false, reason: missing };
     }
@@ -289,6 +284,35 @@ export class QueryService {
       return links[i]!.via.length > 0 ? { ...body, via: links[i]!.via } : body;
     });
     return { found: true, body: { url, total: links.length, offset, limit, links: page } };
+  }
+
+  /**
+   * The key a query's URL is stored under, its partition and what is stored there. A crawl
+   * stores pages under their canonical URL (`canonicalUrl`); a graph file's pages are stored
+   * as the file writes them (a graph's node names, compared with its reference scores as written: `http://A.TEST/` and `http://a.test/`, or
+   * `http://h/?a=1&#38;b=2`, whose canonical form drops a fragment, are other pages), so a URL
+   * that is not in canonical form is first looked up exactly as given, on its own partition,
+   * and when nothing is stored there (no record, frontier entry or backlink) under its
+   * canonical form, as a crawl stores it. A canonical URL is read once.
+   * @throws InvalidUrlError when the URL has no canonical form and nothing is stored under it as given
+   */
+  async #locate(rawUrl: string): Promise<{ url: string; p: number; stored: StoredPage }> {
+    let url: string | undefined;
+    let invalid: unknown;
+    try {
+      url = canonicalUrl(rawUrl);
+    } catch (e) {
+      if (!(e instanceof InvalidUrlError)) throw e;
+      invalid = e;
+    }
+    if (url !== rawUrl && ABSOLUTE_URL.test(rawUrl)) {
+      const p = this.#o.partitioner.forUrl(rawUrl);
+      const stored = await this.#read(p, (v) => v.page(rawUrl));
+      if (isStored(stored)) return { url: rawUrl, p, stored };
+    }
+    if (url === undefined) throw invalid;
+    const p = this.#o.partitioner.forUrl(url);
+    return { url, p, stored: await this.#read(p, (v) => v.page(url)) };
   }
 
   /**
@@ -477,6 +501,14 @@ export class QueryService {
     }
     throw new ActorStoppedError(`partition ${p} is not answering: ${(last as Error)?.message ?? last}`, { cause: last });
   }
+}
+
+/** An absolute URL as a graph file may name a page: a scheme, `://`, a host, no white space (graph/graphFile.ts's check). */
+const ABSOLUTE_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\s][^\s]*$/;
+
+/** True when anything is stored for the URL: a record, a frontier entry or a backlink. */
+function isStored(stored: StoredPage): boolean {
+  return stored.record !== undefined || stored.frontier !== undefined || stored.backlinks > 0;
 }
 
 function notFoundReason(url: string, stored: StoredPage): string | undefined {

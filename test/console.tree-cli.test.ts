@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -122,7 +122,7 @@ test('runTree --watch cuts a frame taller than the terminal and says how much is
   const abort = new AbortController();
   let out = '';
   try {
-    const watching = runTree({ url: server.url, watch: true, intervalMs: 60_000, color: false, write: (t) => (out += t), signal: abort.signal, maxLines: 3 });
+    const watching = runTree({ url: server.url, watch: true, intervalMs: 60_000, color: false, write: (t) => (out += t), signal: abort.signal, maxLines: 3, terminal: true });
     while (!out.includes('\x1b[J')) await new Promise((r) => setTimeout(r, 10));
     abort.abort();
     assert.equal(await watching, 'aborted');
@@ -143,7 +143,7 @@ test('runTree --watch redraws when an actor restarts, and ends with the stream o
   let out = '';
   const frames = (): string[] => out.split('\x1b[H').filter((f) => f !== '');
   try {
-    const watching = runTree({ url: server.url, watch: true, intervalMs: 60_000, color: false, write: (t) => (out += t), signal: abort.signal });
+    const watching = runTree({ url: server.url, watch: true, intervalMs: 60_000, color: false, write: (t) => (out += t), signal: abort.signal, terminal: true });
     while (frames().length < 1) await new Promise((r) => setTimeout(r, 10));
     assert.match(frames()[0]!, /w \[worker\] running restarts=0/);
     await new Promise((r) => setTimeout(r, 100)); // let the SSE stream connect
@@ -163,6 +163,73 @@ test('runTree --watch redraws when an actor restarts, and ends with the stream o
     assert.equal(await again, 'stream-ended');
   } finally {
     abort.abort();
+    await server.close();
+    await system.terminate();
+  }
+});
+
+test('runTree --watch into a non-terminal prints plain frames one after another, uncut, with no control codes', async () => {
+  const { system, server } = await liveSystem();
+  const abort = new AbortController();
+  let out = '';
+  const headers = (): number => out.match(/^http:\/\/127\.0\.0\.1:\d+ {2}3 actors: /gm)?.length ?? 0;
+  try {
+    // maxLines and width are for an in-place redraw on a terminal: ignored here.
+    const watching = runTree({ url: server.url, watch: true, intervalMs: 30, color: false, write: (t) => (out += t), signal: abort.signal, maxLines: 3, width: 30, terminal: false });
+    const deadline = Date.now() + 5000;
+    while (headers() < 2) {
+      assert.ok(Date.now() < deadline, `fewer than two frames:\n${out}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    abort.abort();
+    assert.equal(await watching, 'aborted');
+    assert.ok(!out.includes('\x1b'), JSON.stringify(out));
+    const frames = out.split('\n\n');
+    assert.ok(frames.length >= 2);
+    for (const frame of frames) {
+      assert.match(frame, /^http:\/\/127\.0\.0\.1:\d+ {2}3 actors: 3 running; 0 restarts {2}\S/, 'a header line with the time');
+      assert.match(frame, /\n {4}w \[worker\] running restarts=0 mailbox=0 processed=0\n?$/, 'uncut');
+    }
+  } finally {
+    abort.abort();
+    await server.close();
+    await system.terminate();
+  }
+});
+
+/** Runs `shardflow tree --url URL --watch ...args` with stdout a pipe until it has printed two frames, then Ctrl-C; @returns its stdout and exit code. */
+async function watchIntoPipe(url: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; code: number | null }> {
+  const child = spawn(process.execPath, [join(repoRoot, 'bin/shardflow.mjs'), 'tree', '--url', url, '--watch', '--interval', '50', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (text: string) => {
+    stdout += text;
+    if ((stdout.match(/ actors: /g)?.length ?? 0) >= 2) child.kill('SIGINT');
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  try {
+    return { code: await exited, stdout };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+test('`shardflow tree --watch` with stdout a pipe prints plain frames: no cursor codes, and no colours with --no-color or without a terminal', async () => {
+  const { system, server } = await liveSystem();
+  const env: NodeJS.ProcessEnv = { ...process.env, CI: '1' }; // picocolors says colours on CI even into a pipe
+  delete env.NO_COLOR;
+  delete env.FORCE_COLOR;
+  try {
+    for (const args of [['--no-color'], []]) {
+      const { stdout, code } = await watchIntoPipe(server.url, args, env);
+      assert.equal(code, 0, stdout);
+      assert.ok(!stdout.includes('\x1b'), `${args.join(' ')}: ${JSON.stringify(stdout)}`);
+      const frames = stdout.split('\n\n');
+      assert.ok(frames.length >= 2, stdout);
+      for (const frame of frames) assert.match(frame, /^http:\/\/127\.0\.0\.1:\d+ {2}3 actors: 3 running; 0 restarts {2}\S[^\n]*\n\/ \[guardian\]/);
+    }
+  } finally {
     await server.close();
     await system.terminate();
   }

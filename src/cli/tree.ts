@@ -149,6 +149,13 @@ export interface RunTreeOptions {
   readonly maxLines?: number;
   /** With `watch`, the terminal's width in columns (see {@link TerminalTreeOptions.width}). */
   readonly width?: number;
+  /**
+   * Whether `write` goes to a terminal (stdout's `isTTY`). With `watch`, a terminal gets each
+   * frame redrawn in place with ANSI cursor codes, cut to `maxLines` and `width`; anything else (a
+   * file, a pipe) gets the frames one after another, a blank line between them, uncut and with no
+   * control codes, as `watch` and `top -b` print. Default: false.
+   */
+  readonly terminal?: boolean;
 }
 
 /** Cursor home; each line then ends with erase-to-end-of-line, the frame with erase-below: no flicker. */
@@ -156,13 +163,43 @@ const HOME = '\x1b[H';
 const ERASE_LINE = '\x1b[K';
 const ERASE_BELOW = '\x1b[J';
 
+/** Writes the frames of a watch, see {@link frameWriter}. */
+interface FrameWriter {
+  /** Writes `text` (lines joined with `\n`, no trailing newline) as the next frame. */
+  frame(text: string): void;
+  /** Writes a line under the last frame, e.g. why it could not be refreshed. */
+  note(text: string): void;
+}
+
+/**
+ * Frames of a watch written to `write`: on a terminal, each over the last in place (cursor home,
+ * each line erased to its end, the rest of the screen erased below: no flicker, no scrolling);
+ * elsewhere (a file, a pipe) one after another, a blank line between them, with no control codes
+ * (each frame's header line has the time).
+ */
+function frameWriter(write: (text: string) => void, terminal: boolean): FrameWriter {
+  let last: string | undefined;
+  const inPlace = (text: string): string => `${HOME}${text.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}`;
+  return {
+    frame(text) {
+      write(terminal ? inPlace(text) : `${last === undefined ? '' : '\n'}${text}\n`);
+      last = text;
+    },
+    note(text) {
+      // On a terminal the last frame is redrawn first, so the note sits right under it.
+      write(terminal ? `${inPlace(last ?? '')}${text}\n` : `${text}\n`);
+    },
+  };
+}
+
 /** Why {@link runTree} stopped watching. */
 export type TreeOutcome = 'printed' | 'aborted' | 'stream-ended';
 
 /**
- * `shardflow tree`: prints the tree of the endpoint at `url` once, or with `watch` redraws it in
- * place (ANSI cursor-home and erase, no screen clear) on each lifecycle event from `/events`
- * (redraws within 50 ms share one fetch) and every `intervalMs`.
+ * `shardflow tree`: prints the tree of the endpoint at `url` once, or with `watch` again on each
+ * lifecycle event from `/events` (redraws within 50 ms share one fetch) and every `intervalMs`:
+ * on a `terminal` redrawn in place (ANSI cursor-home and erase, no screen clear), elsewhere as
+ * plain frames one after another.
  * @returns `'printed'` (no watch), `'aborted'` (`signal`), or `'stream-ended'` (the system
  *   terminated or the endpoint closed; the last frame stays on screen)
  * @throws (rejects) `Error` when the endpoint cannot be reached or answers other than 200
@@ -170,6 +207,7 @@ export type TreeOutcome = 'printed' | 'aborted' | 'stream-ended';
 export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
   const base = options.url.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
+  const terminal = options.terminal ?? false;
   const fetchTree = async (): Promise<TreeNode> => {
     const response = await fetch(`${base}/tree`, { ...(options.signal ? { signal: options.signal } : {}) });
     if (!response.ok) throw new Error(`GET ${base}/tree answered ${response.status} ${response.statusText}`);
@@ -181,7 +219,7 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
       source: base,
       at: now(),
       ...(options.filter ? { filter: options.filter } : {}),
-      ...(options.watch && options.width !== undefined ? { width: options.width } : {}),
+      ...(options.watch && terminal && options.width !== undefined ? { width: options.width } : {}),
     });
 
   if (!options.watch) {
@@ -189,11 +227,8 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
     return 'printed';
   }
 
-  let lastFrame = '';
-  const draw = (tree: TreeNode): void => {
-    lastFrame = fit(render(tree), options.maxLines);
-    options.write(`${HOME}${lastFrame.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}`);
-  };
+  const out = frameWriter(options.write, terminal);
+  const draw = (tree: TreeNode): void => out.frame(terminal ? fit(render(tree), options.maxLines) : render(tree));
   draw(await fetchTree());
 
   // One redraw at a time; requests meanwhile fold into one more after it.
@@ -213,7 +248,7 @@ export async function runTree(options: RunTreeOptions): Promise<TreeOutcome> {
         } catch (err) {
           if (options.signal?.aborted) return;
           // The endpoint went away mid-watch: keep the last frame, say why under it.
-          options.write(`${HOME}${lastFrame.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}(cannot refresh: ${(err as Error).message})\n`);
+          out.note(`(cannot refresh: ${(err as Error).message})`);
         }
       } while (again && !options.signal?.aborted);
     })().finally(() => {
@@ -277,10 +312,12 @@ export function treeCommand(setExit: (code: number) => void): Command {
       const abort = new AbortController();
       const onSigint = (): void => abort.abort();
       process.once('SIGINT', onSigint);
-      const color = opts.color && pc.isColorSupported;
+      const terminal = process.stdout.isTTY === true;
+      // picocolors also says yes on CI with stdout a pipe; plain text there as the help says (FORCE_COLOR still forces).
+      const color = opts.color && pc.isColorSupported && (terminal || !!process.env.FORCE_COLOR);
       try {
         if (opts.cluster !== undefined) {
-          await runClusterTree({ ...(opts as ClusterReadOptions), cluster: opts.cluster }, opts, color, abort.signal);
+          await runClusterTree({ ...(opts as ClusterReadOptions), cluster: opts.cluster }, opts, color, terminal, abort.signal);
           setExit(0);
           return;
         }
@@ -291,10 +328,11 @@ export function treeCommand(setExit: (code: number) => void): Command {
           color,
           write: (text) => process.stdout.write(text),
           signal: abort.signal,
+          terminal,
           ...(opts.filter ? { filter: opts.filter } : {}),
           // Leave one line for the cursor after the frame.
-          ...(process.stdout.isTTY && process.stdout.rows > 2 ? { maxLines: process.stdout.rows - 1 } : {}),
-          ...(process.stdout.isTTY && process.stdout.columns > 20 ? { width: process.stdout.columns } : {}),
+          ...(terminal && process.stdout.rows > 2 ? { maxLines: process.stdout.rows - 1 } : {}),
+          ...(terminal && process.stdout.columns > 20 ? { width: process.stdout.columns } : {}),
         });
         if (outcome === 'stream-ended') console.log('event stream ended: the job terminated or the endpoint closed');
         setExit(0);
@@ -309,8 +347,11 @@ export function treeCommand(setExit: (code: number) => void): Command {
     });
 }
 
-/** `tree --cluster`: prints every worker's partitions and tree once, or with `watch` redraws in place every `interval` ms until `signal` aborts. */
-async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; interval: number; filter?: string }, color: boolean, signal: AbortSignal): Promise<void> {
+/**
+ * `tree --cluster`: prints every worker's partitions and tree once, or with `watch` every
+ * `interval` ms until `signal` aborts, on a `terminal` in place (see {@link frameWriter}).
+ */
+async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; interval: number; filter?: string }, color: boolean, terminal: boolean, signal: AbortSignal): Promise<void> {
   const frame = async (): Promise<string> => {
     const { status, trees } = await readClusterTrees(read);
     return renderClusterTree(status, trees, { color, at: Date.now(), ...(opts.filter ? { filter: opts.filter } : {}) });
@@ -319,9 +360,9 @@ async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; 
     process.stdout.write(`${await frame()}\n`);
     return;
   }
+  const out = frameWriter((text) => process.stdout.write(text), terminal);
   while (!signal.aborted) {
-    const text = fit(await frame(), process.stdout.isTTY && process.stdout.rows > 2 ? process.stdout.rows - 1 : undefined);
-    process.stdout.write(`${HOME}${text.split('\n').join(`${ERASE_LINE}\n`)}${ERASE_LINE}\n${ERASE_BELOW}`);
+    out.frame(fit(await frame(), terminal && process.stdout.rows > 2 ? process.stdout.rows - 1 : undefined));
     await new Promise((resolve) => {
       const t = setTimeout(resolve, opts.interval);
       signal.addEventListener('abort', () => (clearTimeout(t), resolve(undefined)), { once: true });

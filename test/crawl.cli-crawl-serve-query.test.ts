@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { repoRoot, tempDir } from './kit/datasets.js';
 import { StaticSiteServer } from './kit/staticSites.js';
 import { runCli, type CliRun } from './kit/cliRun.js';
+import { queryPath } from '../src/cli/query.js';
 
 const bin = join(repoRoot, 'bin/shardflow.mjs');
 
@@ -14,7 +15,15 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return runCli(args, { env: { SHARDFLOW_TOKEN: '', ...env } as Record<string, string> });
 }
 
-test('npx shardflow crawl --seed --map --max-pages, then serve and query page|backlinks|host', { timeout: 180_000 }, async () => {
+test('query top-pages|top-hosts|top-sites ask /v1/top/pages|hosts|sites, with --limit', () => {
+  assert.equal(queryPath('top-pages', undefined, {}), '/v1/top/pages');
+  assert.equal(queryPath('top-hosts', undefined, { limit: 5 }), '/v1/top/hosts?limit=5');
+  assert.equal(queryPath('top-sites', undefined, { limit: 5 }), '/v1/top/sites?limit=5');
+  assert.equal(queryPath('top-sites', undefined, {}), '/v1/top/sites');
+  assert.throws(() => queryPath('top-site', undefined, {}), /unknown query "top-site": use page, outlinks, backlinks, host, top-pages, top-hosts, top-sites/);
+});
+
+test('npx shardflow crawl --seed --map --max-pages, then serve and query page|backlinks|host|top-hosts|top-sites', { timeout: 180_000 }, async () => {
   const { dir, cleanup } = tempDir();
   const root = join(dir, 'www');
   mkdirSync(root);
@@ -71,6 +80,15 @@ test('npx shardflow crawl --seed --map --max-pages, then serve and query page|ba
     assert.equal(JSON.parse(back.stdout).links.length, 3);
     const host = await q('host', 'site.test');
     assert.equal(JSON.parse(host.stdout).pages, 8);
+    const topHosts = await q('top-hosts', '--limit', '5');
+    assert.equal(topHosts.code, 0, topHosts.stderr);
+    assert.deepEqual(JSON.parse(topHosts.stdout).top.map((h: { host: string; pages: number }) => [h.host, h.pages]), [['site.test', 8]]);
+    const topSites = await q('top-sites', '--limit', '5');
+    assert.equal(topSites.code, 0, topSites.stderr);
+    const sites = JSON.parse(topSites.stdout);
+    assert.equal(sites.sites, 1);
+    assert.deepEqual(sites.top.map((s: { site: string; hosts: number; pages: number }) => [s.site, s.hosts, s.pages]), [['site.test', 1, 8]]);
+    assert.match((await q('top-sites', '--offset', '1')).stderr, /--offset applies to outlinks and backlinks only, not to query top-sites/);
     const missing = await q('page', 'http://site.test/nothing.html');
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /404: no page stored for http:\/\/site\.test\/nothing\.html/);

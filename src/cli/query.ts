@@ -18,7 +18,7 @@ import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 /** Exit codes of `shardflow query`: 0 answered, 1 not found (404), 2 bad input (other 4xx: 400, 401, 403, 405, ...), 3 server unreachable or failing. */
 export const QueryExit = Object.freeze({ ok: 0, notFound: 1, badInput: 2, unavailable: 3 } as const);
 
-const KINDS = ['page', 'outlinks', 'backlinks', 'host', 'top-pages', 'top-hosts'] as const;
+const KINDS = ['page', 'outlinks', 'backlinks', 'host', 'top-pages', 'top-hosts', 'top-sites'] as const;
 type Kind = (typeof KINDS)[number];
 
 /**
@@ -34,7 +34,7 @@ export function queryPath(kind: string, target: string | undefined, paging: { li
   if (paging.offset !== undefined && k !== 'outlinks' && k !== 'backlinks') throw new CommanderArgumentError(`--offset applies to outlinks and backlinks only, not to query ${k}`);
   if (paging.limit !== undefined) q.set('limit', String(paging.limit));
   if (paging.offset !== undefined) q.set('offset', String(paging.offset));
-  if (k === 'top-pages' || k === 'top-hosts') return `/v1/top/${k.slice(4)}${q.size ? `?${q}` : ''}`;
+  if (k === 'top-pages' || k === 'top-hosts' || k === 'top-sites') return `/v1/top/${k.slice(4)}${q.size ? `?${q}` : ''}`;
   if (!target) throw new CommanderArgumentError(`query ${k} needs a ${k === 'host' ? 'host' : 'URL'}`);
   if (k === 'host') {
     let host = target;
@@ -49,7 +49,7 @@ export function queryPath(kind: string, target: string | undefined, paging: { li
   return `/v1/${k}?${q}`;
 }
 
-/** `shardflow query page|outlinks|backlinks|host|top-pages|top-hosts [URL|HOST]`: asks a running query API. */
+/** `shardflow query page|outlinks|backlinks|host|top-pages|top-hosts|top-sites [URL|HOST]`: asks a running query API. */
 export function queryCommand(setExit: (code: number) => void): Command {
   const command = new Command('query')
     .description('ask the query API of a running index (`shardflow serve` or `shardflow crawl --serve`) and print its JSON answer')

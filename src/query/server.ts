@@ -68,6 +68,7 @@ const OTHER_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as co
  * | `GET /v1/hosts/:host?limit=`       | `HostBody`    |
  * | `GET /v1/top/pages?limit=`         | `TopPagesBody`|
  * | `GET /v1/top/hosts?limit=`         | `TopHostsBody`|
+ * | `GET /v1/top/sites?limit=`         | `TopSitesBody` (hosts by registrable domain) |
  * | `GET /v1/health`                   | `{ status: 'ok', partitions }` |
  * | `DELETE /v1/hosts/:host`           | `DropHostReport` (needs the token) |
  *

@@ -22,7 +22,9 @@ import { batchesIn, expectedAfter, walColumnFamilies, walContents, writeWalBatch
  * a restore replays the WAL and holds every write made before the put (three families, merge
  * operands, deletes, a family with insert hints); a WAL that grew under the same name is stored
  * again, never taken for the earlier one; and an owner SIGKILLed while it writes and puts leaves
- * a checkpoint whose restore is exact.
+ * a checkpoint whose restore is exact. The tail puts, the chain over archived logs and the
+ * SIGKILL run again on a store whose log is ZSTD-compressed (`StoreOptions.walCompression`,
+ * which checkpointed partitions use): a tail is a byte range of the compressed log.
  */
 
 let work: string;
@@ -65,6 +67,9 @@ const targets: Target[] = [
   },
 ];
 
+/** The suffix of a test run on a store whose log is ZSTD-compressed (`StoreOptions.walCompression`, as CHECKPOINTED_STORE_OPTIONS sets). */
+const compressed = (walCompression: boolean): string => (walCompression ? ' (compressed log)' : '');
+
 const walFiles = (m: CheckpointManifest) => m.files.filter((f) => f.name.endsWith('.log'));
 
 /** Restores `key` (`sequence`, or the newest) into a new folder and returns its content and batch count. */
@@ -84,11 +89,11 @@ for (const target of targets) {
   if (reason && process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw new Error(`${target.name} is required (SHARDFLOW_REQUIRE_BROKERS=1) but unavailable: ${reason}`);
 
   describe(`checkpoints that copy the WAL: ${target.name}`, { skip: reason ? `unavailable: ${reason}` : false }, () => {
-    it('a put without flush restores every write before it; a WAL grown under the same name is stored again; a flush above walBytesForFlush', async () => {
+    for (const walCompression of [false, true]) it(`a put without flush restores every write before it; a WAL grown under the same name is stored again; a flush above walBytesForFlush${compressed(walCompression)}`, async () => {
       const { checkpoints } = target.open();
       const key = newKey();
       const storeDir = fresh('db');
-      const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies });
+      const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies, walCompression });
       try {
         for (let b = 0; b < 300; b++) await writeWalBatch(store, b);
         const first = await checkpoints.put(key, store, 1);
@@ -165,18 +170,21 @@ for (const target of targets) {
         assert.deepEqual((await restored(checkpoints, key, 6)).content, expectedAfter(900));
         assert.deepEqual((await restored(checkpoints, key, 7)).content, expectedAfter(950));
         // A put that flushes leaves the new, empty log out of its checkpoint (RocksDB): the chain
-        // begins at that log's byte 0, and the next put stores it as a file of one chunk.
+        // begins at that log's byte 0, and the next put stores it as a file of one chunk. A
+        // compressed log is never empty (its first record names its compression, 11 bytes): the
+        // checkpoint holds it, and the chain begins after that record, a file of two chunks.
+        const emptyLog = walCompression ? [{ bytes: 11 }] : [];
         for (let b = 950; b < 955; b++) await writeWalBatch(store, b);
         const flushing = await checkpoints.put(key, store, 8, { walBytesForFlush: 1, walTailBytes: 1 });
         assert.equal(flushing.walTail, false);
-        assert.deepEqual(walFiles(flushing.manifest), [], 'no log in a flushed checkpoint');
+        assert.deepEqual(walFiles(flushing.manifest).map((f) => ({ bytes: f.bytes })), emptyLog, 'no write in the log of a flushed checkpoint');
         const empty = await checkpoints.put(key, store, 9);
         assert.equal(empty.walTail, true, 'nothing written since: a tail put of nothing');
-        assert.deepEqual(walFiles(empty.manifest), []);
+        assert.deepEqual(walFiles(empty.manifest).map((f) => ({ bytes: f.bytes })), emptyLog);
         for (let b = 955; b < 957; b++) await writeWalBatch(store, b);
         const afterFlushTail = await checkpoints.put(key, store, 10);
         assert.equal(afterFlushTail.walTail, true, 'a tail of the log begun by the flush');
-        assert.deepEqual(walFiles(afterFlushTail.manifest).map((f) => f.chunks?.length), [1], 'the new log, one chunk');
+        assert.deepEqual(walFiles(afterFlushTail.manifest).map((f) => f.chunks?.length), [walCompression ? 2 : 1], 'the new log, one chunk (after its compression record)');
         assert.deepEqual((await restored(checkpoints, key, 9)).content, expectedAfter(955));
         assert.deepEqual((await restored(checkpoints, key, 10)).content, expectedAfter(957));
         for (let b = 957; b < 958; b++) await writeWalBatch(store, b);
@@ -264,12 +272,12 @@ for (const target of targets) {
       }
     });
 
-    it('with archived logs a flush does not end the chain, and the next chain\'s base is made in the background: every put after the first is a tail put, each restore exact, collect keeps the base\'s files', async () => {
+    for (const walCompression of [false, true]) it(`with archived logs a flush does not end the chain, and the next chain's base is made in the background: every put after the first is a tail put, each restore exact, collect keeps the base's files${compressed(walCompression)}`, async () => {
       const { checkpoints } = target.open();
       const key = newKey();
       const storeDir = fresh('db');
       const families = { ...walColumnFamilies, log: { memtableInsertHint: true, memtableBytes: 64 * 1024 } };
-      const store = await Store.open({ path: storeDir, columnFamilies: families, walArchiveSeconds: 60 });
+      const store = await Store.open({ path: storeDir, columnFamilies: families, walArchiveSeconds: 60, walCompression });
       // The bases made in the background, awaited so that each is ready for the next put.
       const settled = () => (checkpoints as unknown as { settled(): Promise<void> }).settled();
       try {
@@ -286,7 +294,8 @@ for (const target of targets) {
         assert.deepEqual((await restored(checkpoints, key, 2)).content, expectedAfter(150));
         // A chain of at most 256 KiB of log (about 75 KB a put here): without a base made from
         // three quarters of it, every fourth put would be whole.
-        const walTailBytes = 256 * 1024;
+        // (A compressed log grows about a third as fast: the same count of chains needs a third of the limit.)
+        const walTailBytes = (walCompression ? 96 : 256) * 1024;
         const bases = new Set<string>();
         for (let sequence = 3; sequence <= 14; sequence++) {
           for (let i = 0; i < 300; i++, b++) await writeWalBatch(store, b);
@@ -307,10 +316,10 @@ for (const target of targets) {
       }
     });
 
-    it('an owner SIGKILLed while it writes and puts: the latest checkpoint restores exactly a prefix of its batches, at least those before the put', async () => {
+    for (const walCompression of [false, true]) it(`an owner SIGKILLed while it writes and puts: the latest checkpoint restores exactly a prefix of its batches, at least those before the put${compressed(walCompression)}`, async () => {
       const { checkpoints, url, env } = target.open();
       const key = newKey();
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/kit/walCheckpointChild.ts'), url, fresh('owner-db'), key], {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/kit/walCheckpointChild.ts'), url, fresh('owner-db'), key, ...(walCompression ? ['zstd'] : [])], {
         cwd: repoRoot,
         env: { ...process.env, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -44,6 +44,20 @@ export const DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH = 512 * 1024;
 export const DEFAULT_CHECKPOINT_WAL_TAIL_BYTES = 32 * 1024 * 1024;
 
 /**
+ * The default `walTailBytes` of a put of a `Store` whose log is compressed
+ * (`StoreOptions.walCompression`, as CHECKPOINTED_STORE_OPTIONS sets): 8 MiB, about the same
+ * log records (what a restore replays) as DEFAULT_CHECKPOINT_WAL_TAIL_BYTES uncompressed: on
+ * cnr-2000 a metric round's tail put stored 150 KB compressed (median) where it stored 744 KB
+ * uncompressed, a fifth.
+ */
+export const DEFAULT_CHECKPOINT_COMPRESSED_WAL_TAIL_BYTES = 8 * 1024 * 1024;
+
+/** `walTailBytes` when a put does not give it: by whether the store's log is compressed. */
+export function defaultWalTailBytes(source: { readonly walCompression: boolean }): number {
+  return source.walCompression ? DEFAULT_CHECKPOINT_COMPRESSED_WAL_TAIL_BYTES : DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+}
+
+/**
  * Seconds a store checkpointed by WAL tail puts keeps its obsolete write-ahead logs
  * (`StoreOptions.walArchiveSeconds`): 60. A memtable flush makes the chain's log obsolete,
  * usually before the next put read its last bytes; archived, the log is still there to read,
@@ -51,6 +65,16 @@ export const DEFAULT_CHECKPOINT_WAL_TAIL_BYTES = 32 * 1024 * 1024;
  * `checkpointIntervalMs` (30 s), the longest a written store goes without a put.
  */
 export const DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS = 60;
+
+/**
+ * The `StoreOptions` of a store checkpointed by WAL tail puts: obsolete logs archived for
+ * DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, and the log compressed with ZSTD
+ * (`StoreOptions.walCompression`), since a tail put stores the log's new bytes as they are.
+ */
+export const CHECKPOINTED_STORE_OPTIONS: Readonly<{ walArchiveSeconds: number; walCompression: boolean }> = Object.freeze({
+  walArchiveSeconds: DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS,
+  walCompression: true,
+});
 
 /** A checkpoint directory already made (by `Store.checkpoint(dir)`), uploaded as it is and left in place. */
 export interface CheckpointDirectory {
@@ -96,7 +120,8 @@ export interface CheckpointPutOptions {
   readonly walBytesForFlush?: number;
   /**
    * For a `Store` source: the WAL bytes a chain of WAL tail puts should add after its base
-   * (`DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`, 32 MiB, by default): the next chain's base is made
+   * (by default `DEFAULT_CHECKPOINT_WAL_TAIL_BYTES`, 32 MiB, or for a compressed log
+   * `DEFAULT_CHECKPOINT_COMPRESSED_WAL_TAIL_BYTES`, 8 MiB): the next chain's base is made
    * from three quarters of it, and a chain that reaches twice it all the same ends with a whole
    * put; 0 makes every put whole.
    */

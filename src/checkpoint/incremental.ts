@@ -12,7 +12,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../errors.js';
 import { Store } from '../storage/store.js';
-import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from './checkpointStore.js';
+import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, defaultWalTailBytes } from './checkpointStore.js';
 import type {
   CheckpointCollectOptions,
   CheckpointCollectReport,
@@ -393,7 +393,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * tail puts are on. Never throws: without a chain the next put is whole.
    */
   async #startWalChain(key: string, source: Store, sequence: number, files: CheckpointFile[], options: CheckpointPutOptions): Promise<void> {
-    if ((options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES) <= 0) return;
+    if ((options.walTailBytes ?? defaultWalTailBytes(source)) <= 0) return;
     const start = await this.#chainStart(source, files);
     if (start) this.#walChains.set(source, { key, sequence, files, ...start, logged: 0 });
   }
@@ -555,7 +555,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * digest); undefined when tail puts are off or the chain holds its most chunks.
    */
   #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
-    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+    const limit = options.walTailBytes ?? defaultWalTailBytes(source);
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
     return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit * WAL_TAIL_OVERSHOOT - chain.logged, this.#logLink(chain.key, source));
   }
@@ -653,7 +653,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     chain.link = last.link;
     chain.logged += added;
     this.#walChains.set(source, chain);
-    const limit = options.walTailBytes ?? DEFAULT_CHECKPOINT_WAL_TAIL_BYTES;
+    const limit = options.walTailBytes ?? defaultWalTailBytes(source);
     if (!this.#materializations.has(source) && chain.logged >= (chain.rebaseAt ?? limit * REBASE_SHARE)) this.#startMaterialization(key, source, chain, options, limit);
     const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0);
     return {

@@ -21,7 +21,7 @@ export type { SharedResourcesOptions, SharedResourcesUsage } from './resources.j
 export type { IterateOptions, Chunk, RawChunk } from './iteration.js';
 export type { StoreStats, ColumnFamilyStats } from './stats.js';
 export { openCheckpointStore, CHECKPOINT_HOLD_MANIFEST_ENV } from '../checkpoint/open.js';
-export { DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from '../checkpoint/checkpointStore.js';
+export { CHECKPOINTED_STORE_OPTIONS, DEFAULT_CHECKPOINT_COMPRESSED_WAL_TAIL_BYTES, DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from '../checkpoint/checkpointStore.js';
 export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
 export type {
   CheckpointStore,

@@ -31,6 +31,7 @@ export interface NativeOpenConfig {
   path: string;
   createIfMissing: boolean;
   walArchiveSeconds?: number;
+  walCompression?: boolean;
   resources?: NativeResources;
   columnFamilies: NativeColumnFamily[];
 }

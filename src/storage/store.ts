@@ -67,6 +67,14 @@ export interface StoreOptions {
    */
   walArchiveSeconds?: number;
   /**
+   * Compress the write-ahead log with ZSTD (RocksDB's `wal_compression`: a streaming
+   * compressor over the log's records, so later records are compressed against earlier ones).
+   * For a store whose log is shipped: a WAL tail put stores the log's new bytes
+   * (docs/checkpoints.md, "WAL tail puts"). A compressed log is read back by any open of the
+   * store, with or without this option. Default false.
+   */
+  walCompression?: boolean;
+  /**
    * Called synchronously before every write (`put`, `merge`, `delete`, `write` of a batch);
    * what it throws rejects that write and nothing of it is written. A fenced partition passes
    * its lease check (`PartitionFence.check`), so that no actor sharing the store commits
@@ -115,14 +123,17 @@ export class Store {
   readonly #native: NativeStore;
   readonly #cfIndex: Map<string, number>;
   readonly path: string;
+  /** True when the store's write-ahead log is ZSTD-compressed (`StoreOptions.walCompression`). */
+  readonly walCompression: boolean;
   #closed = false;
   readonly #group: WriteGroup;
   readonly #guard: (() => void) | undefined;
 
-  private constructor(native: NativeStore, path: string, names: string[], guard: (() => void) | undefined) {
+  private constructor(native: NativeStore, path: string, names: string[], guard: (() => void) | undefined, walCompression: boolean) {
     this.#native = native;
     this.#guard = guard;
     this.path = path;
+    this.walCompression = walCompression;
     this.#cfIndex = new Map(names.map((n, i) => [n, i]));
     this.#group = new WriteGroup(
       () => new (nativeAddon().WriteBatch)(native),
@@ -146,10 +157,11 @@ export class Store {
       path: options.path,
       createIfMissing,
       ...(options.walArchiveSeconds !== undefined ? { walArchiveSeconds: options.walArchiveSeconds } : {}),
+      ...(options.walCompression !== undefined ? { walCompression: options.walCompression } : {}),
       ...(options.resources ? { resources: options.resources.native } : {}),
       columnFamilies,
     });
-    return new Store(native, options.path, names, options.writeGuard);
+    return new Store(native, options.path, names, options.writeGuard, options.walCompression ?? false);
   }
 
   /** Declared column family names (including "default"). */

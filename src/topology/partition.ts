@@ -3,7 +3,7 @@ import { Mutex } from 'async-mutex';
 import type { Logger } from 'pino';
 import { onFenced, partitionId, recordOwnerEpoch, SupervisorStrategy, type Behavior, type FlowCounters, type PartitionCheckpointer, type PartitionFence } from '../index.js';
 import type { Broker } from '../runtime/brokers/index.js';
-import { DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, type SharedResources } from '../storage/index.js';
+import { CHECKPOINTED_STORE_OPTIONS, type SharedResources } from '../storage/index.js';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { PartitionStoreHandle } from '../actors/partition/partitionStore.js';
@@ -86,7 +86,7 @@ export function partitionEnv(shared: SharedPartitionParts, p: number, fence?: Pa
     partition,
     partitioner: shared.partitioner,
     broker: shared.broker,
-    store: new PartitionStoreHandle(join(shared.dataDir, `p${partition}`), shared.resources, { ...guard, ...(checkpoints ? { walArchiveSeconds: DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS } : {}) }),
+    store: new PartitionStoreHandle(join(shared.dataDir, `p${partition}`), shared.resources, { ...guard, ...(checkpoints ? CHECKPOINTED_STORE_OPTIONS : {}) }),
     counters: shared.counters,
     log: shared.log.child({ partition }),
     graphLock: new Mutex(),

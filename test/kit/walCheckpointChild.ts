@@ -1,9 +1,10 @@
 // An owner that writes and checkpoints at once, in its own process, so that a test can
 // SIGKILL it for real (test/checkpoint.wal-copy.test.ts):
 //
-//   node --import tsx test/kit/walCheckpointChild.ts URL STORE_DIR KEY
+//   node --import tsx test/kit/walCheckpointChild.ts URL STORE_DIR KEY [zstd]
 //
-// Opens (creates) the store at STORE_DIR with `walColumnFamilies` and writes batch after batch
+// Opens (creates) the store at STORE_DIR with `walColumnFamilies` (and a ZSTD-compressed log
+// with `zstd`: `StoreOptions.walCompression`) and writes batch after batch
 // (test/kit/walCheckpoint.ts) without end; meanwhile it puts a checkpoint under KEY in the
 // checkpoint store at URL (AWS_* from the environment for s3://) every 20 ms with
 // walBytesForFlush 64 MiB (the WAL copied, never a flush in a test's time), each with metadata `{"completed": n}`: n batches
@@ -13,12 +14,12 @@
 import { openCheckpointStore, Store } from '../../src/storage/index.js';
 import { walColumnFamilies, writeWalBatch } from './walCheckpoint.js';
 
-const [url, storeDir, key] = process.argv.slice(2);
-if (!url || !storeDir || !key) {
-  console.error('usage: walCheckpointChild.ts URL STORE_DIR KEY');
+const [url, storeDir, key, compression] = process.argv.slice(2);
+if (!url || !storeDir || !key || (compression !== undefined && compression !== 'zstd')) {
+  console.error('usage: walCheckpointChild.ts URL STORE_DIR KEY [zstd]');
   process.exit(2);
 }
-const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies });
+const store = await Store.open({ path: storeDir, columnFamilies: walColumnFamilies, walCompression: compression === 'zstd' });
 const checkpoints = openCheckpointStore(url);
 let completed = 0;
 const writing = (async () => {

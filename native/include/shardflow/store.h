@@ -116,6 +116,8 @@ struct StoreConfig {
   // Seconds an obsolete write-ahead log is kept in <path>/archive before it is deleted
   // (RocksDB's WAL_ttl_seconds); 0: deleted at once. For WAL tail checkpoints.
   uint64_t wal_archive_seconds = 0;
+  // ZSTD-compress the write-ahead log (RocksDB's `wal_compression`, streaming, per record).
+  bool wal_compression = false;
 };
 
 // A stable reference to one column family: valid for the life of the Store object.

@@ -93,6 +93,11 @@ Status ParseConfig(Napi::Value v, StoreConfig* config) {
     if (!was.IsNumber() || was.As<Napi::Number>().DoubleValue() < 0) return Status::InvalidArgument("walArchiveSeconds must be a number >= 0");
     config->wal_archive_seconds = static_cast<uint64_t>(was.As<Napi::Number>().DoubleValue());
   }
+  Napi::Value wc = o.Get("walCompression");
+  if (!wc.IsUndefined()) {
+    if (!wc.IsBoolean()) return Status::InvalidArgument("walCompression must be a boolean");
+    config->wal_compression = wc.As<Napi::Boolean>().Value();
+  }
   if (!ResourcesWrap::FromValue(o.Get("resources"), &config->resources)) {
     return Status::InvalidArgument("resources must come from SharedResources.create()");
   }

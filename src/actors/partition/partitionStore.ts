@@ -20,8 +20,9 @@ export class PartitionStoreHandle {
    *   (`StoreOptions.writeGuard`): a cluster partition passes its fence's `check`, so that
    *   none of its actors commits once the lease is lost, whatever its commit path
    * @param options.walArchiveSeconds `StoreOptions.walArchiveSeconds` (a store checkpointed by WAL tail puts)
+   * @param options.walCompression `StoreOptions.walCompression` (the same)
    */
-  constructor(readonly path: string, readonly resources?: SharedResources, readonly options: { readonly writeGuard?: () => void; readonly walArchiveSeconds?: number } = {}) {}
+  constructor(readonly path: string, readonly resources?: SharedResources, readonly options: { readonly writeGuard?: () => void; readonly walArchiveSeconds?: number; readonly walCompression?: boolean } = {}) {}
 
   /** Opens the store if needed. @throws the store's open errors (corruption, I/O, unknown merge operator). */
   async acquire(): Promise<Store> {
@@ -35,6 +36,7 @@ export class PartitionStoreHandle {
         ...(this.resources ? { resources: this.resources } : {}),
         ...(this.options.writeGuard ? { writeGuard: this.options.writeGuard } : {}),
         ...(this.options.walArchiveSeconds !== undefined ? { walArchiveSeconds: this.options.walArchiveSeconds } : {}),
+        ...(this.options.walCompression !== undefined ? { walCompression: this.options.walCompression } : {}),
       });
       this.#store = opening;
       opening.catch(() => { if (this.#store === opening) this.#store = undefined; });

@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
 import { InvalidArgumentError } from '../../errors.js';
 import type { Cancel } from '../clock.js';
-import { DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, Store, type SharedResources } from '../../storage/index.js';
+import { CHECKPOINTED_STORE_OPTIONS, Store, type SharedResources } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorContext } from '../actor/context.js';
 import type { Broker, BrokerMessage, Consumer } from '../brokers/broker.js';
@@ -168,7 +168,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         path: options.storePath,
         columnFamilies: stageColumnFamilies(def.columnFamilies ?? {}),
         ...(options.resources ? { resources: options.resources } : {}),
-        ...(options.checkpoints ? { walArchiveSeconds: DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS } : {}),
+        ...(options.checkpoints ? CHECKPOINTED_STORE_OPTIONS : {}),
       });
       let outbox: StreamOutbox | undefined;
       try {

@@ -164,7 +164,7 @@ export { PayloadTooLargeError, InvalidUrlError, JobInterruptedError, MailboxFull
  * effects in the store such an actor owns (applied marks, the transactional outbox, in column
  * families it names), fed in batches from a broker consumer, counted in the flow counters.
  */
-export { StreamMarks } from './runtime/stream/appliedMarks.js';
+export { PREVIOUS_EPOCHS_KEPT, StreamMarks } from './runtime/stream/appliedMarks.js';
 export type { MarkVerdict } from './runtime/stream/appliedMarks.js';
 export { StreamOutbox, outboxProducerKey } from './runtime/stream/outbox.js';
 export type { StreamOutboxOptions } from './runtime/stream/outbox.js';

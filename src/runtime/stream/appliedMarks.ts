@@ -16,10 +16,27 @@ const NEW: MarkVerdict = Object.freeze({ kind: 'new' });
 const APPLIED: MarkVerdict = Object.freeze({ kind: 'applied' });
 
 /**
+ * Last applied sequences kept for a producer's earlier epochs (the newest first): a copy of a
+ * message of one of them is told from a message that epoch sent after the next one took over.
+ * A partition handed back twice within a checkpoint interval runs three epochs, and every
+ * message of the two older ones may be delivered again once the receiver restarts.
+ */
+export const PREVIOUS_EPOCHS_KEPT = 8;
+
+/**
  * Exactly-once effects over an at-least-once broker: the highest applied (epoch-packed)
  * sequence per producer, kept in the meta family (`sf.meta` unless given another) under
  * `applied 0x00 <consumer> 0x00 <producer>` (int64 LE; marks written without epochs read as
  * epoch 0) and written in the same write batch as the effects, before the ack.
+ *
+ * When a producer's mark moves to a newer epoch, the last applied sequence of the epoch it
+ * leaves is kept too (`applied-epochs 0x00 <consumer> 0x00 <producer>`: int64 LE each, the
+ * newest first, at most PREVIOUS_EPOCHS_KEPT), in the same batch. A message of an older
+ * epoch than the mark's is then a redelivered copy (`applied`) when its sequence is at most
+ * the last one applied of its epoch: per-producer order puts every message of that epoch the
+ * receiver applied before the first of the next. Above it, or of an epoch no longer kept, it
+ * is a `conflict`: a write of an incarnation that went on sending after a newer one had
+ * taken over (fenced off), which is dead-lettered with its reason, never applied.
  *
  * Requires per-producer order on a topic, which every broker gives (broker.ts). One writer
  * per `consumer` name and store: the cache is valid only for the incarnation that owns it
@@ -27,6 +44,8 @@ const APPLIED: MarkVerdict = Object.freeze({ kind: 'applied' });
  */
 export class StreamMarks {
   readonly #cache = new Map<string, number>();
+  /** Last applied sequences of earlier epochs per producer, the newest first, when read. */
+  readonly #previous = new Map<string, number[]>();
   readonly #family: string;
 
   /**
@@ -42,6 +61,10 @@ export class StreamMarks {
     return `applied\u0000${this.consumer}\u0000${producer}`;
   }
 
+  #previousKey(producer: ProducerId): string {
+    return `applied-epochs\u0000${this.consumer}\u0000${producer}`;
+  }
+
   /** Highest applied sequence of `producer`, or -1. */
   async mark(producer: ProducerId): Promise<number> {
     const cached = this.#cache.get(producer);
@@ -52,18 +75,38 @@ export class StreamMarks {
     return mark;
   }
 
+  /** Last applied sequences of `producer`'s earlier epochs, the newest first (empty when none was kept). */
+  async previousEpochs(producer: ProducerId): Promise<readonly number[]> {
+    const cached = this.#previous.get(producer);
+    if (cached !== undefined) return cached;
+    const v = await this.store.get(this.#family, this.#previousKey(producer));
+    const list: number[] = [];
+    for (let i = 0; v && i + 8 <= v.length; i += 8) list.push(Number(decodeInt64(v.subarray(i, i + 8))));
+    this.#previous.set(producer, list);
+    return list;
+  }
+
   /** Whether `(producer, seq)` is new, a redelivery, or from a fenced-off older incarnation. */
   async classify(producer: ProducerId, seq: Sequence): Promise<MarkVerdict> {
     const mark = await this.mark(producer);
-    if (seq > mark) return NEW;
     const epoch = sequenceEpoch(seq);
     const markEpoch = sequenceEpoch(mark);
+    if (seq > mark) {
+      // Moving to a newer epoch: read the kept ones, so that advance/record can add this one.
+      if (mark >= 0 && epoch > markEpoch) await this.previousEpochs(producer);
+      return NEW;
+    }
     if (epoch >= markEpoch) return APPLIED;
+    const last = (await this.previousEpochs(producer)).find((s) => sequenceEpoch(s) === epoch);
+    if (last !== undefined && seq <= last) return APPLIED;
+    const n = seq - epoch * 2 ** 32;
     return {
       kind: 'conflict',
       reason:
-        `producer ${producer} epoch ${epoch} (sequence ${seq - epoch * 2 ** 32}) is older than its epoch ${markEpoch} already applied by ${this.consumer}: ` +
-        'a fenced-off older incarnation of the producer (two processes sending under one producer name?)',
+        `producer ${producer} epoch ${epoch} (sequence ${n}) is older than its epoch ${markEpoch} already applied by ${this.consumer}, ` +
+        (last !== undefined
+          ? `and was sent after the last message of epoch ${epoch} applied before it (sequence ${last - epoch * 2 ** 32}): a fenced-off older incarnation went on sending (two processes sending under one producer name?)`
+          : 'a fenced-off older incarnation of the producer (two processes sending under one producer name?)'),
     };
   }
 
@@ -74,12 +117,34 @@ export class StreamMarks {
    * its commit, or drop this object when the commit fails.
    */
   advance(producer: ProducerId, seq: Sequence): void {
+    this.#keepEpoch(producer, seq);
     this.#cache.set(producer, seq);
   }
 
   /** Adds the new mark to `batch` (the batch that carries the message's effects) and to the cache. */
   record(batch: WriteBatch, producer: ProducerId, seq: Sequence): void {
+    if (this.#keepEpoch(producer, seq) || this.#dirty.has(producer)) {
+      const list = this.#previous.get(producer) ?? [];
+      batch.put(this.#family, this.#previousKey(producer), Buffer.concat(list.map((s) => encodeInt64(s))));
+      this.#dirty.delete(producer);
+    }
     batch.put(this.#family, this.#key(producer), encodeInt64(seq));
     this.#cache.set(producer, seq);
+  }
+
+  /** Producers whose kept epochs `advance` changed and no `record` wrote yet. */
+  readonly #dirty = new Set<string>();
+
+  /**
+   * When `seq` is of a newer epoch than the cached mark, keeps the mark as the last applied
+   * sequence of its epoch (in the cache; `record` writes it). @returns true when it did
+   */
+  #keepEpoch(producer: ProducerId, seq: Sequence): boolean {
+    const mark = this.#cache.get(producer);
+    if (mark === undefined || mark < 0 || sequenceEpoch(seq) <= sequenceEpoch(mark)) return false;
+    const list = [mark, ...(this.#previous.get(producer) ?? []).filter((s) => sequenceEpoch(s) !== sequenceEpoch(mark))].slice(0, PREVIOUS_EPOCHS_KEPT);
+    this.#previous.set(producer, list);
+    this.#dirty.add(producer);
+    return true;
   }
 }

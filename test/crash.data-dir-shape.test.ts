@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { graphs, tempDir } from './kit/datasets.js';
@@ -53,6 +53,48 @@ describe('a data dir refuses runs that do not fit it', () => {
       assert.match(other.stderr, /holds scores computed with --weights uniform; this run gives reasonable: .*Run with the same --weights, or give a fresh --data-dir/);
       assert.equal(readFileSync(out, 'utf8'), scores);
     }
+  });
+
+  it('holds one kind of input: a crawl into a graph\'s data dir, and a graph file on a crawl\'s, are refused', async () => {
+    // Found by an operator: `rank` on a crawled data dir replaced crawled pages' outlinks by the
+    // file's and exited 0 (only other weights were refused); `crawl` into a graph's mixed both.
+    const crawl = await runCli(['crawl', '--seed', 'http://a.test/', '--map', 'a.test=127.0.0.1:9', '--data-dir', dataDir, '--partitions', '4', '--weights', 'uniform'], { timeoutMs: 60_000 });
+    assert.notEqual(crawl.code, 0);
+    assert.match(crawl.stderr, /holds a graph file \(graph .*polblogs.*\); this run gives a live crawl \(from http:\/\/a\.test\/\)\. A data dir holds one kind of input: give a fresh --data-dir/);
+    const crawled = join(tmp.dir, 'crawled');
+    const first = await rank(crawled, join(tmp.dir, 'crawled.tsv'), 4);
+    assert.equal(first.code, 0, first.stderr);
+    // The record of a crawl (as `crawl` writes it): its input has no digest.
+    const file = join(crawled, 'shardflow.json');
+    const record = JSON.parse(readFileSync(file, 'utf8')) as { input: Record<string, unknown> };
+    record.input = { kind: 'crawl', description: 'from http://a.test/', weights: 'uniform' };
+    writeFileSync(file, JSON.stringify(record));
+    const graph = await rank(crawled, join(tmp.dir, 'crawled.tsv'), 4, graphs.polblogs, ['--update']);
+    assert.notEqual(graph.code, 0);
+    assert.match(graph.stderr, /holds a live crawl \(crawl from http:\/\/a\.test\/\); this run gives a graph file/);
+  });
+
+  it('a crawl with no valid seed is refused before its data dir is made', async () => {
+    const fresh = join(tmp.dir, 'no-seed');
+    const run = await runCli(['crawl', '--seed', 'notaurl', '--data-dir', fresh], { timeoutMs: 60_000 });
+    assert.notEqual(run.code, 0);
+    assert.match(run.stderr, /no valid seed: URL does not parse/);
+    assert.equal(existsSync(fresh), false, 'no data dir made');
+  });
+
+  it('serve takes the partition count from the record and refuses a missing partition store', async () => {
+    // Found by an operator: with p3 removed, serve counted 15 folders, served with 15
+    // partitions and answered 404 for pages that were there (keys routed to other stores).
+    const served = join(tmp.dir, 'served');
+    const first = await rank(served, join(tmp.dir, 'served.tsv'), 4);
+    assert.equal(first.code, 0, first.stderr);
+    rmSync(join(served, 'p3'), { recursive: true });
+    const serve = await runCli(['serve', '--data-dir', served, '--port', '0'], { timeoutMs: 60_000 });
+    assert.notEqual(serve.code, 0);
+    assert.match(serve.stderr, /partition store p3 \(.*p3\) is missing from data dir .*which holds 4 partitions/);
+    const count = await runCli(['serve', '--data-dir', served, '--port', '0', '--partitions', '3'], { timeoutMs: 60_000 });
+    assert.notEqual(count.code, 0);
+    assert.match(count.stderr, /holds 4 partitions \(fnv1a-host\/4\); this run asks for 3/);
   });
 
   it('names a partition store that is damaged, and one that is missing', async () => {

@@ -280,6 +280,9 @@ export function crawlCommand(setExit: (code: number) => void): Command {
       if (opts.serve === undefined && (opts.token !== undefined || opts.tokenFile !== undefined)) throw new CommanderArgumentError('--token and --token-file apply to --serve only');
       const token = opts.serve !== undefined ? resolveToken(opts) : undefined;
       const log = cliLogger(opts.logLevel);
+      // Seeds checked before the data dir is opened: a run with no valid seed leaves none behind, nor a record of a run.
+      const { seeds, refused } = canonicalSeeds(opts.seed as string[]);
+      if (seeds.length === 0) throw new CommanderArgumentError(`no valid seed: ${refused.map((r) => r.reason).join('; ') || 'none given'}`);
       const dir = dataDir(opts.dataDir);
       const run = await openJobRun({ ...opts, dataDir: dir, update: true }, { kind: 'crawl', description: `from ${(opts.seed as string[]).join(' ')}`, weights: weightsLabel(opts.weights) }, log);
       const broker = run.broker;

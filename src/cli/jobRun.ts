@@ -43,8 +43,9 @@ export interface JobRun {
 
 /**
  * Prepares a job command's run on its data dir (a temp one without `--data-dir`):
- * 1. opens the data dir and checks its shape (DataDir.open) and input: another graph than
- *    the one it holds is refused unless `--update`, other link weights always (the input's
+ * 1. opens the data dir and checks its shape (DataDir.open) and input: another kind of input
+ *    (a graph file, a replayed crawl of one as `demo` runs, a live crawl) always, another graph
+ *    than the one it holds unless `--update`, other link weights always (the input's
  *    `weights`, when both records have them);
  * 2. prints its first line on stderr (new, or what it holds and how the last run ended);
  * 3. recovers a data dir whose last run did not stop quiet: on the same durable broker
@@ -73,6 +74,17 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     data.remove();
   };
   const held = dir.record?.input;
+  if (held && (held.kind !== input.kind || (held.digest === undefined) !== (input.digest === undefined))) {
+    // A crawl's pages, links and scores and a graph file's are not one graph: ranking a file
+    // on a crawled data dir would replace crawled pages' outlinks by the file's, and crawling
+    // into a graph's would mix both. (`--update` applies another version of the same kind.)
+    abandon();
+    const what = (i: JobInput) => (i.kind === 'graph' ? 'a graph file' : i.digest !== undefined ? 'a replayed crawl of a graph file' : 'a live crawl');
+    throw new DataDirError(
+      `data dir ${data.dir} holds ${what(held)} (${held.kind} ${held.description}); this run gives ${what(input)} (${input.description}). ` +
+        'A data dir holds one kind of input: give a fresh --data-dir.',
+    );
+  }
   if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
     abandon();
     throw new DataDirError(

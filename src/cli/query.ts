@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError as CommanderArgumentError } from 'command
 import { request } from 'undici';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { startWebIndex } from '../topology/webIndex.js';
-import { acquireDataDirLock } from '../topology/dataDirLock.js';
+import { DataDir, readRecord } from '../topology/dataDir.js';
 import { QueryService } from '../query/queryService.js';
 import { startQueryServer } from '../query/server.js';
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
@@ -123,12 +123,19 @@ export function serveCommand(setExit: (code: number) => void): Command {
       }
       if (!existsSync(opts.dataDir)) throw new CommanderArgumentError(`no such data folder: ${opts.dataDir}`);
       const found = readdirSync(opts.dataDir).filter((n) => /^p\d+$/.test(n)).length;
-      const partitions: number = opts.partitions ?? found;
-      if (partitions < 1) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
-      if (found !== 0 && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
+      // The data dir's record says how many partitions it holds (a missing p<i> folder must not
+      // make it serve with a smaller count, routing keys to the wrong stores).
+      const recorded = readRecord(opts.dataDir)?.partitions;
+      const partitions: number = opts.partitions ?? recorded ?? found;
+      if (partitions < 1 || (found === 0 && recorded === undefined)) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
+      if (recorded === undefined && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
       // One process at a time on a data dir, as a job: a second serve (or a job) would find its
-      // stores held by RocksDB and answer 500s for ever instead of being refused.
-      const lock = acquireDataDirLock(opts.dataDir);
+      // stores held by RocksDB and answer 500s for ever instead of being refused. DataDir.open
+      // takes the lock and checks the shape as a job does: the partition count, a missing or
+      // foreign partition store, the URL key form.
+      const dir = await DataDir.open(opts.dataDir, { partitions, partitioner: hostPartitioner(partitions).describe() });
+      if (dir.needsRecovery) process.stderr.write(`${dir.describe()}\nserving what its stores hold; run the job again on it to repair what that run left in flight\n`);
+      const lock = { release: () => dir.release() };
       let broker: Awaited<ReturnType<typeof openBroker>> | undefined;
       let index: Awaited<ReturnType<typeof startWebIndex>> | undefined;
       try {

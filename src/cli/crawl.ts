@@ -223,7 +223,7 @@ export function count(value: string): number {
 
 /**
  * Adds the options of how a crawl fetches and how polite it is, shared by `crawl` and
- * `worker --web-index --crawl`: --per-host, --delay-ms, --recrawl-hours, --user-agent,
+ * `worker --web-index --crawl`: --per-host, --delay-ms, --recrawl-hours, --gone-recrawl-hours, --user-agent,
  * --robots-token, --max-redirects, --timeout-ms, --max-body-bytes (defaults: polite).
  * @param helpPrefix put before each help text (e.g. `with --crawl: `)
  */
@@ -231,7 +231,9 @@ export function addFetchPolicyOptions(command: Command, helpPrefix = ''): Comman
   return command
     .option('--per-host <n>', `${helpPrefix}requests in flight per host`, positiveInt, 1)
     .option('--delay-ms <ms>', `${helpPrefix}least time between two requests to a host (robots.txt Crawl-delay raises it)`, count, 1000)
-    .option('--recrawl-hours <h>', `${helpPrefix}crawl a fetched page again after this many hours`, positiveNumber, 168)
+    .option('--recrawl-hours <h>', `${helpPrefix}crawl a fetched page again after this many hours (also the pages earlier runs fetched)`, positiveNumber, 168)
+    .option('--recrawl', `${helpPrefix}crawl again, once, every page the data dir's earlier runs fetched (a site that changed), whatever its schedule`)
+    .option('--gone-recrawl-hours <h>', `${helpPrefix}crawl a page that answered 404 or 410 again after this many hours (gone twice, it is deleted with its links)`, positiveNumber, 24)
     .option('--user-agent <text>', `${helpPrefix}User-Agent header of every request`, DEFAULT_USER_AGENT)
     .option('--robots-token <token>', `${helpPrefix}product token matched against robots.txt User-agent lines and <meta name> (letters, _ and -; RFC 9309)`, robotsTokenOption, DEFAULT_ROBOTS_TOKEN)
     .option('--max-redirects <n>', `${helpPrefix}most hops of a redirect chain; a longer chain or a loop is an error on its pages, with no outlinks`, count, DEFAULT_MAX_REDIRECTS)
@@ -302,7 +304,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
           weigh: weightFunction(opts.weights),
           log,
           crawlers: opts.crawlers,
-          policy: { maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000 },
+          policy: { maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000, goneRecrawlMs: opts.goneRecrawlHours * 3600_000, ...(opts.recrawl ? { recrawlFetchedBefore: Date.now() } : {}) },
           maxBodyBytes: opts.maxBodyBytes,
           maxOutlinks: opts.maxOutlinks,
           timeoutMs: opts.timeoutMs,
@@ -336,7 +338,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
 }
 
 /** The options of `crawl` that the workers of a cluster hold (their attribute names): refused with --cluster. */
-const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights'] as const;
+const WORKER_SIDE = ['map', 'maxPages', 'allowHost', 'anyHost', 'dataDir', 'crawlers', 'perHost', 'delayMs', 'recrawlHours', 'goneRecrawlHours', 'recrawl', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes', 'maxOutlinks', 'weights'] as const;
 
 /**
  * `crawl --cluster`: the crawl as a client of a cluster's workers (`crawlOnClusterCli`);

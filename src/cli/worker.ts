@@ -79,6 +79,8 @@ interface WorkerCliOptions {
   perHost: number;
   delayMs: number;
   recrawlHours: number;
+  goneRecrawlHours: number;
+  recrawl?: boolean;
   userAgent: string;
   robotsToken: string;
   maxRedirects: number;
@@ -87,7 +89,7 @@ interface WorkerCliOptions {
 }
 
 /** The options of `worker` that only `--web-index --crawl` takes (their attribute names). */
-const CRAWL_ONLY = ['crawlers', 'map', 'mapFile', 'allowHost', 'anyHost', 'perHost', 'delayMs', 'recrawlHours', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes'] as const;
+const CRAWL_ONLY = ['crawlers', 'map', 'mapFile', 'allowHost', 'anyHost', 'perHost', 'delayMs', 'recrawlHours', 'goneRecrawlHours', 'recrawl', 'userAgent', 'robotsToken', 'maxRedirects', 'timeoutMs', 'maxBodyBytes'] as const;
 
 /**
  * `shardflow worker`: runs a framework topology's (or any ClusterApplication's) partitions as one worker of a cluster
@@ -229,7 +231,7 @@ function workerCrawlOptions(opts: WorkerCliOptions): WebIndexCrawlOptions {
       hostMap, maxBodyBytes: opts.maxBodyBytes, timeoutMs: opts.timeoutMs, userAgent: opts.userAgent, robotsToken: opts.robotsToken, maxRedirects: opts.maxRedirects,
     },
     policy: {
-      maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000,
+      maxInFlightPerHost: opts.perHost, minDelayMs: opts.delayMs, recrawlIntervalMs: opts.recrawlHours * 3600_000, goneRecrawlMs: opts.goneRecrawlHours * 3600_000, ...(opts.recrawl ? { recrawlFetchedBefore: Date.now() } : {}),
       scope: opts.anyHost ? anyHost : hostAllowList(opts.allowHost),
     },
   };

@@ -242,7 +242,21 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
             state.requested.set(url, entry.requestedAt);
             hostState(state, host).inFlight++;
             break;
-          case 'fetched':
+          case 'fetched': {
+            // This run's intervals apply to the pages earlier runs fetched: a run with a
+            // shorter --recrawl-hours refetches what is older than it, not only after the
+            // interval the fetch was scheduled with (a week by default).
+            const wait = entry.status !== undefined ? waitAfter(entry.status, entry.failures ?? 0) : Infinity;
+            const fetchedAt = entry.fetchedAt ?? 0;
+            // --recrawl: everything fetched before this run is due now.
+            const now = o.recrawlFetchedBefore !== undefined && fetchedAt < o.recrawlFetchedBefore ? fetchedAt : Infinity;
+            const dueAt = Math.min(entry.dueAt ?? Infinity, fetchedAt + wait, now);
+            if (Number.isFinite(dueAt)) {
+              if (dueAt !== entry.dueAt) requeue.put(ColumnFamilies.frontier, url, packr.pack({ ...entry, dueAt } satisfies FrontierEntry));
+              state.due.push({ at: dueAt, url });
+            }
+            break;
+          }
           case 'blocked':
             if (entry.dueAt !== undefined && Number.isFinite(entry.dueAt)) state.due.push({ at: entry.dueAt, url });
             break;
@@ -405,6 +419,21 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
     else await settle();
   }
 
+  /** A fetch's answer that is retried (no answer, 429, 5xx), not recrawled. */
+  function isFailure(status: number): boolean {
+    return status === 0 || status === 429 || status >= 500;
+  }
+
+  /**
+   * Milliseconds from a fetch to the next one of its URL: `recrawlIntervalMs`, `goneRecrawlMs`
+   * after 404 or 410, a doubling retry delay (at most `recrawlIntervalMs`) after the
+   * `failures`-th failure in a row.
+   */
+  function waitAfter(status: number, failures: number): number {
+    if (isFailure(status)) return Math.min(o.retryDelayMs * 2 ** Math.min(Math.max(failures, 1) - 1, 30), o.recrawlIntervalMs);
+    return status === 404 || status === 410 ? o.goneRecrawlMs : o.recrawlIntervalMs;
+  }
+
   async function applyResult(
     state: CrawlPolicyState, batch: WriteBatch, overlay: Map<string, FrontierEntry>,
     url: string, status: number, error: string | undefined, fetchedAt: number, now: number,
@@ -421,12 +450,9 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       hs.inFlight = Math.max(0, hs.inFlight - 1);
       hs.nextAt = Math.max(Number.isFinite(hs.nextAt) ? hs.nextAt : 0, now + delayOf(hs));
     }
-    const failed = status === 0 || status === 429 || status >= 500;
+    const failed = isFailure(status);
     const failures = failed ? (entry.failures ?? 0) + 1 : 0;
-    const wait = failed
-      ? Math.min(o.retryDelayMs * 2 ** Math.min(failures - 1, 30), o.recrawlIntervalMs)
-      : status === 404 || status === 410 ? o.goneRecrawlMs : o.recrawlIntervalMs;
-    const dueAt = now + wait;
+    const dueAt = now + waitAfter(status, failures);
     const next: FrontierEntry = {
       ...entry,
       state: 'fetched',

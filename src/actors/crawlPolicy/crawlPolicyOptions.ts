@@ -29,6 +29,13 @@ export interface CrawlPolicyOptions {
   readonly recrawlIntervalMs?: number;
   /** After a 404 or 410: the next look (the indexer deletes a page gone twice). Default 1 day; Infinity: never. */
   readonly goneRecrawlMs?: number;
+  /**
+   * ms since the epoch: every URL fetched before it (by this policy's earlier runs) is due at
+   * once when the policy starts, whatever its schedule: a recrawl of everything a data dir
+   * holds (`shardflow crawl --recrawl`), each page once, since the pages fetched from then on
+   * are scheduled by the intervals above. Default: none.
+   */
+  readonly recrawlFetchedBefore?: number;
   /** After a failure (no answer, 429, 5xx): first retry delay, doubled per failure in a row up to `recrawlIntervalMs`. Default 60000. */
   readonly retryDelayMs?: number;
   /** A cached robots.txt is fetched again after this. Default 1 day. */
@@ -58,6 +65,7 @@ export interface ResolvedCrawlPolicyOptions {
   readonly maxCrawlDelayMs: number;
   readonly recrawlIntervalMs: number;
   readonly goneRecrawlMs: number;
+  readonly recrawlFetchedBefore?: number;
   readonly retryDelayMs: number;
   readonly robotsTtlMs: number;
   readonly robotsRetryMs: number;
@@ -112,6 +120,7 @@ export function resolveCrawlPolicyOptions(options: CrawlPolicyOptions = {}): Res
     robotsRetryMs: duration('robotsRetryMs', options.robotsRetryMs, 10 * 60_000),
     requestTimeoutMs: duration('requestTimeoutMs', options.requestTimeoutMs, 120_000),
     maxRobotsFetches,
+    ...(options.recrawlFetchedBefore !== undefined ? { recrawlFetchedBefore: options.recrawlFetchedBefore } : {}),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.robots ? { robots: options.robots } : {}),
     ...(options.budget ? { budget: options.budget } : {}),

@@ -42,6 +42,17 @@ test('a worker refuses another topology, and a partition store of another shape 
       startWorker({ ...options, topology, name: 'w2', checkpoints: `file://${dir}/checkpoints` }),
       (err: unknown) => err instanceof InvalidArgumentError && /cluster refusals's workers use checkpoint store none \(worker w1\.[0-9a-f]+\), this worker file:\/\/.*\/checkpoints: give every worker of a cluster the same --checkpoints/.test(err.message),
     );
+    // A broker in another scope (found by a new user: a worker opened with a prefix of its own
+    // ran its partitions on streams no client asked on, and asks timed out).
+    const elsewhere = await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: `${brokerPrefix}elsewhere:`, heartbeatMs: 100, deadAfterMs: 1500, blockMs: 100 });
+    try {
+      await assert.rejects(
+        startWorker({ ...options, broker: elsewhere, topology, name: 'w2' }),
+        (err: unknown) => err instanceof InvalidArgumentError && /cluster refusals's workers use broker scope ".*refusals:" \(worker w1\.[0-9a-f]+\), this worker ".*refusals:elsewhere:": their topics never meet; .*clusterBrokerIdentity/.test(err.message),
+      );
+    } finally {
+      await elsewhere.close();
+    }
 
     const deadline = Date.now() + 30_000;
     let status = await worker.clusterStatus();

@@ -69,16 +69,27 @@ function stageDifferences(recorded: readonly ClusterStage[], mine: readonly Clus
 }
 
 /**
- * Refuses a worker whose broker is of another kind than the live workers' (Redis Streams and
- * Pulsar topics never meet: its partitions would consume nothing the others publish).
- * @throws InvalidArgumentError naming both kinds
+ * Refuses a worker whose broker is of another kind than the live workers', or in another
+ * scope (Redis key prefix, Pulsar tenant): Redis Streams and Pulsar topics never meet, nor do
+ * two prefixes' streams, so its partitions would consume nothing the others publish, and asks
+ * routed to it would wait for ever. (The address is not compared: machines may name one
+ * broker differently.)
+ * @throws InvalidArgumentError naming both kinds or scopes
  */
 export async function checkClusterBroker(redis: Redis, keys: ClusterKeys, broker: BrokerIdentity | undefined): Promise<void> {
   if (!broker) return;
-  const other = (await liveMembers(redis, keys)).find((m) => m.broker && m.broker.kind !== broker.kind);
+  const members = await liveMembers(redis, keys);
+  const other = members.find((m) => m.broker && m.broker.kind !== broker.kind);
   if (other) {
     throw new InvalidArgumentError(
       `cluster ${keys.clusterName}'s workers use a ${other.broker!.kind} broker (worker ${other.id}: ${other.broker!.url ?? ''}), this worker a ${broker.kind} one: give every worker and client of a cluster the same --broker`,
+    );
+  }
+  const scoped = members.find((m) => m.broker && (m.broker.scope ?? '') !== (broker.scope ?? ''));
+  if (scoped) {
+    throw new InvalidArgumentError(
+      `cluster ${keys.clusterName}'s workers use broker scope ${JSON.stringify(scoped.broker!.scope ?? '')} (worker ${scoped.id}), this worker ${JSON.stringify(broker.scope ?? '')}: ` +
+        'their topics never meet; open every worker\'s and client\'s broker with clusterBrokerIdentity(spec, clusterName) (docs/cluster.md, "Commands")',
     );
   }
 }

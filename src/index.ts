@@ -43,7 +43,7 @@ export type { Worker, WorkerOptions, WorkerCommonOptions } from './cluster/worke
 export type { ClusterApplication, ApplicationHost, ApplicationHostOptions } from './cluster/application.js';
 export { topologyApplication } from './cluster/topologyApplication.js';
 export { connectClusterClient, DEFAULT_REMOTE_ASK_TIMEOUT_MS } from './cluster/clusterClient.js';
-export type { ClusterClient, ClusterClientOptions, RemoteAskOptions } from './cluster/clusterClient.js';
+export type { ClusterClient, ClusterClientOptions, RemoteAskKeyOptions, RemoteAskOptions } from './cluster/clusterClient.js';
 export type { WorkerEvent } from './cluster/events.js';
 export { clusterStatus, listClusters } from './cluster/status.js';
 export { clusterBrokerIdentity } from './cluster/brokerScope.js';
@@ -70,7 +70,7 @@ export { readStreamFlow, unappliedStreams, sameStreamFlow, waitStreamsQuiet } fr
 export type { StreamFlowReport, FlowCollection, OutboxFlow, ConsumerFlow, SentStream, StreamReceiver, UnappliedOptions, UnappliedStream, WaitQuietOptions, QuietReport } from './runtime/stream/flowReport.js';
 
 /* Codecs and partitioning */
-export { msgpackCodec } from './runtime/codec.js';
+export { msgpackCodec, type MsgpackCodecOptions } from './runtime/codec.js';
 export type { Codec } from './runtime/codec.js';
 export { keyPartitioner, hostOf, fnv1a32 } from './runtime/partitioner.js';
 export type { KeyPartitioner } from './runtime/partitioner.js';

@@ -37,6 +37,14 @@ test('asks to every partition of both stages are answered by the three workers t
     const client = await run.client();
     assert.deepEqual(sum(await client.askAll('count', 'hosts')), new Map([...run.truth].sort()), 'count: every host counted exactly, read from 6 partitions');
     assert.deepEqual(sum(await client.askAll('totals', 'hosts')), new Map([...run.truth].sort()), 'totals: the same counts from 2 partitions');
+    // askKey routes a key to the partition that holds it, by the recorded partitioner (found
+    // by a new user: the client had no askKey, and routing by hand needed the namespace).
+    for (const stage of ['count', 'totals']) {
+      for (const [host, n] of run.truth) {
+        const answer = (await client.askKey(stage, host, 'hosts')) as Pairs;
+        assert.ok(answer.some(([h, c]) => h === host && c === n), `${stage}: askKey(${host}) asks the partition that counts it (${JSON.stringify(answer)})`);
+      }
+    }
     // Who answered: each unit's answer comes from its owner's process.
     const pids = new Set<number>();
     for (const stage of ['count', 'totals']) {

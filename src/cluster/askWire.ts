@@ -109,10 +109,15 @@ function isAskReply(v: unknown): v is AskReply {
   return true;
 }
 
-/** msgpack codec of requests (the framework's codec: a foreign or corrupt payload decodes to UndecodableMessageError). */
-export const askRequestCodec: Codec<AskRequest> = msgpackCodec('AskRequest', isAskRequest);
-/** msgpack codec of replies. */
-export const askReplyCodec: Codec<AskReply> = msgpackCodec('AskReply', isAskReply);
+/**
+ * msgpack codec of requests (the framework's codec: a foreign or corrupt payload decodes to
+ * UndecodableMessageError). A bigint in a request or an answer arrives as a bigint, as a
+ * `running.ask` in one process gives it (a query hook's int64 counters), not as a number
+ * that loses precision above 2^53.
+ */
+export const askRequestCodec: Codec<AskRequest> = msgpackCodec('AskRequest', isAskRequest, { int64: 'bigint' });
+/** msgpack codec of replies (bigints kept, as requests'). */
+export const askReplyCodec: Codec<AskReply> = msgpackCodec('AskReply', isAskReply, { int64: 'bigint' });
 
 /** `err` as it travels in a reply: its name, string code and message. */
 export function askErrorInfo(err: unknown): AskErrorInfo {

@@ -5,6 +5,7 @@ import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskErro
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker, BrokerMessage, Consumer, Producer } from '../runtime/brokers/broker.js';
 import { producerId } from '../runtime/ids.js';
+import { keyPartitioner } from '../runtime/partitioner.js';
 import { ASK_REPLY_SLOTS, ASK_REPLY_SUBSCRIPTION, askReplyCodec, askRequestCodec, askTopic, replyTopic, type AskReply } from './askWire.js';
 import { ClusterKeys } from './keys.js';
 import { readClusterTopology } from './membership.js';
@@ -36,6 +37,16 @@ export interface RemoteAskOptions {
   readonly timeoutMs?: number;
 }
 
+/** Options of {@link ClusterClient.askKey}. */
+export interface RemoteAskKeyOptions extends RemoteAskOptions {
+  /**
+   * How keys map to the stage's partitions, for a stage whose recorded partitioner is not
+   * `fnv1a/N` (an application's stages, e.g. the web index's host partitioning). A topology's
+   * stages need none: their namespaces' partitioner is recorded.
+   */
+  readonly partitioner?: { forKey(key: string): number };
+}
+
 /**
  * Asks a cluster's partitions, wherever they run, through the broker (docs/cluster.md,
  * "Asking partitions across the cluster").
@@ -63,6 +74,15 @@ export interface ClusterClient {
    * @throws as `ask` (the first failure); InvalidArgumentError before any worker joined (the stages are not recorded yet)
    */
   askAll(stage: string, request: unknown, options?: RemoteAskOptions): Promise<unknown[]>;
+  /**
+   * `ask` of the partition of `stage` that holds `key`, as `running.askKey` in one process:
+   * the stage's input namespace's partitioner (recorded with the cluster's stages, `fnv1a/N`
+   * for a topology) gives the partition.
+   * @throws as `ask`; InvalidArgumentError before any worker joined, for a stage the cluster
+   *   does not have, or for a stage whose partitioner is not recorded as `fnv1a/N` and no
+   *   `options.partitioner` is given
+   */
+  askKey(stage: string, key: string, request: unknown, options?: RemoteAskKeyOptions): Promise<unknown>;
   /** The cluster's status (`clusterStatus`), with this client's broker for the backlogs. */
   status(): Promise<ClusterStatus>;
   /**
@@ -173,6 +193,21 @@ class RemoteAskClient implements ClusterClient {
     if (!this.#stages) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no recorded stages yet (no worker joined): askAll cannot tell the partitions of ${stage}`);
     if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${this.#stages.map((x) => x.name).join(', ')})`);
     return Promise.all(Array.from({ length: s.partitions }, (_, p) => this.ask(stage, p, request, options)));
+  }
+
+  async askKey(stage: string, key: string, request: unknown, options: RemoteAskKeyOptions = {}): Promise<unknown> {
+    const s = (await this.#readStages(true))?.find((x) => x.name === stage);
+    if (!this.#stages) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no recorded stages yet (no worker joined): askKey cannot tell the partitions of ${stage}`);
+    if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${this.#stages.map((x) => x.name).join(', ')})`);
+    let partitioner = options.partitioner;
+    if (!partitioner) {
+      if (s.partitioner !== `fnv1a/${s.partitions}`) {
+        throw new InvalidArgumentError(`stage ${stage} of cluster ${this.keys.clusterName} records ${s.partitioner ? `partitioner ${s.partitioner}` : 'no partitioner'}: give askKey options.partitioner`);
+      }
+      partitioner = keyPartitioner(s.partitions);
+    }
+    const { timeoutMs } = options;
+    return this.ask(stage, partitioner.forKey(key), request, timeoutMs !== undefined ? { timeoutMs } : {});
   }
 
   status(): Promise<ClusterStatus> {

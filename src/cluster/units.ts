@@ -20,6 +20,12 @@ export interface ClusterStage {
    * otherwise is refused at start instead of computing something else. Absent: nothing.
    */
   readonly config?: string;
+  /**
+   * How keys map to the stage's partitions (`KeyPartitioner.describe()`, `fnv1a/N` for a
+   * topology's namespaces): what `ClusterClient.askKey` routes by. Absent for an application
+   * that does not say (the client then needs the partitioner given).
+   */
+  readonly partitioner?: string;
 }
 
 /** The name of a unit in Redis keys and reports: `<stage>/<partition>` (stage names have no `/`). */
@@ -37,7 +43,7 @@ export function parseUnitKey(key: string): PartitionUnit {
 
 /** The stages of `topology` as a cluster records them (the input namespace gives each stage's partitions). */
 export function clusterStages(topology: Topology<Record<string, StageTypes>>): ClusterStage[] {
-  return topology.stages.map((s) => ({ name: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions }));
+  return topology.stages.map((s) => ({ name: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions, partitioner: s.def.input.partitioner.describe() }));
 }
 
 /** Every unit of `stages`, stage by stage, partitions in order: the order assignment walks them in. */

@@ -30,6 +30,18 @@ export interface Codec<T> {
  * decode to objects (with records on, msgpackr would return Maps).
  */
 const packr = new Packr({ useRecords: true, mapsAsObjects: true, moreTypes: false, int64AsType: 'number' });
+/** The same, but a msgpack int64 (what a bigint encodes to) decodes to a bigint. */
+const bigintPackr = new Packr({ useRecords: true, mapsAsObjects: true, moreTypes: false, int64AsType: 'bigint' });
+
+/** Options of {@link msgpackCodec}. */
+export interface MsgpackCodecOptions {
+  /**
+   * What a msgpack int64 decodes to: `number` (the default; above 2^53 it loses precision) or
+   * `bigint`, so that a bigint encoded stays one. A JS number never encodes as int64 (an
+   * integer above 32 bits is a float64), so numbers decode as numbers either way.
+   */
+  readonly int64?: 'number' | 'bigint';
+}
 
 /**
  * A msgpack codec whose `decode` accepts only values for which `guard` returns true, and
@@ -39,14 +51,16 @@ const packr = new Packr({ useRecords: true, mapsAsObjects: true, moreTypes: fals
  * dead-letters the message with that reason; false gives the reason "value does not have the
  * expected shape". A guard's throw never escapes as another error, which would fail the
  * stage's batch and restart its partition on the same message again and again.
+ * `options.int64`: what an int64 decodes to (MsgpackCodecOptions).
  */
-export function msgpackCodec<T>(name: string, guard: (value: unknown) => value is T): Codec<T> {
+export function msgpackCodec<T>(name: string, guard: (value: unknown) => value is T, options: MsgpackCodecOptions = {}): Codec<T> {
+  const unpacker = options.int64 === 'bigint' ? bigintPackr : packr;
   return {
     encode: (value) => packr.pack(value),
     decode: (bytes) => {
       let value: unknown;
       try {
-        value = packr.unpack(bytes);
+        value = unpacker.unpack(bytes);
       } catch (cause) {
         throw new UndecodableMessageError(`${name}: bytes are not msgpack (${(cause as Error).message})`, { cause });
       }

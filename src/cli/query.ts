@@ -127,8 +127,8 @@ export function serveCommand(setExit: (code: number) => void): Command {
       // make it serve with a smaller count, routing keys to the wrong stores).
       const recorded = readRecord(opts.dataDir)?.partitions;
       const partitions: number = opts.partitions ?? recorded ?? found;
-      if (partitions < 1 || (found === 0 && recorded === undefined)) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
-      if (recorded === undefined && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
+      if (partitions < 1) throw new CommanderArgumentError(`no partition folder (p0, p1, ...) in ${opts.dataDir}`);
+      if (recorded === undefined && found !== 0 && partitions !== found) throw new CommanderArgumentError(`${opts.dataDir} holds ${found} partitions, not ${partitions}: keys would be routed to the wrong ones`);
       // One process at a time on a data dir, as a job: a second serve (or a job) would find its
       // stores held by RocksDB and answer 500s for ever instead of being refused. DataDir.open
       // takes the lock and checks the shape as a job does: the partition count, a missing or

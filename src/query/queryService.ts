@@ -242,8 +242,17 @@ export class QueryService {
   /** A page's outlinks, in document order, with each target's score. @throws InvalidUrlError, InvalidArgumentError */
   async outlinks(rawUrl: string, paging: Paging = {}): Promise<QueryResult<LinksBody>> {
     const { limit, offset } = checkPaging(paging);
+    // A canonical URL (the usual query) is its own key: its outlinks are read with its page, not after.
+    let canonical: string | undefined;
+    try {
+      canonical = canonicalUrl(rawUrl);
+    } catch {
+      // #locate says why, or finds it stored as given
+    }
+    const early = canonical === rawUrl ? this.#read(this.#o.partitioner.forUrl(rawUrl), (v) => v.outlinks(rawUrl)) : undefined;
+    early?.catch(() => {}); // awaited below unless #locate throws first
     const { url, p, stored } = await this.#locate(rawUrl);
-    const links = await this.#read(p, (v) => v.outlinks(url));
+    const links = early && url === rawUrl ? await early : await this.#read(p, (v) => v.outlinks(url));
     const missing = notFoundReason(url, stored);
     if (missing) return { found: false, reason: missing };
     links.sort((a, b) => a.features.position - b.features.position || (a.url < b.url ? -1 : 1));

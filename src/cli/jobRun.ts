@@ -74,7 +74,8 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     data.remove();
   };
   const held = dir.record?.input;
-  if (held && (held.kind !== input.kind || (held.digest === undefined) !== (input.digest === undefined))) {
+  // (A crawl's input has a digest when it replays a graph file, as `demo` does, none when live.)
+  if (held && (held.kind !== input.kind || (held.kind === 'crawl' && (held.digest === undefined) !== (input.digest === undefined)))) {
     // A crawl's pages, links and scores and a graph file's are not one graph: ranking a file
     // on a crawled data dir would replace crawled pages' outlinks by the file's, and crawling
     // into a graph's would mix both. (`--update` applies another version of the same kind.)

@@ -126,6 +126,17 @@ export interface CheckpointPutOptions {
    * put; 0 makes every put whole.
    */
   readonly walTailBytes?: number;
+  /**
+   * true: the caller is the key's only writer at or above its sequences, fenced by a lease
+   * that it checks again once the put returned, before it releases anything the checkpoint
+   * covers (`PartitionCheckpointPuts`; sequences of a later owner rank above every earlier
+   * owner's). A WAL tail put then trusts this process's record of the key's latest checkpoint
+   * (its own last put) instead of listing the key's manifests first: a LIST request per put to
+   * S3, about a third of a tail put's time there (docs/checkpoints.md, "WAL tail puts"). A
+   * writer fenced off meanwhile then stores a manifest below the newer owner's, which no
+   * restore takes as the latest and `collect` removes. Default false: every put lists.
+   */
+  readonly fencedWriter?: boolean;
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */
   readonly signal?: AbortSignal;
   /**

@@ -274,11 +274,14 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const { signal, onProgress } = options;
     signal?.throwIfAborted();
     const t0 = performance.now();
-    const listed = this.list(key);
     // A WAL tail put's read of the logs goes side by side with the listing of the manifests
     // (each a message to a file thread); it is dropped if the listing says the chain is not
     // the key's latest checkpoint.
     const chain = source instanceof Store ? this.#walChains.get(source) : undefined;
+    // A fenced writer's chain is the key's latest checkpoint as long as this process's record
+    // says so: no other writer puts at or above its sequences (`CheckpointPutOptions.fencedWriter`).
+    const trusted = options.fencedWriter === true && chain !== undefined && chain.key === key && this.#listings.get(key)?.latest === chain.sequence;
+    const listed = trusted ? Promise.resolve([chain.sequence]) : this.list(key);
     // A base made in the background (`#materialize`): this tail put begins the next chain on it.
     const materialization = source instanceof Store ? this.#materializations.get(source) : undefined;
     const base = chain && chain.key === key && materialization?.key === key ? materialization.base : undefined;

@@ -125,6 +125,9 @@ for (const target of targets) {
           assert.equal(second.uploadedFiles, 1);
           assert.equal(second.uploadedBytes, w2[0]!.bytes - w1[0]!.bytes, 'only the bytes the log gained');
           assert.equal(w2[0]!.link, undefined);
+          // Packed: the new bytes are in the manifest's own object (one request), no object of their own.
+          assert.deepEqual(w2[0]!.chunks?.map((c) => c.in), [undefined, 2], 'the new chunk is packed in manifest 2');
+          assert.equal(w2[0]!.chunks?.[1]?.at, 0);
         }
         assert.deepEqual(w2[0]!.chunks?.map((c) => c.bytes), [w1[0]!.bytes, w2[0]!.bytes - w1[0]!.bytes]);
         assert.equal(w2[0]!.chunks?.[0]?.sha256, w1[0]!.sha256, 'its first chunk is the first put\'s whole file');
@@ -198,10 +201,19 @@ for (const target of targets) {
         // collect keeps what the kept manifests' chunks need.
         for (let b = 960; b < 1000; b++) await writeWalBatch(store, b);
         assert.equal((await checkpoints.put(key, store, 15)).walTail, true);
-        await checkpoints.collect(key, 1);
-        assert.deepEqual((await restored(checkpoints, key, 15)).content, expectedAfter(1000));
+        for (let b = 1000; b < 1010; b++) await writeWalBatch(store, b);
+        const last = await checkpoints.put(key, store, 16);
+        assert.equal(last.walTail, true);
+        const collected = await checkpoints.collect(key, 1);
+        assert.deepEqual(collected.kept, [16]);
+        // The manifests holding packed chunks of the kept one stay (as those chunks' objects); the others go.
+        const holders = [...new Set(walFiles(last.manifest).flatMap((f) => f.chunks ?? []).flatMap((c) => (c.in !== undefined && c.in !== 16 ? [c.in] : [])))].sort((a, b) => a - b);
+        assert.deepEqual(holders, target.links ? [] : [15], 'the chain holds the chunk packed in manifest 15');
+        assert.deepEqual(await checkpoints.list(key), [...holders, 16]);
+        assert.ok(collected.removed.every((s) => !holders.includes(s)) && collected.removed.length > 0);
+        assert.deepEqual((await restored(checkpoints, key, 16)).content, expectedAfter(1010));
         // The store itself is untouched by the restores and still live.
-        assert.deepEqual(await walContents(store), expectedAfter(1000));
+        assert.deepEqual(await walContents(store), expectedAfter(1010));
       } finally {
         await store.close();
         await checkpoints.remove(key);

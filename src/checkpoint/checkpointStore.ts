@@ -225,7 +225,12 @@ export interface CheckpointStore {
    * @throws CheckpointDamagedError when its manifest does not parse
    */
   latest(key: string): Promise<CheckpointManifest | undefined>;
-  /** Sequence numbers of `key`'s complete checkpoints, oldest first. */
+  /**
+   * Sequence numbers of `key`'s manifests, oldest first: its complete checkpoints, and older
+   * manifests that `collect` keeps only because a kept checkpoint's packed chunks are stored
+   * in them (their own checkpoints may no longer restore: a restore then refuses with the
+   * missing file).
+   */
   list(key: string): Promise<number[]>;
   /**
    * Restores `key`'s newest checkpoint (or the one of `options.sequence`) into `dir`, which
@@ -236,8 +241,9 @@ export interface CheckpointStore {
    */
   restore(key: string, dir: string, options?: { readonly sequence?: number }): Promise<CheckpointRestoreReport>;
   /**
-   * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests,
-   * then every stored file of the key that no kept manifest lists.
+   * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests
+   * (but those holding packed chunks that a kept manifest names, `CheckpointChunk.in`), then
+   * every stored file of the key that no kept manifest lists.
    * @throws InvalidArgumentError when keep is not an integer >= 1;
    *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then);
    *   the abort reason when `options.signal` aborts

@@ -6,7 +6,7 @@
 import { Mutex } from 'async-mutex';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readdir, rename, rm, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -29,6 +29,7 @@ import {
   checkKey,
   checkSequence,
   decodeManifest,
+  decodeManifestAndPayload,
   encodeManifest,
   fileObjectName,
   filesPrefix,
@@ -603,12 +604,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     if (baseObjects) {
       // A base's files: each stored by its materialization, or stored before and still (a
       // collect since may have removed what the materialization found stored).
-      for (const f of chain.files) for (const o of objectsOfFile(key, f)) if (!baseObjects.has(o) && !stored.has(o)) return undefined;
+      // (A base's files are whole files, never packed in a manifest: skipped all the same.)
+      for (const f of chain.files) for (const o of objectsOfFile(key, f)) if (!o.startsWith(manifestsPrefix(key)) && !baseObjects.has(o) && !stored.has(o)) return undefined;
       for (const [name, bytes] of baseObjects) stored.set(name, bytes);
     }
-    // The logs' new entries, and the objects to store (one chunk per log that grew).
+    // The logs' new entries, and the objects to store (one chunk per log that grew). Without a
+    // progress observer or the manifest-hold hook (which see each chunk stored first), the
+    // chunks are packed into the manifest's own object: one request (docs/checkpoints.md,
+    // "Packed chunks").
+    const pack = !(this.hold || options.onProgress);
     const byName = new Map(chain.files.map((f) => [f.name, f]));
     const objects: Array<{ name: string; data: Buffer; label: string }> = [];
+    const payload: Buffer[] = [];
+    let packedBytes = 0;
     let last: { name: string; bytes: number; chunks: CheckpointChunk[]; link?: string } = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks, ...(chain.link ? { link: chain.link } : {}) };
     const linkId = this.#linkIds.get(source);
     for (const [i, r] of reads.entries()) {
@@ -618,9 +626,15 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       let chunks = i === 0 ? chain.chunks : [];
       if (r.bytes > 0) {
         const { sha256 } = r;
-        chunks = [...chunks, { bytes: r.bytes, sha256 }];
         const name = fileObjectName(key, sha256);
-        if (!r.linked && stored.get(name) !== r.bytes && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });
+        if (!r.linked && pack && stored.get(name) !== r.bytes) {
+          chunks = [...chunks, { bytes: r.bytes, sha256, in: sequence, at: packedBytes }];
+          payload.push(r.data);
+          packedBytes += r.bytes;
+        } else {
+          chunks = [...chunks, { bytes: r.bytes, sha256 }];
+          if (!r.linked && stored.get(name) !== r.bytes && !objects.some((o) => o.name === name)) objects.push({ name, data: r.data, label: `${r.name}@${r.from}` });
+        }
       }
       const bytes = r.from + r.bytes;
       const link = r.linked ? logLinkName(key, linkId!, r.name) : undefined;
@@ -630,7 +644,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
-    const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest) };
+    const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest, payload.length > 0 ? payload : undefined) };
     if ((this.hold || options.onProgress) && objects.length > 0) {
       // A progress observer (who may abort the put after a file) and the manifest-hold test
       // hook see each chunk stored before the manifest is written: two steps.
@@ -658,12 +672,12 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     this.#walChains.set(source, chain);
     const limit = options.walTailBytes ?? defaultWalTailBytes(source);
     if (!this.#materializations.has(source) && chain.logged >= (chain.rebaseAt ?? limit * REBASE_SHARE)) this.#startMaterialization(key, source, chain, options, limit);
-    const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0);
+    const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0) + packedBytes;
     return {
       manifest,
       files: files.length,
       bytes,
-      uploadedFiles: objects.length,
+      uploadedFiles: objects.length + payload.length,
       uploadedBytes,
       checkpointSeconds,
       uploadSeconds: (performance.now() - t1) / 1000,
@@ -743,7 +757,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const tmp = `${dir}.restoring-${randomBytes(4).toString('hex')}`;
     await mkdirs(tmp);
     try {
-      await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name)));
+      const payloads = new Map<number, Promise<Buffer | undefined>>();
+      await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name), payloads));
       await rename(tmp, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
@@ -752,8 +767,24 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     return { manifest, directory: dir, bytes: manifest.bytes, seconds: (performance.now() - t0) / 1000 };
   }
 
-  /** Writes file `f` of `m` to `target`, counting and hashing what arrives; refuses a mismatch. */
-  async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string): Promise<void> {
+  /**
+   * The payload of packed chunks of the key's manifest of `sequence` (undefined when that
+   * manifest is gone), fetched once per restore (`payloads`).
+   */
+  #payload(key: string, sequence: number, payloads: Map<number, Promise<Buffer | undefined>>): Promise<Buffer | undefined> {
+    let p = payloads.get(sequence);
+    if (!p) {
+      p = this.objects.getBytes(manifestName(key, sequence)).then((bytes) => (bytes === undefined ? undefined : decodeManifestAndPayload(key, sequence, bytes).payload));
+      payloads.set(sequence, p);
+    }
+    return p;
+  }
+
+  /**
+   * Writes file `f` of `m` to `target`, counting and hashing what arrives; refuses a mismatch.
+   * @param payloads the payloads of packed chunks fetched so far by this restore (`#payload`)
+   */
+  async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string, payloads: Map<number, Promise<Buffer | undefined>>): Promise<void> {
     const damaged = (why: string): CheckpointDamagedError =>
       new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
     if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
@@ -762,6 +793,20 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const parts = f.chunks ?? [{ bytes: f.bytes, sha256: f.sha256 }];
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
+      if (part.in !== undefined) {
+        // Packed in a manifest's payload (this one's or an earlier put's of the chain).
+        const what = `chunk ${i + 1} of ${parts.length} (packed in manifest ${part.in})`;
+        const payload = await this.#payload(m.key, part.in, payloads);
+        if (!payload) throw damaged(`is missing ${what}: no such manifest`);
+        const at = part.at ?? 0;
+        if (at + part.bytes > payload.length) throw damaged(`is missing ${what}: the payload holds ${payload.length} bytes, the chunk ends at ${at + part.bytes}`);
+        const data = payload.subarray(at, at + part.bytes);
+        const sha = createHash('sha256').update(data).digest('hex');
+        if (sha !== part.sha256) throw damaged(`${what} has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+        await writeFile(target, data, { flag: i === 0 ? 'wx' : 'a' });
+        bytes += data.length;
+        continue;
+      }
       const object = fileObjectName(m.key, part.sha256);
       const what = f.chunks ? `chunk ${i + 1} of ${parts.length} (object ${object})` : `(object ${object})`;
       const body = await this.objects.getStream(object);
@@ -847,7 +892,6 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       signal?.throwIfAborted();
       const seqs = (await this.list(key)).reverse();
       const kept = seqs.slice(0, keep);
-      const removed = seqs.slice(keep);
       // The key's latest manifest is this process's own when its listing says so (the put
       // trusts that listing too; another writer's put since, or a remove, makes it stale).
       const known = this.#listings.get(key);
@@ -859,6 +903,8 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       for (const m of await Promise.all(kept.map((s) => own?.get(s) ?? this.#manifest(key, s)))) {
         for (const f of m?.files ?? []) for (const o of objectsOfFile(key, f)) used.add(o);
       }
+      // A manifest holding a packed chunk of a kept one stays (as that chunk's object).
+      const removed = seqs.slice(keep).filter((s) => !used.has(manifestName(key, s)));
       if (!current) this.#ownManifests.delete(key); // another writer's now: none of this process's is needed
       else if (own) for (const s of own.keys()) if (!kept.includes(s)) own.delete(s);
       // The stored files: in a store of remote objects (S3), this process's listing when the

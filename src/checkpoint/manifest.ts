@@ -24,6 +24,16 @@
  * instead of copying each new range of it ("Linked logs", docs/checkpoints.md): RocksDB only
  * appends to a log, so the object grows past what a manifest records and a restore reads its
  * prefix. A manifest with a link has format `shardflow-checkpoint/3`.
+ *
+ * A chunk may instead be **packed**: bytes `at` to `at + bytes` of the payload of the key's
+ * manifest of sequence `in`. A WAL tail put to a store of remote objects (S3) stores its new log
+ * bytes in its manifest object, after the JSON and one newline (0x0A, which JSON text never holds
+ * unescaped), so that the put is one request instead of a chunk and then a manifest ("Packed
+ * chunks", docs/checkpoints.md); the next puts of the chain name those bytes in that manifest.
+ * Such a manifest records its payload's size as `packedBytes`; a manifest with a packed chunk or
+ * a payload has format `shardflow-checkpoint/4`. A manifest that holds a packed chunk of a kept
+ * one is kept with it (`collect`), but is no longer a checkpoint to restore (its other files may
+ * be gone).
  */
 import { createHash } from 'node:crypto';
 import { CheckpointDamagedError, InvalidArgumentError } from '../errors.js';
@@ -33,11 +43,22 @@ export const MANIFEST_FORMAT = 'shardflow-checkpoint/1';
 export const MANIFEST_FORMAT_CHUNKED = 'shardflow-checkpoint/2';
 /** The format of a manifest with a file whose chunks are the prefix of a linked log object (`CheckpointFile.link`). */
 export const MANIFEST_FORMAT_LINKED = 'shardflow-checkpoint/3';
+/** The format of a manifest with a packed chunk (`CheckpointChunk.in`) or a payload of packed chunks. */
+export const MANIFEST_FORMAT_PACKED = 'shardflow-checkpoint/4';
+const FORMATS = [MANIFEST_FORMAT, MANIFEST_FORMAT_CHUNKED, MANIFEST_FORMAT_LINKED, MANIFEST_FORMAT_PACKED];
 
-/** One stored object of a file kept as chunks: its size in bytes and SHA-256 (hex). */
+/**
+ * One part of a file kept as chunks: its size in bytes and SHA-256 (hex). Stored as the object
+ * `<key>/files/<sha256>`, or, packed, as bytes `at` to `at + bytes` of the payload of the key's
+ * manifest of sequence `in` (both set or neither).
+ */
 export interface CheckpointChunk {
   readonly bytes: number;
   readonly sha256: string;
+  /** The sequence of the manifest whose payload holds the chunk (packed). */
+  readonly in?: number;
+  /** Its offset in that payload, bytes. */
+  readonly at?: number;
 }
 
 /**
@@ -69,7 +90,7 @@ export function chunkListSha256(chunks: readonly CheckpointChunk[]): string {
 /** The names of the stored objects that hold `file` (`fileObjectName` of each chunk, or of the whole file). */
 export function objectsOfFile(key: string, file: CheckpointFile): string[] {
   if (file.link) return [file.link];
-  return file.chunks ? file.chunks.map((c) => fileObjectName(key, c.sha256)) : [fileObjectName(key, file.sha256)];
+  return file.chunks ? file.chunks.map((c) => (c.in !== undefined ? manifestName(key, c.in) : fileObjectName(key, c.sha256))) : [fileObjectName(key, file.sha256)];
 }
 
 /** A complete checkpoint of one key, as its manifest records it. */
@@ -146,36 +167,65 @@ export function sequenceOfManifest(key: string, name: string): number | undefine
 /** True for a valid file name in a checkpoint (a plain name, no path). */
 export const isCheckpointFileName = (name: string): boolean => FILE_NAME.test(name);
 
-export function encodeManifest(m: CheckpointManifest): Buffer {
-  return Buffer.from(JSON.stringify({
-    format: m.files.some((f) => f.link) ? MANIFEST_FORMAT_LINKED : m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
+/**
+ * The bytes of manifest `m`: its JSON, then, with `payload` (packed chunks), a newline and the
+ * payload's bytes.
+ */
+export function encodeManifest(m: CheckpointManifest, payload?: readonly Uint8Array[]): Buffer {
+  const packed = payload !== undefined || m.files.some((f) => f.chunks?.some((c) => c.in !== undefined));
+  const packedBytes = payload?.reduce((n, p) => n + p.length, 0);
+  const json = Buffer.from(JSON.stringify({
+    format: packed ? MANIFEST_FORMAT_PACKED : m.files.some((f) => f.link) ? MANIFEST_FORMAT_LINKED : m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
     key: m.key,
     sequence: m.sequence,
     createdAt: m.createdAt,
     files: m.files.map((f) => (f.chunks
-      ? { name: f.name, bytes: f.bytes, sha256: f.sha256, chunks: f.chunks.map((c) => ({ bytes: c.bytes, sha256: c.sha256 })), ...(f.link ? { link: f.link } : {}) }
+      ? { name: f.name, bytes: f.bytes, sha256: f.sha256, chunks: f.chunks.map((c) => (c.in !== undefined ? { bytes: c.bytes, sha256: c.sha256, in: c.in, at: c.at } : { bytes: c.bytes, sha256: c.sha256 })), ...(f.link ? { link: f.link } : {}) }
       : { name: f.name, bytes: f.bytes, sha256: f.sha256 })),
     metadata: Buffer.from(m.metadata).toString('base64'),
+    ...(packedBytes !== undefined ? { packedBytes } : {}),
   }));
+  return payload === undefined ? json : Buffer.concat([json, NEWLINE, ...payload]);
 }
+
+const NEWLINE = Buffer.from([0x0a]);
 
 /**
  * Parses and checks a manifest read from `key`'s manifest of `sequence`.
  * @throws CheckpointDamagedError when it is not JSON or not a manifest of that key and sequence
  */
 export function decodeManifest(key: string, sequence: number, bytes: Uint8Array): CheckpointManifest {
+  return decodeManifestAndPayload(key, sequence, bytes).manifest;
+}
+
+/**
+ * Like `decodeManifest`, with the payload of packed chunks the object holds after its JSON
+ * (empty when none).
+ * @throws CheckpointDamagedError as `decodeManifest`, and when the payload's size is not the
+ *   manifest's `packedBytes`, or a packed chunk of this manifest lies outside it
+ */
+export function decodeManifestAndPayload(key: string, sequence: number, bytes: Uint8Array): { manifest: CheckpointManifest; payload: Buffer } {
+  const all = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = all.indexOf(0x0a);
+  const payload = end < 0 ? Buffer.alloc(0) : all.subarray(end + 1);
+  return { manifest: decodeJson(key, sequence, end < 0 ? all : all.subarray(0, end), end < 0 ? undefined : payload.length), payload };
+}
+
+/** The JSON part of a manifest; `payloadBytes`: the size of the payload after it, if any. */
+function decodeJson(key: string, sequence: number, bytes: Buffer, payloadBytes: number | undefined): CheckpointManifest {
   const damaged = (why: string): never => {
     throw new CheckpointDamagedError(`checkpoint ${key}@${sequence}: the manifest is damaged: ${why}`, key, sequence);
   };
   let raw: unknown;
   try {
-    raw = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    raw = JSON.parse(bytes.toString('utf8'));
   } catch (err) {
     return damaged(`not JSON (${(err as Error).message})`);
   }
   if (raw === null || typeof raw !== 'object') return damaged('not an object');
   const o = raw as Record<string, unknown>;
-  if (o.format !== MANIFEST_FORMAT && o.format !== MANIFEST_FORMAT_CHUNKED && o.format !== MANIFEST_FORMAT_LINKED) return damaged(`format ${JSON.stringify(o.format)}, expected ${MANIFEST_FORMAT}, ${MANIFEST_FORMAT_CHUNKED} or ${MANIFEST_FORMAT_LINKED}`);
+  if (!FORMATS.includes(o.format as string)) return damaged(`format ${JSON.stringify(o.format)}, expected one of ${FORMATS.join(', ')}`);
+  if ((payloadBytes ?? 0) !== (o.packedBytes ?? 0) || (payloadBytes !== undefined && o.format !== MANIFEST_FORMAT_PACKED)) return damaged(`it holds ${payloadBytes ?? 0} bytes of packed chunks, its JSON says ${JSON.stringify(o.packedBytes ?? 0)} (format ${String(o.format)})`);
   if (o.key !== key || o.sequence !== sequence) return damaged(`it names ${JSON.stringify(o.key)}@${String(o.sequence)}`);
   if (typeof o.createdAt !== 'string') return damaged('no createdAt');
   if (typeof o.metadata !== 'string') return damaged('no metadata');
@@ -202,13 +252,20 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
       const k = (c ?? {}) as Record<string, unknown>;
       if (!Number.isSafeInteger(k.bytes) || (k.bytes as number) < 0 || typeof k.sha256 !== 'string' || !SHA256.test(k.sha256)) return damaged(`bad chunk of ${e.name}`);
       sum += k.bytes as number;
-      chunks.push({ bytes: k.bytes as number, sha256: k.sha256 });
+      if (k.in === undefined && k.at === undefined) {
+        chunks.push({ bytes: k.bytes as number, sha256: k.sha256 });
+        continue;
+      }
+      // Packed: in a manifest up to this one, inside this one's payload if it is this one's.
+      const inOk = o.format === MANIFEST_FORMAT_PACKED && Number.isSafeInteger(k.in) && (k.in as number) >= 0 && (k.in as number) <= sequence && Number.isSafeInteger(k.at) && (k.at as number) >= 0;
+      if (!inOk || (k.in === sequence && (k.at as number) + (k.bytes as number) > (payloadBytes ?? 0))) return damaged(`bad packed chunk of ${e.name}: in ${JSON.stringify(k.in)} at ${JSON.stringify(k.at)}`);
+      chunks.push({ bytes: k.bytes as number, sha256: k.sha256, in: k.in as number, at: k.at as number });
     }
     if (sum !== e.bytes) return damaged(`the chunks of ${e.name} hold ${sum} bytes, the file ${String(e.bytes)}`);
     if (chunkListSha256(chunks) !== e.sha256) return damaged(`the sha256 of ${e.name} is not its chunks' hash list`);
     if (e.link !== undefined) {
       const prefix = filesPrefix(key);
-      if (o.format !== MANIFEST_FORMAT_LINKED || typeof e.link !== 'string' || !e.link.startsWith(prefix) || !LINK_NAME.test(e.link.slice(prefix.length))) return damaged(`bad link of ${e.name}: ${JSON.stringify(e.link)}`);
+      if ((o.format !== MANIFEST_FORMAT_LINKED && o.format !== MANIFEST_FORMAT_PACKED) || chunks.some((c) => c.in !== undefined) || typeof e.link !== 'string' || !e.link.startsWith(prefix) || !LINK_NAME.test(e.link.slice(prefix.length))) return damaged(`bad link of ${e.name}: ${JSON.stringify(e.link)}`);
       files.push({ name: e.name, bytes: e.bytes as number, sha256: e.sha256, chunks, link: e.link });
       continue;
     }

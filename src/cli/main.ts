@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { demoCommand } from './demo.js';
 import { rankCommand } from './rank.js';
 import { crawlCommand } from './crawl.js';
@@ -33,9 +33,22 @@ export async function main(argv: readonly string[]): Promise<number> {
   program.addCommand(cleanCommand((c) => (code = c)));
   program.addCommand(workerCommand((c) => (code = c)));
   program.addCommand(clusterCommand((c) => (code = c)));
+  // Commander prints a usage error (an invalid option value, a missing argument, an unknown
+  // command or option) and would exit 1, the code of a failed command: thrown here instead,
+  // it ends with 2, bad input, as `reportError` says; help and version end with 0.
+  const printed = new WeakSet<CommanderError>();
+  const override = (c: Command): void => {
+    c.exitOverride((err) => {
+      printed.add(err);
+      throw err;
+    });
+    for (const sub of c.commands) override(sub);
+  };
+  override(program);
   try {
     await program.parseAsync([...argv]);
   } catch (err) {
+    if (err instanceof CommanderError && printed.has(err)) return err.exitCode === 0 ? 0 : 2;
     return reportError(err);
   }
   return code;

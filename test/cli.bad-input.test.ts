@@ -48,12 +48,18 @@ describe('shardflow CLI on bad input', () => {
     assert.equal(readFileSync(kept, 'utf8'), 'earlier scores\n');
   });
 
-  it('refuses out-of-range option values before doing anything', () => {
+  it('refuses out-of-range option values before doing anything, with exit code 2; an unknown command or option too', () => {
     for (const bad of [['--partitions', '99999'], ['--partitions', '0'], ['--weights', 'fancy']]) {
       const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, ...bad]);
-      assert.equal(r.status, 1);
+      assert.equal(r.status, 2, 'bad input: exit 2, not the 1 of a command that failed');
       assert.match(r.stderr, /is invalid/);
     }
+    for (const [args, message] of [[['nosuch'], /unknown command 'nosuch'/], [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--no-such-option'], /unknown option '--no-such-option'/], [['query', 'top', '--limit', '0'], /argument '0' is invalid/]] as const) {
+      const r = run([...args]);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message);
+    }
+    assert.equal(run(['rank', '--help']).status, 0, 'help is not an error');
   });
 
   it('rank removes its temp data folder and prints --version', () => {

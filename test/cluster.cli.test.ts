@@ -86,7 +86,7 @@ test('shardflow worker refuses a module export that is not a topology and bad ch
   assert.match(missing.stderr, /has no export "nope"/);
   const base = ['worker', '--topology', 'test/kit/clusterTopology.ts', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent'];
   const http = await runCli([...base, '--checkpoints', 'http://127.0.0.1:9000/x']);
-  assert.equal(http.code, 1, 'commander refuses the option argument (as --cluster\'s)');
+  assert.equal(http.code, 2, 'commander refuses the option argument (as --cluster\'s): bad input');
   assert.match(http.stderr, /expected file:\/\/\/DIR or s3:\/\/BUCKET\/PREFIX, got "http:/);
   const interval = await runCli([...base, '--checkpoint-interval-ms', '1000']);
   assert.equal(interval.code, 2);

@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
-// The CLI as a user meets it: bad input gives one clear line on stderr and exit code 2 (1
-// for option values commander refuses), never a stack trace; `rank` leaves no temp folder.
+// The CLI as a user meets it: bad input gives one clear line on stderr and exit code 2 (option
+// values commander refuses too), never a stack trace; `rank` leaves no temp folder; a crawl
+// that stored nothing exits 1.
 const bin = path.resolve('bin/shardflow.mjs');
 const H = 'examples/data/hollins';
 const run = (args: string[], env: Record<string, string> = {}) =>
@@ -60,6 +61,14 @@ describe('shardflow CLI on bad input', () => {
       assert.match(r.stderr, message);
     }
     assert.equal(run(['rank', '--help']).status, 0, 'help is not an error');
+  });
+
+  it('a crawl whose only seed is unreachable stores nothing, says so and exits 1 (it exited 0)', () => {
+    const r = run(['crawl', '--seed', 'http://a.test/', '--map', 'a.test=127.0.0.1:1', '--data-dir', path.join(dir, 'unreachable'), '--partitions', '2']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stdout, /pages stored: 0;/);
+    assert.match(r.stdout, /blocked: 1 URL, robots\.txt unreachable \(fetch failed: connect ECONNREFUSED 127\.0\.0\.1:1\)/);
+    assert.match(r.stderr, /shardflow crawl: no page was stored/);
   });
 
   it('rank removes its temp data folder and prints --version', () => {

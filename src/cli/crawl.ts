@@ -172,6 +172,20 @@ export async function crawlSites(options: CrawlSitesOptions): Promise<CrawlSites
   }
 }
 
+/**
+ * The exit code of a crawl that ran to its end: 1 when its index holds no page (every seed
+ * refused, unreachable, or its robots.txt unreachable: the summary's gaps say which; a script
+ * going on to `serve` or `query` would meet an empty index) or the metric did not converge,
+ * else 0. Says why on stderr.
+ */
+function crawlExitCode(summary: { readonly pages: number; readonly converged: boolean | null }): number {
+  if (summary.pages === 0) {
+    process.stderr.write('shardflow crawl: no page was stored (see "not fetched with an answer" and the refused seeds above); exit 1\n');
+    return 1;
+  }
+  return summary.converged === false ? 1 : 0;
+}
+
 /** Parses `host=address:port` of `--map`. @throws commander's InvalidArgumentError */
 export function hostMapEntry(value: string, previous: Map<string, string> = new Map()): Map<string, string> {
   const m = /^([^=\s]+)=([^=\s]+):(\d{1,5})$/.exec(value.trim());
@@ -328,7 +342,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
             process.once('SIGTERM', resolve);
           });
         }
-        setExit(result.converged === false ? 1 : 0);
+        setExit(crawlExitCode(summary));
       } finally {
         await server?.close();
         if (result?.index) run.job.onStopped({ ...(await result.index.stop()), brokerDataLost: false }); // the crawl finished: its watchdog saw no loss
@@ -382,7 +396,7 @@ async function crawlClusterAction(opts: Record<string, any>, cmd: Command, setEx
     const where = `cluster ${clusterNameValue}`;
     if (opts.json) console.log(JSON.stringify({ cluster: clusterNameValue, ...summary, seconds: (performance.now() - t0) / 1000 }));
     else printSummary(where, summary);
-    setExit(converged === false ? 1 : 0);
+    setExit(crawlExitCode(summary));
     crawled = true;
   } finally {
     process.off('SIGINT', onSignal);

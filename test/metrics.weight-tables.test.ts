@@ -40,6 +40,12 @@ describe('link weight tables', () => {
       assert.equal(weigh(base), 1);
       assert.equal(weigh({ ...base, region: 'footer' }), 0.25);
       assert.equal(weigh({ ...base, rel: ['nofollow'] }), 0);
+      // A link to the page itself: its own factor (0 drops it from the metric); 1 when not given.
+      writeFileSync(file, JSON.stringify({ selfLink: 0, sameHost: 0.5 }));
+      const noSelf = weightFunction(file);
+      assert.equal(noSelf({ ...base, selfLink: true }), 0);
+      assert.equal(noSelf(base), 0.5);
+      assert.equal(reasonableSurferWeights({ ...base, selfLink: true }), reasonableSurferWeights(base), 'the default table keeps self-links as they were');
       writeFileSync(file, '{ not json');
       assert.throws(() => weightFunction(file), (e: Error) => e instanceof RangeError && e.message.includes('table.json'));
     } finally {
@@ -48,7 +54,7 @@ describe('link weight tables', () => {
   });
 
   it('refuses factors that are negative, not numbers, or fields it does not know', () => {
-    for (const bad of [{ sameHost: -1 }, { noAnchor: 'x' }, { region: { header: 1 } }, { rel: { nofollow: Infinity } }, { position: { start: 1 } }, { colour: 1 }, [], null]) {
+    for (const bad of [{ sameHost: -1 }, { noAnchor: 'x' }, { selfLink: -0.5 }, { region: { header: 1 } }, { rel: { nofollow: Infinity } }, { position: { start: 1 } }, { colour: 1 }, [], null]) {
       assert.throws(() => weightTable(bad as never), RangeError, JSON.stringify(bad));
     }
     assert.throws(() => weightFunction('fancy'), RangeError);

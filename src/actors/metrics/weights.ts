@@ -26,6 +26,18 @@ export interface WeightTable {
   /** Factor for a link without anchor text (an image or empty link). */
   readonly noAnchor?: number;
   /**
+   * Factor for a link to the page itself (`LinkFeatures.selfLink`: `href="#top"`, a logo
+   * linking home on the home page). Such a link takes the reader nowhere new, yet with weight
+   * it sends part of the page's rank back to the page, round after round: a page whose only
+   * link is to itself holds 1 / (1 - d) times the rank it receives (6.7x at d = 0.85) instead of
+   * passing it on, a rank sink. 0 drops those links from the metric (a page left with no other
+   * link is dangling; its mass stays with it, once). Default 1, as in `reasonableSurferTable`,
+   * so that the scores of data dirs ranked before this factor stay comparable. Only crawled
+   * links carry the flag: a graph file's self-links (kept, as its reference values count them)
+   * are weighed as any other.
+   */
+  readonly selfLink?: number;
+  /**
    * Position in the page (0 = first link, 1 = end): `start` up to `flatUntil`, then linear
    * down (or up) to `end` at the end of the page.
    */
@@ -42,6 +54,7 @@ export function weightTable(table: WeightTable): WeightFunction {
   const region = table.region ?? {};
   const sameHost = table.sameHost ?? 1;
   const noAnchor = table.noAnchor ?? 1;
+  const selfLink = table.selfLink ?? 1;
   const position = table.position;
   const flatUntil = position?.flatUntil ?? 0;
   return (f) => {
@@ -52,6 +65,7 @@ export function weightTable(table: WeightTable): WeightFunction {
     w *= region[f.region] ?? 1;
     if (f.sameHost) w *= sameHost;
     if (f.anchor.length === 0) w *= noAnchor;
+    if (f.selfLink) w *= selfLink;
     if (position) {
       w *= f.position <= flatUntil || flatUntil >= 1 ? position.start : position.start + (position.end - position.start) * ((f.position - flatUntil) / (1 - flatUntil));
     }
@@ -114,7 +128,7 @@ function checkTable(table: unknown): void {
   if (typeof table !== 'object' || table === null || Array.isArray(table)) throw new RangeError('a weight table must be an object');
   const t = table as Record<string, unknown>;
   for (const key of Object.keys(t)) {
-    if (!['rel', 'region', 'sameHost', 'noAnchor', 'position'].includes(key)) throw new RangeError(`unknown field ${JSON.stringify(key)}`);
+    if (!['rel', 'region', 'sameHost', 'noAnchor', 'selfLink', 'position'].includes(key)) throw new RangeError(`unknown field ${JSON.stringify(key)}`);
   }
   for (const map of ['rel', 'region'] as const) {
     const m = t[map];
@@ -127,6 +141,7 @@ function checkTable(table: unknown): void {
   }
   if (t.sameHost !== undefined) factor('sameHost', t.sameHost);
   if (t.noAnchor !== undefined) factor('noAnchor', t.noAnchor);
+  if (t.selfLink !== undefined) factor('selfLink', t.selfLink);
   if (t.position !== undefined) {
     const p = t.position as Record<string, unknown>;
     if (typeof p !== 'object' || p === null) throw new RangeError('position must be { start, end, flatUntil? }');

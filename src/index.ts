@@ -43,7 +43,8 @@ export type { Worker, WorkerOptions, WorkerCommonOptions } from './cluster/worke
 export type { ClusterApplication, ApplicationHost, ApplicationHostOptions } from './cluster/application.js';
 export { topologyApplication } from './cluster/topologyApplication.js';
 export { connectClusterClient, DEFAULT_REMOTE_ASK_TIMEOUT_MS } from './cluster/clusterClient.js';
-export type { ClusterClient, ClusterClientOptions, RemoteAskKeyOptions, RemoteAskOptions } from './cluster/clusterClient.js';
+export type { ClusterClient, ClusterClientOptions, ClusterQuiescenceOptions, RemoteAskKeyOptions, RemoteAskOptions } from './cluster/clusterClient.js';
+export { STAGE_FLOW_REQUEST } from './cluster/askWire.js';
 export type { WorkerEvent } from './cluster/events.js';
 export { clusterStatus, listClusters } from './cluster/status.js';
 export { clusterBrokerIdentity } from './cluster/brokerScope.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  clusterBrokerIdentity, clusterStatus, connectBroker, deleteBrokerScope, openExternalProducer, partitionId, retireCluster, startWorker,
+  clusterBrokerIdentity, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, openExternalProducer, partitionId, retireCluster, startWorker,
   type Broker, type ClusterStatus, type Logger, type TopologyProducer,
 } from 'shardflow';
 import { clicks, topology, type Click, type HostStats } from './topology.js';
@@ -52,13 +52,14 @@ export async function runOnCluster(o: { workers: number; broker: string; cluster
     const producer = await openExternalProducer({ broker, dataDir: o.dataDir, namespace: clicks, name: 'click-source' });
     await o.send(producer);
     await producer.close();
-    // Quiet: every partition running with a backlog of 0, twice 300 ms apart.
-    await until('every backlog to reach 0', async () => {
-      const quiet = (s: ClusterStatus) => s.partitions.every((p) => p.state === 'running' && p.backlog === 0);
-      if (!quiet(await status())) return undefined;
-      await new Promise((r) => setTimeout(r, 300));
-      return quiet(await status()) || undefined;
-    });
+    // Quiet: every click the producer sent applied, and everything the partitions sent on, read
+    // from their stores (docs/cluster.md, "Quiescence across the cluster").
+    const client = await connectClusterClient({ cluster: o.cluster, clusterName, broker });
+    try {
+      await client.quiescence({ external: producer.sent(), timeoutMs: 120_000 });
+    } finally {
+      await client.close();
+    }
     for (const c of children) c.kill('SIGTERM');
     const codes = await Promise.all(exits);
     if (codes.some((c) => c !== 0)) throw new Error(`a worker exited with ${codes.join(', ')} after SIGTERM (0 expected)`);

@@ -27,6 +27,18 @@ export const ASK_REPLY_SUBSCRIPTION = 'sf-reply';
 /** Reply slots are drawn in [0, 2^48 - 1): two clients of a cluster share one with odds about n^2 / 2^49. */
 export const ASK_REPLY_SLOTS = 2 ** 48 - 1;
 
+/**
+ * The request a worker answers itself rather than the stage's `query` hook: the partition's
+ * flow report (`readStreamFlow` of its store), what `ClusterClient.quiescence` collects. Its
+ * key is in shardflow's reserved `sf.` names, which no application request uses.
+ */
+export const STAGE_FLOW_REQUEST: { readonly 'sf.request': 'flow' } = Object.freeze({ 'sf.request': 'flow' });
+
+/** Whether `request` is {@link STAGE_FLOW_REQUEST} (as decoded from the wire). */
+export function isStageFlowRequest(request: unknown): boolean {
+  return typeof request === 'object' && request !== null && (request as Record<string, unknown>)['sf.request'] === 'flow';
+}
+
 const PLAIN = /^[a-z0-9-]+$/;
 const PREFIX = `${RESERVED_NAMESPACE_PREFIX}ask-`;
 

@@ -1,12 +1,14 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Subscription } from 'rxjs';
-import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
+import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, JobStalledError, RemoteAskError, isShardflowError } from '../errors.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker, BrokerMessage, Consumer, Producer } from '../runtime/brokers/broker.js';
 import { producerId } from '../runtime/ids.js';
 import { keyPartitioner } from '../runtime/partitioner.js';
-import { ASK_REPLY_SLOTS, ASK_REPLY_SUBSCRIPTION, askReplyCodec, askRequestCodec, askTopic, replyTopic, type AskReply } from './askWire.js';
+import { ASK_REPLY_SLOTS, ASK_REPLY_SUBSCRIPTION, askReplyCodec, askRequestCodec, askTopic, replyTopic, STAGE_FLOW_REQUEST, type AskReply } from './askWire.js';
+import { unappliedStreams, waitStreamsQuiet, type FlowCollection, type QuietReport, type SentStream, type StreamFlowReport, type StreamReceiver } from '../runtime/stream/flowReport.js';
+import { DEFAULT_QUIESCENCE_TIMEOUT_MS } from '../runtime/topology/running.js';
 import { ClusterKeys } from './keys.js';
 import { readClusterTopology } from './membership.js';
 import { connectCoordination } from './redisConnection.js';
@@ -15,6 +17,8 @@ import type { ClusterStage } from './units.js';
 
 /** Default wait of a remote ask for its answer: 10 minutes (an application's ask may wait on a barrier that long). */
 export const DEFAULT_REMOTE_ASK_TIMEOUT_MS = 10 * 60_000;
+/** How long past its deadline a quiescence waits for the flow reports of a collection begun before it, ms. */
+const QUIESCENCE_ASK_GRACE_MS = 10_000;
 /** Longest `timeoutMs` (setTimeout's bound, about 24.8 days). */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -35,6 +39,21 @@ export interface ClusterClientOptions {
 export interface RemoteAskOptions {
   /** How long to wait for the answer, in ms (default 10 minutes; at most 2^31 - 1). The request also expires then: an owner that consumes it later acks it without running it. */
   readonly timeoutMs?: number;
+}
+
+/** Options of {@link ClusterClient.quiescence}. */
+export interface ClusterQuiescenceOptions {
+  /**
+   * Streams of producers that keep no store, checked against their receivers' marks too: an
+   * ingest's `TopologyProducer.sent()`. Without them, only what the partitions' outboxes
+   * committed is waited for, not the input itself.
+   */
+  readonly external?: Iterable<SentStream>;
+  /** Give up after this many ms (default `DEFAULT_QUIESCENCE_TIMEOUT_MS`, 5 minutes). */
+  readonly timeoutMs?: number;
+  /** Ms between two collections of the partitions' reports (default 100). */
+  readonly pollMs?: number;
+  readonly signal?: AbortSignal;
 }
 
 /** Options of {@link ClusterClient.askKey}. */
@@ -83,6 +102,22 @@ export interface ClusterClient {
    *   `options.partitioner` is given
    */
   askKey(stage: string, key: string, request: unknown, options?: RemoteAskKeyOptions): Promise<unknown>;
+  /**
+   * Waits until a topology's streams are quiet across the cluster, as `running.quiescence()`
+   * does in one process: every message each partition's outbox committed, and every stream of
+   * `options.external`, applied by every stage that consumes its namespace, in two consecutive
+   * identical collections of every partition's flow report (`STAGE_FLOW_REQUEST`, answered by
+   * the partition's owner from its store: `waitStreamsQuiet`). The reports come from the
+   * stores, so the wait holds across moves and restarts: a partition restored from a
+   * checkpoint reports what its store holds. A unit with no owner yet holds the collection
+   * until one starts. Dead-lettered messages count as applied (their marks move past them).
+   * @returns what the last collection saw
+   * @throws JobStalledError after `timeoutMs`, naming the streams not applied (producer, topic,
+   *   sent, applied), or the partition that did not report (unowned, or its owner busy); InvalidArgumentError before any worker joined, or for a bad timeoutMs;
+   *   RemoteAskError from an application whose partitions do not answer the flow request (the
+   *   web index has its own, `waitClusterQuiet`); the abort reason; as `ask`
+   */
+  quiescence(options?: ClusterQuiescenceOptions): Promise<QuietReport>;
   /** The cluster's status (`clusterStatus`), with this client's broker for the backlogs. */
   status(): Promise<ClusterStatus>;
   /**
@@ -208,6 +243,47 @@ class RemoteAskClient implements ClusterClient {
     }
     const { timeoutMs } = options;
     return this.ask(stage, partitioner.forKey(key), request, timeoutMs !== undefined ? { timeoutMs } : {});
+  }
+
+  async quiescence(options: ClusterQuiescenceOptions = {}): Promise<QuietReport> {
+    const stages = await this.#readStages(true);
+    if (!stages) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no recorded stages yet (no worker joined): quiescence cannot tell its partitions`);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_QUIESCENCE_TIMEOUT_MS;
+    if (!(timeoutMs > 0)) throw new InvalidArgumentError(`timeoutMs must be > 0, got ${timeoutMs}`);
+    const deadline = Date.now() + timeoutMs;
+    // Report i of a collection: stage by stage, partition by partition.
+    const offsets = new Map<string, number>();
+    let n = 0;
+    for (const st of stages) {
+      offsets.set(st.name, n);
+      n += st.partitions;
+    }
+    // Who receives a topic `<namespace>/<p>`: each stage consuming the namespace (its marks are named after it).
+    const consumers = (topic: string): StreamReceiver[] => {
+      const slash = topic.lastIndexOf('/');
+      const ns = topic.slice(0, slash);
+      const p = Number(topic.slice(slash + 1));
+      return stages.filter((st) => st.namespace === ns && p < st.partitions).map((st) => ({ report: offsets.get(st.name)! + p, consumer: st.name }));
+    };
+    const external = [...(options.external ?? [])];
+    const collect = async (): Promise<FlowCollection> => {
+      // What is left of timeoutMs, and a grace for a collection begun just before the deadline
+      // (waitStreamsQuiet then throws naming what is unapplied).
+      const askMs = Math.max(1, Math.min(MAX_TIMEOUT_MS, deadline - Date.now() + QUIESCENCE_ASK_GRACE_MS));
+      const reports = (await Promise.all(stages.flatMap((st) => Array.from({ length: st.partitions }, (_, p) => this.ask(st.name, p, STAGE_FLOW_REQUEST, { timeoutMs: askMs }).catch((err: unknown) => {
+        if (!(err instanceof AskTimeoutError)) throw err;
+        throw new JobStalledError(`cluster ${this.keys.clusterName} not quiet after ${timeoutMs} ms: ${st.name}/${p} did not report its flow (${err.message})`);
+      }))))) as StreamFlowReport[];
+      // The first consumer of each topic is waitStreamsQuiet's; the others (a namespace several stages consume) are checked here.
+      const busy: string[] = [];
+      for (let k = 1; stages.some((st) => stages.filter((o) => o.namespace === st.namespace).length > k); k++) {
+        for (const u of unappliedStreams(reports, { receiver: (topic) => consumers(topic)[k], external })) {
+          busy.push(`${u.producer ?? '(unknown producer)'} -> ${u.topic} (stage ${u.receiver.consumer}): sent ${u.sent}, applied ${u.applied}`);
+        }
+      }
+      return { reports, busy };
+    };
+    return waitStreamsQuiet(collect, { receiver: (topic) => consumers(topic)[0], external, pollMs: options.pollMs ?? 100, timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   }
 
   status(): Promise<ClusterStatus> {

@@ -1,6 +1,7 @@
 import { startPartitionHost } from '../runtime/topology/partitionHost.js';
 import type { StageTypes, Topology } from '../runtime/topology/topology.js';
 import type { ApplicationHost, ClusterApplication } from './application.js';
+import { isStageFlowRequest } from './askWire.js';
 import { clusterStages } from './units.js';
 
 /**
@@ -8,7 +9,8 @@ import { clusterStages } from './units.js';
  * (`clusterStages`: a stage's partitions are its input namespace's), its host is
  * `startPartitionHost(topology, options)`, and `ask(stage, p, request)` is the partition
  * host's `ask`: the stage's `query` hook on that partition's store, between batches (retried
- * across a restart of the partition; the hook's own error is thrown as it was). It supports
+ * across a restart of the partition; the hook's own error is thrown as it was), but for
+ * `STAGE_FLOW_REQUEST`, answered with the partition's flow report. It supports
  * checkpoints (`startWorker({ checkpoints })`: `PartitionHostOptions.checkpoints`).
  *
  * `startWorker({ topology })` is `startWorker({ application: topologyApplication(topology) })`.
@@ -27,7 +29,7 @@ export function topologyApplication<S extends Record<string, StageTypes>>(topolo
         startPartition: (stage, partition, fence) => host.startPartition(stage, partition, fence),
         stopPartition: (stage, partition, options) => host.stopPartition(stage, partition, options),
         partitions: () => host.partitions(),
-        ask: (stage, partition, request) => host.ask(stage, partition, request as S[string]['request']),
+        ask: (stage, partition, request) => (isStageFlowRequest(request) ? host.flow(stage, partition) : host.ask(stage, partition, request as S[string]['request'])),
         stop: () => host.stop(),
       };
     },

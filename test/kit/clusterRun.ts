@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import {
   RedisStreamsBroker, clusterBrokerIdentity, stageCheckpointKey, clusterStatus, connectBroker, connectClusterClient, deleteBrokerScope, openExternalProducer,
-  type Broker, type ClusterClient, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
+  type Broker, type ClusterClient, type SentStream, type BrokerIdentity, type ClusterStatus, type DeadLetter, type TopologyProducer, type WorkerEvent,
 } from '../../src/index.js';
 import { partitionId } from '../../src/runtime/ids.js';
 import { StreamColumnFamilies, stageColumnFamilies } from '../../src/runtime/stream/reserved.js';
@@ -181,6 +181,11 @@ export class ClusterRun {
       await this.#producer.send({ host, n: k });
       this.truth.set(host, (this.truth.get(host) ?? 0) + 1);
     }
+  }
+
+  /** What the run's producer of clicks sent (`TopologyProducer.sent()`): the external streams of a quiescence. */
+  sent(): SentStream[] {
+    return this.#producer.sent();
   }
 
   /** A cluster client of this run (`connectClusterClient` on the run's broker); `close()` closes it. */

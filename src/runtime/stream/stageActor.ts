@@ -11,6 +11,7 @@ import { StreamMarks } from './appliedMarks.js';
 import { applyStageBatch, type StageBatchReport } from './applyBatch.js';
 import { feedDeliveries, type Deliveries } from './deliveries.js';
 import type { FlowCounters } from './flowCounters.js';
+import { readStreamFlow } from './flowReport.js';
 import { StreamOutbox } from './outbox.js';
 import { recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
 import { DEFAULT_MAX_ATTEMPTS, PoisonMessages } from './poisonMessages.js';
@@ -72,8 +73,16 @@ export interface StageQuery {
   readonly request: unknown;
 }
 
+/**
+ * Asks the partition what its store committed to send and applied (`readStreamFlow` of its
+ * meta family): quiet detection across processes (`ClusterClient.quiescence`).
+ */
+export interface StageFlowRequest {
+  readonly type: 'flow';
+}
+
 /** Messages of a stage partition actor. */
-export type StageMessage = Deliveries | StageQuery | StageCompaction | StageCheckpointRequest;
+export type StageMessage = Deliveries | StageQuery | StageCompaction | StageCheckpointRequest | StageFlowRequest;
 
 interface StageState {
   readonly store: Store;
@@ -213,6 +222,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
           return new QueryFailure(error);
         }
       }
+      if (message.type === 'flow') return readStreamFlow(state.store);
       if (message.type === 'compact') return compactStageFamily(state.store, stage, def, partition, message.columnFamily);
       if (message.type === 'checkpoint') {
         if (!state.poisoned) await checkpoint(state, ctx);

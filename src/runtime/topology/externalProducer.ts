@@ -1,7 +1,8 @@
 import type { Broker, Producer } from '../brokers/broker.js';
 import { producerId, type ProducerId } from '../ids.js';
-import { topicName } from '../topics.js';
+import { topicName, type Topic } from '../topics.js';
 import type { FlowCounters } from '../stream/flowCounters.js';
+import type { SentStream } from '../stream/flowReport.js';
 import type { NamespaceDef } from '../stream/namespace.js';
 import { epochSequence, nextProducerEpoch } from '../stream/producerEpoch.js';
 
@@ -19,6 +20,13 @@ export interface TopologyProducer<T> {
    *   nothing is sent); the key function's and broker's errors
    */
   send(value: T): Promise<void>;
+  /**
+   * What this incarnation sent, per topic: its name, the topic (`<namespace>/<p>`) and the
+   * sequence after the highest one whose send resolved (epoch-packed), as
+   * `waitStreamsQuiet`'s and `ClusterClient.quiescence`'s `external` streams take them. A send
+   * that failed is not counted (the broker may not have it): quiescence waits for what was sent.
+   */
+  sent(): SentStream[];
   /** Closes the broker producers. */
   close(): Promise<void>;
 }
@@ -48,6 +56,12 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
   const name = producerId(options.name);
   const producers = new Map<number, Promise<Producer>>();
   const next = new Map<number, number>();
+  /** Per topic name: the sequence after the highest one whose send resolved. */
+  const acked = new Map<string, number>();
+  const sentUpTo = (t: Topic, seq: number) => {
+    const k = topicName(t);
+    if ((acked.get(k) ?? -1) < seq + 1) acked.set(k, seq + 1);
+  };
   const producerFor = (p: number, t: ReturnType<NamespaceDef<T>['topicOf']>): Promise<Producer> => {
     let got = producers.get(p);
     if (!got) {
@@ -68,17 +82,25 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
       next.set(t.partition, n + 1);
       const seq = epochSequence(epoch, n);
       const producer = await producerFor(t.partition, t);
-      if (!counters) return producer.send(payload, { sequence: seq });
+      if (!counters) {
+        await producer.send(payload, { sequence: seq });
+        sentUpTo(t, seq);
+        return;
+      }
       // In flight from before the send until settled; a failed send is taken back (no
       // closure per message: this is the hot path of every producer).
       const key = { producer: name, topic: topicName(t), sequence: seq };
       const counted = counters.onSent(namespace.name, key);
       try {
         await producer.send(payload, { sequence: seq });
+        sentUpTo(t, seq);
       } catch (err) {
         if (counted) counters.onSendFailed(namespace.name, key);
         throw err;
       }
+    },
+    sent() {
+      return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
     },
     async close() {
       const all = [...producers.values()];

@@ -16,7 +16,8 @@ import { restoreStageStoreIfBehind, type StageCheckpointing } from '../stream/st
 import { checkStageShape } from '../stream/stageShape.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
 import { askStageQuery } from '../stream/queryFailure.js';
-import type { AskRetryOptions } from './askWithRetry.js';
+import { askWithRetry, type AskRetryOptions } from './askWithRetry.js';
+import type { StreamFlowReport } from '../stream/flowReport.js';
 import { stopWhenFenced } from './fencedSupervision.js';
 import { spawningSupervisor, type SpawningSupervisorMessage } from './spawningSupervisor.js';
 import { DEFAULT_STAGE_SUPERVISION, type TopologyStartOptions } from './running.js';
@@ -109,6 +110,12 @@ export interface PartitionHost<S extends Record<string, StageTypes>> {
    *   (not tried again; the partition keeps running); the last try's error after the retries
    */
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']>;
+  /**
+   * What a partition running here committed to send and applied (`readStreamFlow` of its
+   * store), read between its batches: what `ClusterClient.quiescence` collects.
+   * @throws as `ask` (ActorStoppedError when the partition does not run here)
+   */
+  flow(stage: keyof S & string, partition: number, options?: AskRetryOptions): Promise<StreamFlowReport>;
   /** Stops every partition and the console. Idempotent. */
   stop(): Promise<void>;
 }
@@ -249,12 +256,20 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
   }
 
   ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: AskRetryOptions): Promise<S[N]['answer']> {
-    const ref = () => {
+    return askStageQuery(this.#ref(stage, partition), request, this.system.clock, options) as Promise<S[N]['answer']>;
+  }
+
+  flow(stage: keyof S & string, partition: number, options?: AskRetryOptions): Promise<StreamFlowReport> {
+    return askWithRetry(this.#ref(stage, partition), { type: 'flow' }, this.system.clock, options) as Promise<StreamFlowReport>;
+  }
+
+  /** The ref getter of a partition running here, for the asks' retries. */
+  #ref(stage: string, partition: number): () => ActorRef<StageMessage, unknown> {
+    return () => {
       const entry = this.#running.get(`${stage}/${partition}`);
       if (!entry) throw terminalError(new ActorStoppedError(`partition ${partition} of stage ${stage} does not run in this process`));
       return entry.ref;
     };
-    return askStageQuery(ref, request, this.system.clock, options) as Promise<S[N]['answer']>;
   }
 
   stop(): Promise<void> {

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { JobStalledError } from '../src/index.js';
+import { withClusterRun } from './kit/clusterRun.js';
+import { skipWithoutRedis } from './kit/cluster.js';
+
+/**
+ * `ClusterClient.quiescence` (docs/cluster.md, "Quiescence across the cluster"): the two-stage
+ * click counter (count: 6 partitions, totals: 2) on worker processes over Redis Streams, the
+ * clicks sent from the test process by an external producer. Quiet means done: right after it
+ * resolves, every partition answers the exact counts, with no wait for backlogs (the tests used
+ * to poll `clusterStatus` until every backlog was 0, which says nothing of the second stage's
+ * outbox rows waiting for a checkpoint). And a stream that cannot be applied stalls it with the
+ * stream named. Lease 3000 ms, as the other cluster tests.
+ */
+const LEASE_MS = 3000;
+
+type Pairs = Array<[string, number]>;
+const sum = (answers: unknown[]) => {
+  const m = new Map<string, number>();
+  for (const a of answers as Pairs[]) for (const [h, n] of a) m.set(h, (m.get(h) ?? 0) + n);
+  return new Map([...m].sort());
+};
+
+test('quiescence across three workers: once it resolves, both stages hold the exact counts; a stream nobody can apply stalls it by name', { timeout: 240_000 }, async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withClusterRun(t, LEASE_MS, {}, async (run) => {
+    const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
+    await run.balancedOn(workers);
+    const client = await run.client();
+    await run.send(400);
+    const sent = run.sent();
+    assert.ok(sent.length > 1 && sent.every((s) => s.topic.startsWith('clicks/') && s.next > 0), `the producer reports what it sent per topic: ${JSON.stringify(sent)}`);
+    const quiet = await client.quiescence({ external: sent, timeoutMs: 120_000 });
+    assert.ok(quiet.collections >= 2, 'two identical collections at least');
+    assert.equal(quiet.reports.length, 8, 'one report per partition of both stages');
+    // At once, no backlog polling: every click counted in both stages.
+    assert.deepEqual(sum(await client.askAll('count', 'hosts')), new Map([...run.truth].sort()), 'count: exact right after quiescence');
+    assert.deepEqual(sum(await client.askAll('totals', 'hosts')), new Map([...run.truth].sort()), 'totals: exact right after quiescence (the second hop applied too)');
+    // Again after more input: it waits for the new clicks.
+    await run.send(200);
+    await client.quiescence({ external: run.sent(), timeoutMs: 120_000 });
+    assert.deepEqual(sum(await client.askAll('totals', 'hosts')), new Map([...run.truth].sort()), 'totals: exact after the second burst');
+    // A stream its receiver never applies (a producer that claims five clicks it never sent).
+    await assert.rejects(client.quiescence({ external: [...run.sent(), { producer: 'ghost-src', topic: 'clicks/0', next: 5 }], timeoutMs: 2_000 }), (err: unknown) => {
+      assert.ok(err instanceof JobStalledError, String(err));
+      assert.match((err as Error).message, /streams not quiet after 2000 ms: 1 unapplied \(ghost-src -> clicks\/0: sent 4, applied -1\)/);
+      return true;
+    });
+    await run.stopAll();
+    await run.verify();
+  });
+});

@@ -3,8 +3,9 @@ import type { Redis } from 'ioredis';
 import type { Subscription } from 'rxjs';
 import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, JobStalledError, RemoteAskError, isShardflowError } from '../errors.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
-import type { Broker, BrokerMessage, Consumer, Producer } from '../runtime/brokers/broker.js';
-import { producerId } from '../runtime/ids.js';
+import type { Broker, BrokerMessage, Consumer, DeadLetter, Producer } from '../runtime/brokers/broker.js';
+import { partitionId, producerId } from '../runtime/ids.js';
+import { topic } from '../runtime/topics.js';
 import { keyPartitioner } from '../runtime/partitioner.js';
 import { ASK_REPLY_SLOTS, ASK_REPLY_SUBSCRIPTION, askReplyCodec, askRequestCodec, askTopic, replyTopic, STAGE_FLOW_REQUEST, type AskReply } from './askWire.js';
 import { unappliedStreams, waitStreamsQuiet, type FlowCollection, type QuietReport, type SentStream, type StreamFlowReport, type StreamReceiver } from '../runtime/stream/flowReport.js';
@@ -118,6 +119,15 @@ export interface ClusterClient {
    *   web index has its own, `waitClusterQuiet`); the abort reason; as `ask`
    */
   quiescence(options?: ClusterQuiescenceOptions): Promise<QuietReport>;
+  /**
+   * The messages `stage` dead-lettered over all its partitions, with their reasons, oldest
+   * first per partition, as `running.deadLetters(stage)` in one process: read from the
+   * broker (the dead-letter topic of the stage's subscription on each input topic), so it
+   * needs no worker and counts what every owner, past or present, dead-lettered.
+   * @throws InvalidArgumentError before any worker joined, or for a stage the cluster does not
+   *   have; the broker's errors
+   */
+  deadLetters(stage: string): Promise<DeadLetter[]>;
   /** The cluster's status (`clusterStatus`), with this client's broker for the backlogs. */
   status(): Promise<ClusterStatus>;
   /**
@@ -284,6 +294,14 @@ class RemoteAskClient implements ClusterClient {
       return { reports, busy };
     };
     return waitStreamsQuiet(collect, { receiver: (topic) => consumers(topic)[0], external, pollMs: options.pollMs ?? 100, timeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
+  }
+
+  async deadLetters(stage: string): Promise<DeadLetter[]> {
+    const s = (await this.#readStages(true))?.find((x) => x.name === stage);
+    if (!this.#stages) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no recorded stages yet (no worker joined): deadLetters cannot tell the partitions of ${stage}`);
+    if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${this.#stages.map((x) => x.name).join(', ')})`);
+    const lists = await Promise.all(Array.from({ length: s.partitions }, (_, p) => this.options.broker.deadLetters(topic(s.namespace, partitionId(p)), s.subscription ?? s.name)));
+    return lists.flat();
   }
 
   status(): Promise<ClusterStatus> {

@@ -83,3 +83,30 @@ test('applied marks keep at most PREVIOUS_EPOCHS_KEPT earlier epochs; an epoch n
     cleanup();
   }
 });
+
+test('an external producer (no @ in its name) is never given the redelivery verdict for an older epoch: its epoch file may have been lost, so it is dead-lettered, not dropped', async () => {
+  // Found by a new user: a client whose producer epoch file was lost started again at epoch 1,
+  // and its 300 sentences were taken for redelivered copies and dropped in silence.
+  const { dir, cleanup } = tempDir();
+  const store = await Store.open({ path: join(dir, 'store'), columnFamilies: families });
+  try {
+    const marks = new StreamMarks(store, 'split', { meta: 'meta' });
+    const ext = producerId('sentence-src');
+    const s = epochSequence;
+    for (const seqs of [[s(1, 0), s(1, 1), s(1, 2)], [s(2, 0)]]) {
+      const batch = store.batch();
+      for (const seq of seqs) {
+        assert.equal((await marks.classify(ext, seq)).kind, 'new');
+        marks.record(batch, ext, seq);
+      }
+      await store.write(batch);
+    }
+    const again = await marks.classify(ext, s(1, 0)); // epoch 1 again: a lost epoch file, or a copy
+    assert.equal(again.kind, 'conflict');
+    assert.match(again.kind === 'conflict' ? again.reason : '', /producer sentence-src epoch 1 \(sequence 0\) is older than its epoch 2 already applied by split, .*epoch file lost or copied \(<dataDir>\/producers\/sentence-src\.epoch/);
+    assert.equal((await marks.classify(ext, s(2, 0))).kind, 'applied', 'a copy of the current epoch is a redelivery as before');
+  } finally {
+    await store.close();
+    cleanup();
+  }
+});

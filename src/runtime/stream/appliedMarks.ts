@@ -4,6 +4,17 @@ import type { ProducerId, Sequence } from '../ids.js';
 import { sequenceEpoch } from './producerEpoch.js';
 import { StreamColumnFamilies, type StreamColumnFamilyNames } from './reserved.js';
 
+/**
+ * Whether `producer` is a partition's outbox, named `<owner>@<partition>` (stageActor.ts,
+ * actors/partition/streams.ts), whose epoch is the partition's owner epoch: given by a lease,
+ * never given twice. An external producer's name has no `@` (`PRODUCER_NAME`) and its epoch
+ * comes from a file under its data dir, which a lost or copied data dir gives again: a
+ * message of an older epoch of such a producer is never taken for a redelivered copy.
+ */
+function epochFromLease(producer: string): boolean {
+  return producer.includes('@');
+}
+
 /** What `StreamMarks.classify` says of a delivered message. */
 export type MarkVerdict =
   | { readonly kind: 'new' }
@@ -33,10 +44,12 @@ export const PREVIOUS_EPOCHS_KEPT = 8;
  * leaves is kept too (`applied-epochs 0x00 <consumer> 0x00 <producer>`: int64 LE each, the
  * newest first, at most PREVIOUS_EPOCHS_KEPT), in the same batch. A message of an older
  * epoch than the mark's is then a redelivered copy (`applied`) when its sequence is at most
- * the last one applied of its epoch: per-producer order puts every message of that epoch the
- * receiver applied before the first of the next. Above it, or of an epoch no longer kept, it
- * is a `conflict`: a write of an incarnation that went on sending after a newer one had
- * taken over (fenced off), which is dead-lettered with its reason, never applied.
+ * the last one applied of its epoch and the producer is a partition's outbox (its epochs come
+ * from leases: `epochFromLease`): per-producer order puts every message of that epoch the
+ * receiver applied before the first of the next. Above it, of an epoch no longer kept, or of
+ * an external producer (whose epoch file may have been lost, so that an older epoch may be
+ * new data), it is a `conflict`: dead-lettered with its reason, never applied, never dropped
+ * in silence.
  *
  * Requires per-producer order on a topic, which every broker gives (broker.ts). One writer
  * per `consumer` name and store: the cache is valid only for the incarnation that owns it
@@ -98,15 +111,18 @@ export class StreamMarks {
     }
     if (epoch >= markEpoch) return APPLIED;
     const last = (await this.previousEpochs(producer)).find((s) => sequenceEpoch(s) === epoch);
-    if (last !== undefined && seq <= last) return APPLIED;
+    const leased = epochFromLease(producer);
+    if (leased && last !== undefined && seq <= last) return APPLIED;
     const n = seq - epoch * 2 ** 32;
     return {
       kind: 'conflict',
       reason:
         `producer ${producer} epoch ${epoch} (sequence ${n}) is older than its epoch ${markEpoch} already applied by ${this.consumer}, ` +
-        (last !== undefined
-          ? `and was sent after the last message of epoch ${epoch} applied before it (sequence ${last - epoch * 2 ** 32}): a fenced-off older incarnation went on sending (two processes sending under one producer name?)`
-          : 'a fenced-off older incarnation of the producer (two processes sending under one producer name?)'),
+        (!leased
+          ? `a fenced-off older incarnation of the producer (two processes sending under one producer name?), a producer started again with its epoch file lost or copied (<dataDir>/producers/${producer}.epoch: it gave an epoch already used), or a message of an earlier incarnation delivered again after a newer one's was applied`
+          : last !== undefined
+            ? `and was sent after the last message of epoch ${epoch} applied before it (sequence ${last - epoch * 2 ** 32}): a fenced-off older incarnation went on sending (two processes sending under one producer name?)`
+            : 'a fenced-off older incarnation of the producer (two processes sending under one producer name?)'),
     };
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  InvalidArgumentError, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
+  DataDirError, InvalidArgumentError, MemoryBroker, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
 } from '../src/index.js';
 import { tempDir } from './kit/datasets.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
@@ -71,6 +71,30 @@ test('a worker refuses another topology, and a partition store of another shape 
     await worker.stop();
     await broker.close();
     await deleteKeys(brokerPrefix, keyPrefix);
+    cleanup();
+  }
+});
+
+test('a topology partition started by an earlier owner, with no store in this data dir and no checkpoints, is refused with the reason instead of starting empty', async () => {
+  // Found by a new user: workers with their own data dirs and no --checkpoints; the partitions
+  // the leader moved to a joining worker started from empty stores, and the counts came out
+  // short with no error (only the web index refused this).
+  const { dir, cleanup } = tempDir('sf-cluster-started-before-');
+  const broker = new MemoryBroker();
+  const { topology } = clusterClickTopology();
+  const host = await startPartitionHost(topology, { broker, dataDir: dir, logger: quiet });
+  try {
+    const moved = { epoch: 2, check() {}, startedBefore: true };
+    await assert.rejects(host.startPartition('count', 1, moved), (err: unknown) => err instanceof DataDirError && /partition 1 of stage count was started by an earlier owner \(this ownership is epoch 2\) but its store .*count\/p1 is not in this worker's data dir: its state is in another machine's data dir \(give the workers a checkpoint store, --checkpoints/.test((err as Error).message));
+    assert.deepEqual(host.partitions(), [], 'nothing started');
+    // A first start, or a store that is here, starts as before.
+    await host.startPartition('count', 1, { epoch: 1, check() {}, startedBefore: false });
+    await host.stopPartition('count', 1);
+    await host.startPartition('count', 1, moved);
+    assert.deepEqual(host.partitions().map((p) => `${p.stage}/${p.partition}`), ['count/1']);
+  } finally {
+    await host.stop();
+    await broker.close();
     cleanup();
   }
 });

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { ActorStoppedError, InvalidArgumentError, terminalError } from '../../errors.js';
+import { existsSync } from 'node:fs';
+import { ActorStoppedError, DataDirError, InvalidArgumentError, terminalError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
 import type { ActorRef } from '../actor/ref.js';
@@ -220,6 +221,19 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
       ? await restoreStageStoreIfBehind(checkpointing, stage, p, storePath, (path) => Store.open({ path, columnFamilies, resources: this.#resources, createIfMissing: false }))
       : undefined;
     fence?.check();
+    // Without checkpoints, a unit an earlier ownership started holds state in that owner's
+    // store, and its input was acked as it was applied. With no store of it here (another
+    // machine's data dir, or a wiped one) it would start from nothing and every count after
+    // would be wrong in silence: refuse, with the reason (the worker reports the unit failed),
+    // as the web index's partitions do. (With checkpoints, a unit with no checkpoint yet acked
+    // and published nothing, since both wait for a checkpoint: the broker delivers all its
+    // input again to an empty store.)
+    if (!checkpointing && fence?.startedBefore === true && !existsSync(storePath)) {
+      throw new DataDirError(
+        `partition ${p} of stage ${stage} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir: ` +
+          "its state is in another machine's data dir (give the workers a checkpoint store, --checkpoints, to move it; or run them on one data dir), or the data dir was wiped",
+      );
+    }
     const store = await Store.open({ path: storePath, columnFamilies, resources: this.#resources });
     try {
       await checkStageShape(store, stageShape(stage, s.def, p));

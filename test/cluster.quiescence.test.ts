@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JobStalledError, partitionId, producerId } from '../src/index.js';
+import { InvalidArgumentError, JobStalledError, partitionId, producerId } from '../src/index.js';
 import { sequence } from '../src/runtime/ids.js';
 import { topic } from '../src/runtime/brokers/index.js';
 import { withClusterRun } from './kit/clusterRun.js';
@@ -61,6 +61,17 @@ test('quiescence across three workers: once it resolves, both stages hold the ex
       assert.match((err as Error).message, /streams not quiet after 2000 ms: 1 unapplied \(ghost-src -> clicks\/0: sent 4, applied -1\)/);
       return true;
     });
+    // External streams no stage receives would be left out of the wait: refused by name (found
+    // by a new user, whose typo made quiescence a no-op).
+    for (const [bad, why] of [
+      [[{ producer: 'x', topic: 'nosuch/0', next: 1 }], /no stage consumes namespace nosuch \(stages: count <- clicks, totals <- host-deltas\)/],
+      [[{ producer: 'x', topic: 'clicks/99', next: 1 }], /namespace clicks has 6 partitions/],
+      [[{ producer: 'x', topic: '[object Object]', next: 1 }], /its topic is not <namespace>\/<partition>/],
+      [[{ foo: 1 }], /no producer name/],
+      [42, /must be an iterable/],
+    ] as const) {
+      await assert.rejects(client.quiescence({ external: bad as never, timeoutMs: 5_000 }), (err: unknown) => err instanceof InvalidArgumentError && why.test((err as Error).message), JSON.stringify(bad));
+    }
     await run.stopAll();
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Subscription } from 'rxjs';
-import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, JobStalledError, RemoteAskError, isShardflowError } from '../errors.js';
+import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker, BrokerMessage, Consumer, DeadLetter, Producer } from '../runtime/brokers/broker.js';
 import { partitionId, producerId } from '../runtime/ids.js';
@@ -18,8 +18,8 @@ import type { ClusterStage } from './units.js';
 
 /** Default wait of a remote ask for its answer: 10 minutes (an application's ask may wait on a barrier that long). */
 export const DEFAULT_REMOTE_ASK_TIMEOUT_MS = 10 * 60_000;
-/** How long past its deadline a quiescence waits for the flow reports of a collection begun before it, ms. */
-const QUIESCENCE_ASK_GRACE_MS = 10_000;
+/** The least a quiescence's collection waits for each flow report, ms: its end may pass `timeoutMs` by that much. */
+const QUIESCENCE_LAST_ASK_MS = 1000;
 /** Longest `timeoutMs` (setTimeout's bound, about 24.8 days). */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -113,8 +113,11 @@ export interface ClusterClient {
    * checkpoint reports what its store holds. A unit with no owner yet holds the collection
    * until one starts. Dead-lettered messages count as applied (their marks move past them).
    * @returns what the last collection saw
-   * @throws JobStalledError after `timeoutMs`, naming the streams not applied (producer, topic,
-   *   sent, applied), or the partition that did not report (unowned, or its owner busy); InvalidArgumentError before any worker joined, or for a bad timeoutMs;
+   * @throws JobStalledError after `timeoutMs` (up to a second more: the last collection's
+   *   asks), naming the streams not applied (producer, topic,
+   *   sent, applied) and the partitions that did not report (unowned, or their owner stopped);
+   *   InvalidArgumentError for an `external` stream that is malformed or that no stage
+   *   receives (it would be left out of the wait); InvalidArgumentError before any worker joined, or for a bad timeoutMs;
    *   RemoteAskError from an application whose partitions do not answer the flow request (the
    *   web index has its own, `waitClusterQuiet`); the abort reason; as `ask`
    */
@@ -172,6 +175,34 @@ interface Waiting {
   readonly resolve: (answer: unknown) => void;
   readonly reject: (err: unknown) => void;
   readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * The `external` streams of a quiescence, checked: each names a producer, a topic
+ * `<namespace>/<p>` that some stage of the cluster consumes (p within its partitions) and a
+ * next sequence >= 0. A stream nobody receives would be left out of the wait in silence.
+ * @throws InvalidArgumentError naming the first bad one
+ */
+function checkExternal(external: Iterable<SentStream> | undefined, stages: readonly ClusterStage[], cluster: string): SentStream[] {
+  if (external === undefined) return [];
+  if (typeof (external as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== 'function') throw new InvalidArgumentError(`quiescence: external must be an iterable of { producer, topic, next } (TopologyProducer.sent()), got ${typeof external}`);
+  const out: SentStream[] = [];
+  for (const e of external) {
+    const x = (e ?? {}) as Partial<SentStream>;
+    const slash = typeof x.topic === 'string' ? x.topic.lastIndexOf('/') : -1;
+    const ns = slash > 0 ? x.topic!.slice(0, slash) : undefined;
+    const p = slash > 0 ? Number(x.topic!.slice(slash + 1)) : NaN;
+    const consumed = stages.filter((st) => st.namespace === ns);
+    const why = typeof x.producer !== 'string' || x.producer.length === 0 ? 'no producer name'
+      : !Number.isSafeInteger(x.next) || x.next! < 0 ? 'next is not an integer >= 0'
+        : ns === undefined || !/^\d+$/.test(x.topic!.slice(slash + 1)) ? 'its topic is not <namespace>/<partition>'
+          : consumed.length === 0 ? `no stage consumes namespace ${ns} (stages: ${stages.map((st) => `${st.name} <- ${st.namespace}`).join(', ')})`
+            : consumed.every((st) => p >= st.partitions) ? `namespace ${ns} has ${consumed[0]!.partitions} partitions`
+              : undefined;
+    if (why !== undefined) throw new InvalidArgumentError(`quiescence of cluster ${cluster}: external stream ${JSON.stringify(e)?.slice(0, 200)}: ${why}`);
+    out.push({ producer: x.producer!, topic: x.topic!, next: x.next! });
+  }
+  return out;
 }
 
 class RemoteAskClient implements ClusterClient {
@@ -275,17 +306,20 @@ class RemoteAskClient implements ClusterClient {
       const p = Number(topic.slice(slash + 1));
       return stages.filter((st) => st.namespace === ns && p < st.partitions).map((st) => ({ report: offsets.get(st.name)! + p, consumer: st.name }));
     };
-    const external = [...(options.external ?? [])];
+    const external = checkExternal(options.external, stages, this.keys.clusterName);
     const collect = async (): Promise<FlowCollection> => {
-      // What is left of timeoutMs, and a grace for a collection begun just before the deadline
-      // (waitStreamsQuiet then throws naming what is unapplied).
-      const askMs = Math.max(1, Math.min(MAX_TIMEOUT_MS, deadline - Date.now() + QUIESCENCE_ASK_GRACE_MS));
+      // A partition that does not answer within what is left of timeoutMs (at least
+      // QUIESCENCE_LAST_ASK_MS, so that a collection begun just before the deadline still
+      // reads the partitions that do answer) has no report: its streams count as unapplied,
+      // and it is named as busy (unowned, or its owner stopped).
+      const askMs = Math.max(Math.min(QUIESCENCE_LAST_ASK_MS, timeoutMs), Math.min(MAX_TIMEOUT_MS, deadline - Date.now()));
+      const busy: string[] = [];
       const reports = (await Promise.all(stages.flatMap((st) => Array.from({ length: st.partitions }, (_, p) => this.ask(st.name, p, STAGE_FLOW_REQUEST, { timeoutMs: askMs }).catch((err: unknown) => {
         if (!(err instanceof AskTimeoutError)) throw err;
-        throw new JobStalledError(`cluster ${this.keys.clusterName} not quiet after ${timeoutMs} ms: ${st.name}/${p} did not report its flow (${err.message})`);
-      }))))) as StreamFlowReport[];
+        busy.push(`${st.name}/${p} did not report its flow within ${askMs} ms (no owner, or its owner stopped)`);
+        return undefined;
+      }))))) as Array<StreamFlowReport | undefined>;
       // The first consumer of each topic is waitStreamsQuiet's; the others (a namespace several stages consume) are checked here.
-      const busy: string[] = [];
       for (let k = 1; stages.some((st) => stages.filter((o) => o.namespace === st.namespace).length > k); k++) {
         for (const u of unappliedStreams(reports, { receiver: (topic) => consumers(topic)[k], external })) {
           busy.push(`${u.producer ?? '(unknown producer)'} -> ${u.topic} (stage ${u.receiver.consumer}): sent ${u.sent}, applied ${u.applied}`);

@@ -2,6 +2,7 @@ import { InvalidArgumentError, JobStalledError } from '../../errors.js';
 import { decodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
 import { systemClock, type Clock } from '../clock.js';
+import { sequenceEpoch } from './producerEpoch.js';
 import { StreamColumnFamilies, type StreamColumnFamilyNames } from './reserved.js';
 
 /**
@@ -155,6 +156,12 @@ export function sameStreamFlow(a: readonly (StreamFlowReport | undefined)[], b: 
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+/** A sequence for a message: as is, with its epoch and number when it has an epoch (`epoch * 2^32 + n`, producerEpoch.ts). */
+function readableSequence(seq: number): string {
+  const epoch = seq >= 0 ? sequenceEpoch(seq) : 0;
+  return epoch > 0 ? `${seq} (epoch ${epoch} #${seq - epoch * 2 ** 32})` : String(seq);
+}
+
 /** Options of {@link waitStreamsQuiet}. */
 export interface WaitQuietOptions extends UnappliedOptions {
   /** Ms between collections. Default 50. */
@@ -224,7 +231,7 @@ export async function waitStreamsQuiet(collect: () => Promise<readonly (StreamFl
     if (settled && previous && sameStreamFlow(previous, reports)) return { collections, reports };
     previous = settled ? reports : undefined;
     if (clock.now() >= deadline) {
-      const shown = unapplied.slice(0, 5).map((u) => `${u.producer ?? '(unknown producer)'} -> ${u.topic}: sent ${u.sent}, applied ${u.applied}`);
+      const shown = unapplied.slice(0, 5).map((u) => `${u.producer ?? '(unknown producer)'} -> ${u.topic}: sent ${readableSequence(u.sent)}, applied ${readableSequence(u.applied)}`);
       const held = busy.length ? `; busy: ${busy.slice(0, 5).join('; ')}${busy.length > 5 ? ` and ${busy.length - 5} more` : ''}` : '';
       throw new JobStalledError(`streams not quiet after ${options.timeoutMs ?? 600_000} ms: ${unapplied.length} unapplied${shown.length ? ` (${shown.join('; ')})` : unapplied.length || busy.length ? '' : ', reports still changing'}${held}`);
     }

@@ -56,7 +56,7 @@ for (const target of targets) {
     it('a tail put of a fenced writer lists no manifests; a put without the option, a whole put and a put after another writer list them', { timeout: 60_000 }, async () => {
       const { objects, lists } = countingLists(target.open());
       const checkpoints = new IncrementalCheckpointStore(objects);
-      const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies, walCompression: true });
+      const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies });
       try {
         for (let b = 0; b < 50; b++) await writeWalBatch(store, b);
         const whole = await checkpoints.put('k', store, 1, { fencedWriter: true });
@@ -72,7 +72,7 @@ for (const target of targets) {
         // The record is this process's: a put of another checkpoint store object (another
         // process) is not known to it, and a fenced tail put does not see it.
         const other = new IncrementalCheckpointStore(objects);
-        const copy = await Store.open({ path: fresh('other-db'), columnFamilies: walColumnFamilies, walCompression: true });
+        const copy = await Store.open({ path: fresh('other-db'), columnFamilies: walColumnFamilies });
         try {
           for (let b = 0; b < 5; b++) await writeWalBatch(copy, b);
           await other.put('k', copy, 2 ** 32); // the next owner's first put (its epoch's sequences)

@@ -67,7 +67,7 @@ for (const target of targets) {
     it('tail puts pack their log bytes into their manifests; restores are exact; a missing holder or a damaged byte is refused with the reason', { timeout: 60_000 }, async () => {
       const { objects, cleanup } = target.open();
       const checkpoints = new IncrementalCheckpointStore(objects);
-      const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies, walCompression: true });
+      const store = await Store.open({ path: fresh('db'), columnFamilies: walColumnFamilies });
       try {
         for (let b = 0; b < 40; b++) await writeWalBatch(store, b);
         assert.equal((await checkpoints.put('k', store, 1)).walTail, false);

@@ -3,7 +3,10 @@
 #include <napi.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
+
+#include <rocksdb/version.h>
 
 #include "addon.h"
 #include "objects/iterator.h"
@@ -62,6 +65,12 @@ Napi::Value GatherKeys(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// The version of the RocksDB this addon was compiled against ("major.minor.patch", from
+// rocksdb/version.h): what the TypeScript side checks features against (StoreOptions.walCompression).
+Napi::Value RocksdbVersion(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." + std::to_string(ROCKSDB_PATCH));
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -89,6 +98,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("evaluateMerge", Napi::Function::New(env, EvaluateMerge, "evaluateMerge"));
   exports.Set("gatherKeys", Napi::Function::New(env, GatherKeys, "gatherKeys"));
   exports.Set("isKnownMergeOperator", Napi::Function::New(env, KnownMergeOperator, "isKnownMergeOperator"));
+  exports.Set("rocksdbVersion", Napi::Function::New(env, RocksdbVersion, "rocksdbVersion"));
   return exports;
 }
 

@@ -4,7 +4,7 @@
  * `openCheckpointStore(url)` gives one for `file:///DIR` or `s3://BUCKET/PREFIX`;
  * docs/checkpoints.md describes the layout and the guarantees.
  */
-import type { Store } from '../storage/store.js';
+import { walCompressionSupported, type Store } from '../storage/store.js';
 import type { CheckpointManifest } from './manifest.js';
 
 export type { CheckpointChunk, CheckpointFile, CheckpointManifest } from './manifest.js';
@@ -69,12 +69,15 @@ export const DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS = 60;
 /**
  * The `StoreOptions` of a store checkpointed by WAL tail puts: obsolete logs archived for
  * DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, and the log compressed with ZSTD
- * (`StoreOptions.walCompression`), since a tail put stores the log's new bytes as they are.
+ * (`StoreOptions.walCompression`, since a tail put stores the log's new bytes as they are)
+ * where the linked RocksDB reads compressed logs back correctly (`walCompressionSupported()`:
+ * 8.0 or later; not Debian's 7.8.3, whose reader misreads large compressed records). Read when
+ * spread: `{ ...CHECKPOINTED_STORE_OPTIONS }`.
  */
-export const CHECKPOINTED_STORE_OPTIONS: Readonly<{ walArchiveSeconds: number; walCompression: boolean }> = Object.freeze({
-  walArchiveSeconds: DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS,
-  walCompression: true,
-});
+export const CHECKPOINTED_STORE_OPTIONS: Readonly<{ walArchiveSeconds: number; walCompression: boolean }> = Object.freeze(Object.defineProperties({} as { walArchiveSeconds: number; walCompression: boolean }, {
+  walArchiveSeconds: { value: DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, enumerable: true },
+  walCompression: { get: () => walCompressionSupported(), enumerable: true },
+}));
 
 /** A checkpoint directory already made (by `Store.checkpoint(dir)`), uploaded as it is and left in place. */
 export interface CheckpointDirectory {

@@ -7,7 +7,7 @@
  *
  * @module shardflow/storage
  */
-export { Store } from './store.js';
+export { Store, rocksdbVersion, walCompressionSupported } from './store.js';
 export { mkdirs, mkdirsSync, writableDirectory } from './mkdirs.js';
 export type { ColumnFamilyOptions, StoreOptions, StoreCheckpointOptions, WriteOptions, ReadOptions } from './store.js';
 export type { Key, PackedKeys } from './key.js';

@@ -125,6 +125,8 @@ export interface NativeAddon {
   Resources: new (memoryBudgetBytes: number) => NativeResources;
   setErrorClasses(classes: Record<string, unknown>): void;
   isKnownMergeOperator(name: string): boolean;
+  /** The RocksDB version the addon was compiled against, `major.minor.patch`. */
+  rocksdbVersion(): string;
   /** bytes[starts[i], ends[i]) for every i, copied one after another. */
   gatherKeys(bytes: Uint8Array, starts: Uint32Array, ends: Uint32Array): Buffer;
   /**

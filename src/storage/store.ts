@@ -71,7 +71,11 @@ export interface StoreOptions {
    * compressor over the log's records, so later records are compressed against earlier ones).
    * For a store whose log is shipped: a WAL tail put stores the log's new bytes
    * (docs/checkpoints.md, "WAL tail puts"). A compressed log is read back by any open of the
-   * store, with or without this option. Default false.
+   * store, with or without this option. Default false. Needs RocksDB 8.0 or later
+   * (`walCompressionSupported()`): the log reader of earlier versions misreads a compressed
+   * record that spans three or more 32 KiB blocks when two of its fragments sit at the same
+   * offset of their blocks (facebook/rocksdb#11198, fixed in 8.0), and the store then cannot
+   * be opened again ("Corruption: bad WriteBatch Put"; found in a restored checkpoint).
    */
   walCompression?: boolean;
   /**
@@ -149,6 +153,9 @@ export class Store {
    */
   static async open(options: StoreOptions): Promise<Store> {
     const addon = nativeAddon();
+    if (options.walCompression === true && !walCompressionSupported()) {
+      throw new InvalidArgumentError(`walCompression needs RocksDB 8.0 or later; this build links RocksDB ${addon.rocksdbVersion()}, whose log reader misreads a compressed record spanning three or more 32 KiB blocks (facebook/rocksdb#11198): the store could not be opened again`);
+    }
     const columnFamilies = toNativeColumnFamilies(options, addon.isKnownMergeOperator);
     const createIfMissing = options.createIfMissing ?? true;
     if (createIfMissing) await mkdirs(options.path);
@@ -459,4 +466,19 @@ function toNativeColumnFamilies(options: StoreOptions, isKnown: (name: string) =
     }
     return out;
   });
+}
+
+/** The RocksDB version the native addon links, `major.minor.patch` (e.g. `7.8.3`, Debian's `librocksdb-dev`). */
+export function rocksdbVersion(): string {
+  return nativeAddon().rocksdbVersion();
+}
+
+/**
+ * Whether `StoreOptions.walCompression` can be used: RocksDB 8.0 or later, whose log reader
+ * reads every compressed record back (facebook/rocksdb#11198 fixed its streaming uncompression
+ * of fragments at the same block offset).
+ */
+export function walCompressionSupported(): boolean {
+  const major = Number(rocksdbVersion().split('.')[0]);
+  return major >= 8;
 }

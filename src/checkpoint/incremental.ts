@@ -10,6 +10,8 @@ import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRaw } from 'node:zlib';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../errors.js';
 import { Store } from '../storage/store.js';
 import { DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, defaultWalTailBytes } from './checkpointStore.js';
@@ -44,9 +46,15 @@ import {
   type CheckpointChunk,
   type CheckpointFile,
   type CheckpointManifest,
+  type PackedEncoding,
 } from './manifest.js';
 import type { CheckpointObjects } from './objects.js';
 import { mkdirs } from '../storage/mkdirs.js';
+
+const deflateRawAsync = promisify(deflateRaw);
+const inflateRawAsync = promisify(inflateRaw);
+/** Packed bytes from which a tail put deflates them (below, the request costs more than the bytes). */
+const PACKED_DEFLATE_MIN_BYTES = 4096;
 
 /** Files stored or fetched at once. */
 const TRANSFER_CONCURRENCY = 4;
@@ -644,7 +652,18 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
-    const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest, payload.length > 0 ? payload : undefined) };
+    // The packed bytes deflated (level 1, on the libuv pool: off the main thread) when that
+    // saves at least a tenth: a log is mostly keys and values written again and again.
+    let storedPayload: Buffer[] | undefined = payload.length > 0 ? payload : undefined;
+    let packing: { encoding: PackedEncoding; rawBytes: number } | undefined;
+    if (storedPayload && packedBytes >= PACKED_DEFLATE_MIN_BYTES) {
+      const deflated = await deflateRawAsync(Buffer.concat(storedPayload), { level: 1 });
+      if (deflated.length <= packedBytes * 0.9) {
+        storedPayload = [deflated];
+        packing = { encoding: 'deflate-raw', rawBytes: packedBytes };
+      }
+    }
+    const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest, storedPayload, packing) };
     if ((this.hold || options.onProgress) && objects.length > 0) {
       // A progress observer (who may abort the put after a file) and the manifest-hold test
       // hook see each chunk stored before the manifest is written: two steps.
@@ -672,7 +691,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     this.#walChains.set(source, chain);
     const limit = options.walTailBytes ?? defaultWalTailBytes(source);
     if (!this.#materializations.has(source) && chain.logged >= (chain.rebaseAt ?? limit * REBASE_SHARE)) this.#startMaterialization(key, source, chain, options, limit);
-    const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0) + packedBytes;
+    const uploadedBytes = objects.reduce((n, o) => n + o.data.length, 0) + (storedPayload?.reduce((n, b) => n + b.length, 0) ?? 0);
     return {
       manifest,
       files: files.length,
@@ -774,7 +793,19 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   #payload(key: string, sequence: number, payloads: Map<number, Promise<Buffer | undefined>>): Promise<Buffer | undefined> {
     let p = payloads.get(sequence);
     if (!p) {
-      p = this.objects.getBytes(manifestName(key, sequence)).then((bytes) => (bytes === undefined ? undefined : decodeManifestAndPayload(key, sequence, bytes).payload));
+      p = this.objects.getBytes(manifestName(key, sequence)).then(async (bytes) => {
+        if (bytes === undefined) return undefined;
+        const { payload, encoding, rawBytes } = decodeManifestAndPayload(key, sequence, bytes);
+        if (encoding === 'raw') return payload;
+        let raw: Buffer;
+        try {
+          raw = await inflateRawAsync(payload);
+        } catch (err) {
+          throw new CheckpointDamagedError(`checkpoint ${key}@${sequence} in ${this.url} is damaged: its packed chunks do not inflate (${(err as Error).message})`, key, sequence);
+        }
+        if (raw.length !== rawBytes) throw new CheckpointDamagedError(`checkpoint ${key}@${sequence} in ${this.url} is damaged: its packed chunks inflate to ${raw.length} bytes, the manifest says ${rawBytes}`, key, sequence);
+        return raw;
+      });
       payloads.set(sequence, p);
     }
     return p;

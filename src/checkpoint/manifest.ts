@@ -30,7 +30,9 @@
  * bytes in its manifest object, after the JSON and one newline (0x0A, which JSON text never holds
  * unescaped), so that the put is one request instead of a chunk and then a manifest ("Packed
  * chunks", docs/checkpoints.md); the next puts of the chain name those bytes in that manifest.
- * Such a manifest records its payload's size as `packedBytes`; a manifest with a packed chunk or
+ * Such a manifest records its payload's size as `packedBytes`; a payload stored compressed
+ * (`packedEncoding: "deflate-raw"`, RFC 1951) also records its size once inflated as
+ * `packedRawBytes`, the bytes its chunks' offsets count. A manifest with a packed chunk or
  * a payload has format `shardflow-checkpoint/4`. A manifest that holds a packed chunk of a kept
  * one is kept with it (`collect`), but is no longer a checkpoint to restore (its other files may
  * be gone).
@@ -167,13 +169,18 @@ export function sequenceOfManifest(key: string, name: string): number | undefine
 /** True for a valid file name in a checkpoint (a plain name, no path). */
 export const isCheckpointFileName = (name: string): boolean => FILE_NAME.test(name);
 
+/** How a manifest's payload of packed chunks is stored: as is, or compressed (RFC 1951 raw deflate). */
+export type PackedEncoding = 'raw' | 'deflate-raw';
+
 /**
  * The bytes of manifest `m`: its JSON, then, with `payload` (packed chunks), a newline and the
  * payload's bytes.
+ * @param packing with a compressed payload: its encoding and its size once inflated, bytes
  */
-export function encodeManifest(m: CheckpointManifest, payload?: readonly Uint8Array[]): Buffer {
+export function encodeManifest(m: CheckpointManifest, payload?: readonly Uint8Array[], packing?: { readonly encoding: PackedEncoding; readonly rawBytes: number }): Buffer {
   const packed = payload !== undefined || m.files.some((f) => f.chunks?.some((c) => c.in !== undefined));
   const packedBytes = payload?.reduce((n, p) => n + p.length, 0);
+  const encoded = payload !== undefined && packing !== undefined && packing.encoding !== 'raw' ? { packedEncoding: packing.encoding, packedRawBytes: packing.rawBytes } : {};
   const json = Buffer.from(JSON.stringify({
     format: packed ? MANIFEST_FORMAT_PACKED : m.files.some((f) => f.link) ? MANIFEST_FORMAT_LINKED : m.files.some((f) => f.chunks) ? MANIFEST_FORMAT_CHUNKED : MANIFEST_FORMAT,
     key: m.key,
@@ -184,6 +191,7 @@ export function encodeManifest(m: CheckpointManifest, payload?: readonly Uint8Ar
       : { name: f.name, bytes: f.bytes, sha256: f.sha256 })),
     metadata: Buffer.from(m.metadata).toString('base64'),
     ...(packedBytes !== undefined ? { packedBytes } : {}),
+    ...encoded,
   }));
   return payload === undefined ? json : Buffer.concat([json, NEWLINE, ...payload]);
 }
@@ -200,19 +208,25 @@ export function decodeManifest(key: string, sequence: number, bytes: Uint8Array)
 
 /**
  * Like `decodeManifest`, with the payload of packed chunks the object holds after its JSON
- * (empty when none).
+ * (empty when none), as stored: `encoding` says how, `rawBytes` its size once decoded (the
+ * bytes the chunks' offsets count).
  * @throws CheckpointDamagedError as `decodeManifest`, and when the payload's size is not the
  *   manifest's `packedBytes`, or a packed chunk of this manifest lies outside it
  */
-export function decodeManifestAndPayload(key: string, sequence: number, bytes: Uint8Array): { manifest: CheckpointManifest; payload: Buffer } {
+export function decodeManifestAndPayload(key: string, sequence: number, bytes: Uint8Array): { manifest: CheckpointManifest; payload: Buffer; encoding: PackedEncoding; rawBytes: number } {
   const all = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = all.indexOf(0x0a);
   const payload = end < 0 ? Buffer.alloc(0) : all.subarray(end + 1);
-  return { manifest: decodeJson(key, sequence, end < 0 ? all : all.subarray(0, end), end < 0 ? undefined : payload.length), payload };
+  const packing: { encoding: PackedEncoding; rawBytes: number } = { encoding: 'raw', rawBytes: payload.length };
+  const manifest = decodeJson(key, sequence, end < 0 ? all : all.subarray(0, end), end < 0 ? undefined : payload.length, packing);
+  return { manifest, payload, ...packing };
 }
 
-/** The JSON part of a manifest; `payloadBytes`: the size of the payload after it, if any. */
-function decodeJson(key: string, sequence: number, bytes: Buffer, payloadBytes: number | undefined): CheckpointManifest {
+/**
+ * The JSON part of a manifest; `payloadBytes`: the size of the payload after it, if any.
+ * @param packing set to the payload's encoding and decoded size
+ */
+function decodeJson(key: string, sequence: number, bytes: Buffer, payloadBytes: number | undefined, packing: { encoding: PackedEncoding; rawBytes: number } = { encoding: 'raw', rawBytes: payloadBytes ?? 0 }): CheckpointManifest {
   const damaged = (why: string): never => {
     throw new CheckpointDamagedError(`checkpoint ${key}@${sequence}: the manifest is damaged: ${why}`, key, sequence);
   };
@@ -226,6 +240,13 @@ function decodeJson(key: string, sequence: number, bytes: Buffer, payloadBytes: 
   const o = raw as Record<string, unknown>;
   if (!FORMATS.includes(o.format as string)) return damaged(`format ${JSON.stringify(o.format)}, expected one of ${FORMATS.join(', ')}`);
   if ((payloadBytes ?? 0) !== (o.packedBytes ?? 0) || (payloadBytes !== undefined && o.format !== MANIFEST_FORMAT_PACKED)) return damaged(`it holds ${payloadBytes ?? 0} bytes of packed chunks, its JSON says ${JSON.stringify(o.packedBytes ?? 0)} (format ${String(o.format)})`);
+  if (o.packedEncoding !== undefined) {
+    if (o.packedEncoding !== 'deflate-raw' || !Number.isSafeInteger(o.packedRawBytes) || (o.packedRawBytes as number) < 0) return damaged(`bad packed payload encoding ${JSON.stringify(o.packedEncoding)} (${JSON.stringify(o.packedRawBytes)} bytes)`);
+    packing.encoding = 'deflate-raw';
+    packing.rawBytes = o.packedRawBytes as number;
+  } else {
+    packing.rawBytes = payloadBytes ?? 0;
+  }
   if (o.key !== key || o.sequence !== sequence) return damaged(`it names ${JSON.stringify(o.key)}@${String(o.sequence)}`);
   if (typeof o.createdAt !== 'string') return damaged('no createdAt');
   if (typeof o.metadata !== 'string') return damaged('no metadata');
@@ -258,7 +279,7 @@ function decodeJson(key: string, sequence: number, bytes: Buffer, payloadBytes: 
       }
       // Packed: in a manifest up to this one, inside this one's payload if it is this one's.
       const inOk = o.format === MANIFEST_FORMAT_PACKED && Number.isSafeInteger(k.in) && (k.in as number) >= 0 && (k.in as number) <= sequence && Number.isSafeInteger(k.at) && (k.at as number) >= 0;
-      if (!inOk || (k.in === sequence && (k.at as number) + (k.bytes as number) > (payloadBytes ?? 0))) return damaged(`bad packed chunk of ${e.name}: in ${JSON.stringify(k.in)} at ${JSON.stringify(k.at)}`);
+      if (!inOk || (k.in === sequence && (k.at as number) + (k.bytes as number) > packing.rawBytes)) return damaged(`bad packed chunk of ${e.name}: in ${JSON.stringify(k.in)} at ${JSON.stringify(k.at)}`);
       chunks.push({ bytes: k.bytes as number, sha256: k.sha256, in: k.in as number, at: k.at as number });
     }
     if (sum !== e.bytes) return damaged(`the chunks of ${e.name} hold ${sum} bytes, the file ${String(e.bytes)}`);

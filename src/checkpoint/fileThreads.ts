@@ -54,6 +54,8 @@ export interface LogTailRead {
   readonly data: Buffer;
   readonly sha256: string;
   readonly linked: boolean;
+  /** `data` deflated (RFC 1951 raw, level 1), when asked for (`deflateFrom`) and read (not linked). */
+  readonly deflated?: Buffer;
 }
 
 /** Where {@link FileThreads.readLogTail} hard-links the logs it reads: `dir/<prefix><log name>`. */
@@ -79,6 +81,7 @@ function threadMain(): void {
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
   const crypto = require('node:crypto') as typeof import('node:crypto');
+  const zlib = require('node:zlib') as typeof import('node:zlib');
   const syncDir = (dir: string) => {
     let fd: number | undefined;
     try {
@@ -219,7 +222,7 @@ function threadMain(): void {
       }
       return { value: out };
     },
-    readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number; link?: { dir: string; prefix: string } }) {
+    readLogTail(a: { dir: string; pattern: string; first: string; from: number; budget: number; link?: { dir: string; prefix: string }; deflateFrom?: number }) {
       const pattern = new RegExp(a.pattern);
       const number = (name: string) => Number(pattern.exec(name)![1]);
       const firstNumber = number(a.first);
@@ -239,7 +242,7 @@ function threadMain(): void {
       }
       const logs = [...where.keys()].sort((x, y) => number(x) - number(y));
       if (logs[0] !== a.first) return { value: { status: 'gone' } };
-      const reads: Array<{ name: string; from: number; bytes: number; data: Buffer; sha256: string; linked: boolean }> = [];
+      const reads: Array<{ name: string; from: number; bytes: number; data: Buffer; sha256: string; linked: boolean; deflated?: Buffer }> = [];
       let added = 0;
       // Linking: errors that say this filesystem cannot (another filesystem, no hard links);
       // the logs are then read and copied as without a link.
@@ -318,13 +321,16 @@ function threadMain(): void {
             if (n === 0) throw new Error(`${name} ended at ${from + done} bytes, expected ${size}`);
             done += n;
           }
-          reads.push({ name, from, bytes: data.length, data, sha256: data.length > 0 ? crypto.createHash('sha256').update(data).digest('hex') : '', linked: false });
+          // Deflated here too (level 1), on this thread: the libuv pool, where zlib's async
+          // calls run, is busy with RocksDB's writes and reads during a metric round.
+          const deflated = a.deflateFrom !== undefined && data.length >= a.deflateFrom ? zlib.deflateRawSync(data, { level: 1 }) : undefined;
+          reads.push({ name, from, bytes: data.length, data, sha256: data.length > 0 ? crypto.createHash('sha256').update(data).digest('hex') : '', linked: false, ...(deflated ? { deflated } : {}) });
         } finally {
           fs.closeSync(fd);
         }
       }
       if (linkedAny) syncDir(a.link!.dir); // the new links' names
-      return { value: { status: 'ok', reads, added }, transfer: reads.filter((r) => !r.linked).map((r) => r.data.buffer as ArrayBuffer) };
+      return { value: { status: 'ok', reads, added }, transfer: reads.filter((r) => !r.linked).flatMap((r) => [r.data.buffer as ArrayBuffer, ...(r.deflated ? [r.deflated.buffer as ArrayBuffer] : [])]) };
     },
   };
   parentPort!.on('message', (m: { id: number; op: string; args: unknown }) => {
@@ -455,10 +461,13 @@ export class FileThreads {
    *   an existing link is kept when it is the same file): the bytes are then hashed and the log
    *   synced up to its end. Where the filesystem refuses (EXDEV and the like), that log and the
    *   next are read as without a link.
+   * @param deflateFrom deflate each read (not linked) of at least this many bytes too (`LogTailRead.deflated`)
    */
-  readLogTail(dir: string, pattern: RegExp, first: string, from: number, budget: number, link?: LogLink): Promise<LogTailResult> {
-    return this.#run<LogTailResult>('readLogTail', { dir, pattern: pattern.source, first, from, budget, ...(link ? { link } : {}) }).then((r) =>
-      r.status === 'ok' ? { ...r, reads: r.reads.map((x) => ({ ...x, data: Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength) })) } : r,
+  readLogTail(dir: string, pattern: RegExp, first: string, from: number, budget: number, link?: LogLink, deflateFrom?: number): Promise<LogTailResult> {
+    return this.#run<LogTailResult>('readLogTail', { dir, pattern: pattern.source, first, from, budget, ...(link ? { link } : {}), ...(deflateFrom !== undefined ? { deflateFrom } : {}) }).then((r) =>
+      r.status === 'ok'
+        ? { ...r, reads: r.reads.map((x) => ({ ...x, data: Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength), ...(x.deflated ? { deflated: Buffer.from(x.deflated.buffer, x.deflated.byteOffset, x.deflated.byteLength) } : {}) })) }
+        : r,
     );
   }
 }

@@ -569,7 +569,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   #readWalTail(source: Store, chain: WalChain, options: CheckpointPutOptions): Promise<LogTailResult> | undefined {
     const limit = options.walTailBytes ?? defaultWalTailBytes(source);
     if (limit <= 0 || chain.chunks.length >= MAX_WAL_CHUNKS) return undefined;
-    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit * WAL_TAIL_OVERSHOOT - chain.logged, this.#logLink(chain.key, source));
+    // A put that packs its chunks (no observer, no test hook) has them deflated on the file thread as they are read.
+    const deflateFrom = this.hold || options.onProgress ? undefined : PACKED_DEFLATE_MIN_BYTES;
+    return fileThreads().readLogTail(source.path, WAL_FILE, chain.wal, chain.walBytes, limit * WAL_TAIL_OVERSHOOT - chain.logged, this.#logLink(chain.key, source), deflateFrom);
   }
 
   /**
@@ -624,6 +626,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const byName = new Map(chain.files.map((f) => [f.name, f]));
     const objects: Array<{ name: string; data: Buffer; label: string }> = [];
     const payload: Buffer[] = [];
+    const deflatedParts: Array<Buffer | undefined> = [];
     let packedBytes = 0;
     let last: { name: string; bytes: number; chunks: CheckpointChunk[]; link?: string } = { name: chain.wal, bytes: chain.walBytes, chunks: chain.chunks, ...(chain.link ? { link: chain.link } : {}) };
     const linkId = this.#linkIds.get(source);
@@ -638,6 +641,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         if (!r.linked && pack && stored.get(name) !== r.bytes) {
           chunks = [...chunks, { bytes: r.bytes, sha256, in: sequence, at: packedBytes }];
           payload.push(r.data);
+          deflatedParts.push(r.deflated);
           packedBytes += r.bytes;
         } else {
           chunks = [...chunks, { bytes: r.bytes, sha256 }];
@@ -652,12 +656,14 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const files = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const bytes = files.reduce((s, f) => s + f.bytes, 0);
     const manifest: CheckpointManifest = { key, sequence, createdAt: new Date().toISOString(), files, bytes, metadata: options.metadata ?? new Uint8Array(0) };
-    // The packed bytes deflated (level 1, on the libuv pool: off the main thread) when that
-    // saves at least a tenth: a log is mostly keys and values written again and again.
+    // The packed bytes deflated (level 1) when that saves at least a tenth: a log is mostly
+    // keys and values written again and again. One log's bytes were deflated by the file
+    // thread that read them; the bytes of several logs (a switch between two puts) are
+    // deflated together on the libuv pool. Off the main thread either way.
     let storedPayload: Buffer[] | undefined = payload.length > 0 ? payload : undefined;
     let packing: { encoding: PackedEncoding; rawBytes: number } | undefined;
     if (storedPayload && packedBytes >= PACKED_DEFLATE_MIN_BYTES) {
-      const deflated = await deflateRawAsync(Buffer.concat(storedPayload), { level: 1 });
+      const deflated = payload.length === 1 && deflatedParts[0] ? deflatedParts[0] : await deflateRawAsync(Buffer.concat(storedPayload), { level: 1 });
       if (deflated.length <= packedBytes * 0.9) {
         storedPayload = [deflated];
         packing = { encoding: 'deflate-raw', rawBytes: packedBytes };

@@ -150,6 +150,8 @@ export class Store {
    * @throws UnknownMergeOperatorError before touching the disk when a merge operator name is unknown
    * @throws MergeOperatorMismatchError when a column family was created with another operator
    * @throws StoreBusyError when another handle holds the database
+   * @throws InvalidArgumentError before touching the disk for `walCompression` where the linked
+   *   RocksDB cannot read compressed logs back (`walCompressionSupported()`)
    */
   static async open(options: StoreOptions): Promise<Store> {
     const addon = nativeAddon();

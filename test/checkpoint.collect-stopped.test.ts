@@ -95,6 +95,7 @@ test('a partition checkpointer stops its collect when a checkpoint is asked for:
     latest: (...a) => real.latest(...a),
     list: (...a) => real.list(...a),
     restore: (...a) => real.restore(...a),
+    warm: (...a) => real.warm(...a),
     remove: (...a) => real.remove(...a),
     close: () => real.close(),
     collect: (key: string, keep: number, options?: { signal?: AbortSignal }) => {

@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { CheckpointDamagedError, CheckpointNotFoundError, InvalidArgumentError } from '../src/errors.js';
 import { decodeFloat64s, encodeFloat64s, float64Add } from '../src/operators/mergeOperators.js';
-import { openCheckpointStore, Store, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
+import { CheckpointFileCache, openCheckpointStore, Store, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
 import { repoRoot } from './kit/datasets.js';
 import { rawS3Client, s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 
@@ -441,6 +441,48 @@ for (const impl of [directory, s3]) {
       assert.ok(kept > 0, 'the earlier SST files are in the next checkpoint');
       assert.ok(next.uploadedFiles <= next.files - kept, `the earlier SST files are not stored again (${next.uploadedFiles} of ${next.files} stored, ${kept} earlier SSTs)`);
       await withRestored(checkpoints, key, 4, async (copy) => assert.deepEqual(await contents(copy), await contents(store)));
+      await store.close();
+    });
+
+    it('warm fetches a checkpoint\'s contents into a cache once; a restore takes them from it, exact; retain keeps only what is named; a damaged cached file is fetched again', async () => {
+      const key = newKey();
+      const cache = new CheckpointFileCache(fresh('cache'));
+      assert.equal(await checkpoints.warm(key, cache), undefined, 'no checkpoint, nothing to warm');
+      const store = await Store.open({ path: fresh('db'), columnFamilies });
+      await writePages(store, 0, 400, 'a');
+      await checkpoints.put(key, store, 1);
+      const first = (await checkpoints.warm(key, cache))!;
+      const ssts = first.manifest.files.filter((f) => f.name.endsWith('.sst'));
+      assert.ok(ssts.length > 0 && first.fetchedFiles === first.files && first.files >= ssts.length, `the first warm fetches every content (${first.fetchedFiles} of ${first.files}, ${ssts.length} SSTs)`);
+      assert.equal((await checkpoints.warm(key, cache))!.fetchedFiles, 0, 'a second warm of the same checkpoint fetches nothing');
+
+      await writePages(store, 400, 300, 'b');
+      for (let i = 0; i < 50; i++) await store.put('pages', `tail-${i}`, Buffer.from(`in the log ${i}`)); // in the WAL only
+      await checkpoints.put(key, store, 2);
+      const second = (await checkpoints.warm(key, cache))!;
+      assert.equal(second.manifest.sequence, 2);
+      const kept = second.manifest.files.filter((f) => first.contents.has(f.sha256)).length;
+      assert.ok(kept > 0 && second.fetchedFiles <= second.files - kept, `only what checkpoint 2 added is fetched (${second.fetchedFiles} of ${second.files}; ${kept} cached before)`);
+
+      const dir = fresh('restored');
+      const restored = await checkpoints.restore(key, dir, { cache });
+      assert.equal(restored.cachedFiles, second.files, 'every content the warm fetched is taken from the cache');
+      assert.equal(restored.cachedBytes, second.bytes);
+      const copy = await Store.open({ path: dir, columnFamilies });
+      assert.deepEqual(await contents(copy), await contents(store));
+      await copy.close();
+
+      // A cached file of another size is not used (removed, fetched again by the restore).
+      const anSst = second.manifest.files.find((f) => f.name.endsWith('.sst'))!;
+      await writeFile(cache.pathOf(anSst.sha256), 'truncated');
+      const again = await checkpoints.restore(key, fresh('restored'), { cache });
+      assert.equal(again.cachedFiles, second.files - 1);
+      assert.equal(await cache.bytesOf(anSst.sha256), undefined);
+
+      const retained = await cache.retain(second.contents);
+      assert.equal(retained.files, second.files - 1);
+      assert.ok(retained.removedFiles >= first.files - kept, `the contents only checkpoint 1 had are removed (${retained.removedFiles})`);
+      assert.equal((await cache.retain(new Set())).files, 0);
       await store.close();
     });
 

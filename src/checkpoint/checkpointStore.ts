@@ -5,6 +5,7 @@
  * docs/checkpoints.md describes the layout and the guarantees.
  */
 import { walCompressionSupported, type Store } from '../storage/store.js';
+import type { CheckpointFileCache } from './fileCache.js';
 import type { CheckpointManifest } from './manifest.js';
 
 export type { CheckpointChunk, CheckpointFile, CheckpointManifest } from './manifest.js';
@@ -174,6 +175,32 @@ export interface CheckpointRestoreReport {
   readonly directory: string;
   readonly bytes: number;
   readonly seconds: number;
+  /** Files (whole, or WAL chunks) and bytes taken from `options.cache` instead of fetched (0 without one). */
+  readonly cachedFiles: number;
+  readonly cachedBytes: number;
+}
+
+/** Options of `CheckpointStore.restore`. */
+export interface CheckpointRestoreOptions {
+  /** The checkpoint to restore (default: the newest). */
+  readonly sequence?: number;
+  /** Content to take instead of fetching it, when there (a warm standby's, `warm`). */
+  readonly cache?: CheckpointFileCache;
+}
+
+/** What one `warm` did. Seconds are wall-clock. */
+export interface CheckpointWarmReport {
+  /** The checkpoint warmed: the key's newest. */
+  readonly manifest: CheckpointManifest;
+  /** Contents (whole SST and blob files, WAL chunks) and bytes the checkpoint's restore would take from the cache now. */
+  readonly files: number;
+  readonly bytes: number;
+  /** Of them, fetched by this call (the others were cached already). */
+  readonly fetchedFiles: number;
+  readonly fetchedBytes: number;
+  readonly seconds: number;
+  /** The SHA-256s of the checkpoint's cached contents (what `CheckpointFileCache.retain` should keep for it). */
+  readonly contents: ReadonlySet<string>;
 }
 
 /** Options of `CheckpointStore.collect`. */
@@ -242,7 +269,19 @@ export interface CheckpointStore {
    *   CheckpointDamagedError when a file is missing or of another size or SHA-256;
    *   InvalidArgumentError when `dir` exists
    */
-  restore(key: string, dir: string, options?: { readonly sequence?: number }): Promise<CheckpointRestoreReport>;
+  restore(key: string, dir: string, options?: CheckpointRestoreOptions): Promise<CheckpointRestoreReport>;
+  /**
+   * Fetches into `cache` the contents of `key`'s newest checkpoint that a restore could take
+   * from it and it lacks: its immutable files (SST, blob) whole and its WAL files' chunks (a
+   * linked log, a directory store's, is left out). Each is checked against its size and
+   * SHA-256 as a restore checks it. A warm standby calls it as checkpoints are made, so that
+   * its restore fetches only what the latest checkpoints added (docs/checkpoints.md, "Warm
+   * standbys").
+   * @returns undefined when `key` has no checkpoint
+   * @throws CheckpointDamagedError when a content is missing or different (nothing of it cached);
+   *   the store's and the filesystem's errors
+   */
+  warm(key: string, cache: CheckpointFileCache): Promise<CheckpointWarmReport | undefined>;
   /**
    * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests
    * (but those holding packed chunks that a kept manifest names, `CheckpointChunk.in`), then

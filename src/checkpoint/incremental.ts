@@ -22,9 +22,12 @@ import type {
   CheckpointManifestHold,
   CheckpointPutOptions,
   CheckpointPutReport,
+  CheckpointRestoreOptions,
   CheckpointRestoreReport,
   CheckpointStore,
+  CheckpointWarmReport,
 } from './checkpointStore.js';
+import type { CheckpointFileCache } from './fileCache.js';
 import { fileThreads, type LogLink, type LogTailResult } from './fileThreads.js';
 import { forEachLimit } from './limit.js';
 import {
@@ -763,7 +766,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     return out;
   }
 
-  async restore(key: string, dir: string, options: { readonly sequence?: number } = {}): Promise<CheckpointRestoreReport> {
+  async restore(key: string, dir: string, options: CheckpointRestoreOptions = {}): Promise<CheckpointRestoreReport> {
     checkKey(key);
     if (options.sequence !== undefined) checkSequence(options.sequence);
     const t0 = performance.now();
@@ -781,15 +784,85 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     if (exists) throw new InvalidArgumentError(`restore of ${key}@${manifest.sequence}: ${dir} exists; restore into a new directory`);
     const tmp = `${dir}.restoring-${randomBytes(4).toString('hex')}`;
     await mkdirs(tmp);
+    const cached = { files: 0, bytes: 0 };
     try {
       const payloads = new Map<number, Promise<Buffer | undefined>>();
-      await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name), payloads));
+      await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name), payloads, options.cache, cached));
       await rename(tmp, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }
-    return { manifest, directory: dir, bytes: manifest.bytes, seconds: (performance.now() - t0) / 1000 };
+    return { manifest, directory: dir, bytes: manifest.bytes, seconds: (performance.now() - t0) / 1000, cachedFiles: cached.files, cachedBytes: cached.bytes };
+  }
+
+  async warm(key: string, cache: CheckpointFileCache): Promise<CheckpointWarmReport | undefined> {
+    checkKey(key);
+    const t0 = performance.now();
+    const manifest = await this.latest(key);
+    if (!manifest) return undefined;
+    const payloads = new Map<number, Promise<Buffer | undefined>>();
+    const contents = new Set<string>();
+    let files = 0;
+    let bytes = 0;
+    let fetchedFiles = 0;
+    let fetchedBytes = 0;
+    // Whole immutable files, and each chunk of a chunked file (not a linked log's).
+    const wanted: Array<{ sha256: string; bytes: number; file?: CheckpointFile; chunk?: CheckpointChunk; of?: CheckpointFile; index?: number }> = [];
+    for (const f of manifest.files) {
+      if (f.link) continue;
+      if (f.chunks) f.chunks.forEach((c, index) => wanted.push({ sha256: c.sha256, bytes: c.bytes, chunk: c, of: f, index }));
+      else if (IMMUTABLE_FILE.test(f.name)) wanted.push({ sha256: f.sha256, bytes: f.bytes, file: f });
+    }
+    await forEachLimit(wanted, TRANSFER_CONCURRENCY, async (w) => {
+      if (contents.has(w.sha256)) return;
+      contents.add(w.sha256);
+      files++;
+      bytes += w.bytes;
+      if ((await cache.bytesOf(w.sha256)) === w.bytes) return;
+      if (w.file) {
+        const tmp = cache.tempPath();
+        await mkdirs(cache.dir);
+        try {
+          await this.#fetch(manifest, w.file, tmp, payloads);
+          await cache.add(w.sha256, { from: tmp });
+        } finally {
+          await rm(tmp, { force: true });
+        }
+      } else {
+        await cache.add(w.sha256, { bytes: await this.#chunkBytes(manifest, w.of!, w.index!, payloads) });
+      }
+      fetchedFiles++;
+      fetchedBytes += w.bytes;
+    });
+    return { manifest, files, bytes, fetchedFiles, fetchedBytes, seconds: (performance.now() - t0) / 1000, contents };
+  }
+
+  /**
+   * The bytes of chunk `index` of file `f` of `m` (packed in a manifest or stored apart),
+   * checked against its size and SHA-256.
+   * @throws CheckpointDamagedError when it is missing or different
+   */
+  async #chunkBytes(m: CheckpointManifest, f: CheckpointFile, index: number, payloads: Map<number, Promise<Buffer | undefined>>): Promise<Buffer> {
+    const part = f.chunks![index]!;
+    const what = `chunk ${index + 1} of ${f.chunks!.length}`;
+    const damaged = (why: string): CheckpointDamagedError =>
+      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${what} ${why}`, m.key, m.sequence, f.name);
+    let data: Buffer | undefined;
+    if (part.in !== undefined) {
+      const payload = await this.#payload(m.key, part.in, payloads);
+      if (!payload) throw damaged(`is missing: manifest ${part.in}, which packs it, is gone`);
+      const at = part.at ?? 0;
+      if (at + part.bytes > payload.length) throw damaged(`is missing: the payload holds ${payload.length} bytes, the chunk ends at ${at + part.bytes}`);
+      data = payload.subarray(at, at + part.bytes);
+    } else {
+      data = await this.objects.getBytes(fileObjectName(m.key, part.sha256));
+      if (!data) throw damaged(`is missing (object ${fileObjectName(m.key, part.sha256)})`);
+    }
+    if (data.length !== part.bytes) throw damaged(`has ${data.length} bytes, the manifest says ${part.bytes}`);
+    const sha = createHash('sha256').update(data).digest('hex');
+    if (sha !== part.sha256) throw damaged(`has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+    return data;
   }
 
   /**
@@ -819,17 +892,32 @@ export class IncrementalCheckpointStore implements CheckpointStore {
 
   /**
    * Writes file `f` of `m` to `target`, counting and hashing what arrives; refuses a mismatch.
+   * Content in `cache` is taken from it (a whole immutable file linked, a chunk read) and
+   * counted in `cached`.
    * @param payloads the payloads of packed chunks fetched so far by this restore (`#payload`)
    */
-  async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string, payloads: Map<number, Promise<Buffer | undefined>>): Promise<void> {
+  async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string, payloads: Map<number, Promise<Buffer | undefined>>, cache?: CheckpointFileCache, cached?: { files: number; bytes: number }): Promise<void> {
     const damaged = (why: string): CheckpointDamagedError =>
       new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
     if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
+    if (cache && cached && !f.chunks && IMMUTABLE_FILE.test(f.name) && (await cache.linkTo(f.sha256, f.bytes, target))) {
+      cached.files++;
+      cached.bytes += f.bytes;
+      return;
+    }
     const hash = createHash('sha256');
     let bytes = 0;
     const parts = f.chunks ?? [{ bytes: f.bytes, sha256: f.sha256 }];
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
+      const fromCache = cache && cached && f.chunks ? await cache.read(part.sha256, part.bytes) : undefined;
+      if (fromCache) {
+        await writeFile(target, fromCache, { flag: i === 0 ? 'wx' : 'a' });
+        bytes += fromCache.length;
+        cached!.files++;
+        cached!.bytes += fromCache.length;
+        continue;
+      }
       if (part.in !== undefined) {
         // Packed in a manifest's payload (this one's or an earlier put's of the chain).
         const what = `chunk ${i + 1} of ${parts.length} (packed in manifest ${part.in})`;

@@ -1,0 +1,143 @@
+/**
+ * A local folder of checkpoint content kept by SHA-256, which a restore takes instead of
+ * fetching it: a warm standby's (docs/checkpoints.md, "Warm standbys").
+ */
+import { randomBytes } from 'node:crypto';
+import { copyFile, link, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { mkdirs } from '../storage/mkdirs.js';
+
+const SHA256_NAME = /^[0-9a-f]{64}$/;
+const TEMP_PREFIX = '.tmp-';
+
+/** What `CheckpointFileCache.retain` removed. */
+export interface CheckpointCacheRetainReport {
+  readonly removedFiles: number;
+  readonly removedBytes: number;
+  /** Files and bytes left. */
+  readonly files: number;
+  readonly bytes: number;
+}
+
+/**
+ * Checkpoint content (whole SST and blob files, WAL chunks) on local disk, one file per
+ * content named by its SHA-256 (64 hex digits). Only content checked against its digest on
+ * the way in (`IncrementalCheckpointStore.warm` fetches and checks it as a restore does) is
+ * added, by a rename from a temporary sibling, so a process killed while adding leaves only a
+ * temporary file, which `retain` removes. A restore takes a whole file by a hard link (a copy
+ * across filesystems), a chunk by reading it; it checks the size, not the digest again (RocksDB
+ * checks its blocks' checksums when it reads them).
+ *
+ * The model: Kafka Streams' standby replicas (`num.standby.replicas`), which keep a task's
+ * state warm on another instance so that a fail-over replays only the tail (KIP-441); here
+ * the state is the latest checkpoint's files, fetched as checkpoints are made.
+ */
+export class CheckpointFileCache {
+  /** @param dir the cache's folder (made when the first content is added) */
+  constructor(readonly dir: string) {}
+
+  /** Where content `sha256` is (or would be). */
+  pathOf(sha256: string): string {
+    return path.join(this.dir, sha256);
+  }
+
+  /** Bytes of content `sha256` when cached, else undefined. */
+  async bytesOf(sha256: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.pathOf(sha256))).size;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Adds content that was checked against `sha256`: `bytes`, or the file at `from` (moved in).
+   * @throws the filesystem's errors
+   */
+  async add(sha256: string, content: { readonly bytes: Uint8Array } | { readonly from: string }): Promise<void> {
+    await mkdirs(this.dir);
+    const target = this.pathOf(sha256);
+    if ('from' in content) {
+      await rename(content.from, target);
+      return;
+    }
+    const tmp = this.tempPath();
+    await writeFile(tmp, content.bytes);
+    await rename(tmp, target);
+  }
+
+  /** A fresh temporary name in the cache's folder (for content being fetched; `retain` removes leftovers). */
+  tempPath(): string {
+    return path.join(this.dir, `${TEMP_PREFIX}${randomBytes(6).toString('hex')}`);
+  }
+
+  /**
+   * Makes `target` (which must not exist) hold content `sha256` of `bytes` bytes: a hard link,
+   * or a copy when the cache is on another filesystem.
+   * @returns false when the content is not cached (or has another size: then it is removed)
+   */
+  async linkTo(sha256: string, bytes: number, target: string): Promise<boolean> {
+    const source = this.pathOf(sha256);
+    if ((await this.bytesOf(sha256)) !== bytes) {
+      await rm(source, { force: true });
+      return false;
+    }
+    try {
+      await link(source, target);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return false; // removed by a retain meanwhile
+      if (code !== 'EXDEV' && code !== 'EPERM') throw err;
+      await copyFile(source, target);
+    }
+    return true;
+  }
+
+  /** Content `sha256` when cached with `bytes` bytes, else undefined. */
+  async read(sha256: string, bytes: number): Promise<Buffer | undefined> {
+    try {
+      const data = await readFile(this.pathOf(sha256));
+      return data.length === bytes ? data : undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Removes every cached content not in `keep` (SHA-256s), and leftover temporary files not
+   * touched for a minute (a fetch in flight writes its own).
+   */
+  async retain(keep: ReadonlySet<string>): Promise<CheckpointCacheRetainReport> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { removedFiles: 0, removedBytes: 0, files: 0, bytes: 0 };
+      throw err;
+    }
+    let removedFiles = 0;
+    let removedBytes = 0;
+    let files = 0;
+    let bytes = 0;
+    const now = Date.now();
+    for (const name of names) {
+      const p = path.join(this.dir, name);
+      const st = await stat(p).catch(() => undefined);
+      if (!st) continue;
+      const stale = name.startsWith(TEMP_PREFIX) ? now - st.mtimeMs > 60_000 : !SHA256_NAME.test(name) || !keep.has(name);
+      if (!stale) {
+        if (!name.startsWith(TEMP_PREFIX)) {
+          files++;
+          bytes += st.size;
+        }
+        continue;
+      }
+      await rm(p, { force: true, recursive: true });
+      removedFiles++;
+      removedBytes += st.size;
+    }
+    return { removedFiles, removedBytes, files, bytes };
+  }
+}

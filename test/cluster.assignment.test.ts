@@ -94,3 +94,37 @@ test('bad input is refused with a clear error', () => {
   assert.throws(() => assignPartitions({ units: U, workers: workers('a', 'a'), current: new Map(), maxMoves: 1 }), /given twice/);
   assert.throws(() => assignPartitions({ units: U, workers: [{ id: 'a', maxPartitions: 1.5 }], current: new Map(), maxMoves: 1 }), /maxPartitions/);
 });
+
+test('standbys: each unit gets standbyReplicas other workers, spread; kept while live and not the owner; a dead owner\'s units go to their standbys within one unit of the balance', () => {
+  const W = workers('a', 'b', 'c', 'd');
+  const first = assignPartitions({ units: U, workers: W, current: new Map(), maxMoves: 0, standbyReplicas: 1 });
+  assert.equal(first.standbys.size, U.length);
+  for (const [u, ids] of first.standbys) {
+    assert.equal(ids.length, 1);
+    assert.notEqual(ids[0], first.assignment.get(u), `${u}: its standby is not its owner`);
+  }
+  const held = new Map<string, number>();
+  for (const ids of first.standbys.values()) for (const id of ids) held.set(id, (held.get(id) ?? 0) + 1);
+  assert.deepEqual([...held.values()].sort(), [2, 2, 2, 2], 'standbys spread over the workers');
+  const again = assignPartitions({ units: U, workers: W, current: first.assignment, maxMoves: 2, standbyReplicas: 1, standbys: first.standbys });
+  assert.deepEqual(again.standbys, first.standbys, 'a settled assignment keeps its standbys');
+
+  // Worker a dies: each of its units goes to its standby when that stays within one unit of the balance.
+  const lost = [...first.assignment].filter(([, w]) => w === 'a').map(([u]) => u);
+  const after = assignPartitions({ units: U, workers: W.filter((w) => w.id !== 'a'), current: first.assignment, maxMoves: 2, standbyReplicas: 1, standbys: first.standbys });
+  assert.deepEqual(after.placed.sort(), [...lost].sort());
+  assert.deepEqual(after.placedOnStandby.sort(), [...lost].sort(), 'both of a\'s units went to their standbys');
+  for (const u of lost) assert.equal(after.assignment.get(u), first.standbys.get(u)![0]);
+  assert.ok(spread(after) <= 1);
+  for (const [u, ids] of after.standbys) {
+    assert.ok(!ids.includes('a') && !ids.includes(after.assignment.get(u)!), `${u}: standbys ${ids.join(',')} are live and not its owner`);
+    assert.equal(ids.length, 1);
+  }
+
+  // Two standbys each, on three workers: every other worker; never more than exist.
+  const two = assignPartitions({ units: U, workers: workers('a', 'b', 'c'), current: new Map(), maxMoves: 0, standbyReplicas: 2 });
+  for (const [u, ids] of two.standbys) assert.deepEqual([...ids, two.assignment.get(u)].sort(), ['a', 'b', 'c']);
+  const alone = assignPartitions({ units: U, workers: workers('a'), current: new Map(), maxMoves: 0, standbyReplicas: 1 });
+  assert.equal(alone.standbys.size, 0, 'a single worker has no one to stand by');
+  assert.throws(() => assignPartitions({ units: U, workers: W, current: new Map(), maxMoves: 0, standbyReplicas: -1 }), InvalidArgumentError);
+});

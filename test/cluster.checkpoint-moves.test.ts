@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ClusterRun, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
+import { ClusterRun, until, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
 import { skipWithoutPulsar } from './kit/brokers.js';
 
@@ -87,6 +87,46 @@ test('SIGKILL of a worker mid-stream: the next owners restore its partitions\' l
     assert.ok(restored.length > 0, `the next owners restored the killed worker's checkpoints (lost ${lost.join(', ')}; restored ${JSON.stringify(restored)})`);
     for (const r of restored) t.diagnostic(`crash move of ${r.unit}: restored checkpoint ${r.sequence} in ${r.seconds.toFixed(3)} s (${r.reason})`);
     await run.send(500);
+    await run.quiet(live);
+    await run.stopAll();
+    await run.verify();
+  });
+});
+
+test('warm standbys: a SIGKILLed worker\'s partitions go to their standbys, whose restores take the checkpoints\' files from their caches; counts exact', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  await withClusterRun(t, LEASE_MS, { checkpoints: { intervalMs: CHECKPOINT_MS, standbys: 1 } }, async (run) => {
+    const workers = [await run.startWorker('w1'), await run.startWorker('w2'), await run.startWorker('w3')];
+    await run.balancedOn(workers);
+    await run.send(1500);
+    await run.quiet(workers);
+    // Every unit has a live standby that warmed its newest checkpoint.
+    const status = await until('every partition has a standby', async () => {
+      const s = await run.status();
+      return s.partitions.every((p) => p.standbys.length === 1 && p.standbys[0] !== p.owner) && s;
+    }, 15_000);
+    const victim = workers.find((w) => w.id !== status.leader?.worker)!;
+    const lost = status.partitions.filter((p) => p.owner === victim.id);
+    const warmedOn = (w: WorkerProcess, unit: string) => w.events.some((e) => e.event.type === 'warmed' && (e.event as { unit: string }).unit === unit);
+    await until('the standbys warmed the victim\'s partitions', async () => lost.every((p) => warmedOn(workers.find((w) => w.id === p.standbys[0])!, p.unit)), 15_000);
+
+    const live = workers.filter((w) => w !== victim);
+    await run.send(500);
+    await new Promise((r) => setTimeout(r, 2 * CHECKPOINT_MS));
+    const killedAt = Date.now();
+    victim.child.kill('SIGKILL');
+    await run.send(500);
+    await run.allRunningOn(live);
+    const restored = restoredOn(live, killedAt).filter((r) => lost.some((p) => p.unit === r.unit)) as Array<Restored & { cachedBytes: number; bytes: number }>;
+    for (const r of restored) t.diagnostic(`crash move of ${r.unit}: restored checkpoint ${r.sequence} in ${r.seconds.toFixed(3)} s, ${r.cachedBytes} of ${r.bytes} bytes from the standby cache`);
+    let onStandby = 0;
+    for (const p of lost) {
+      const owner = live.find((w) => eventTimes(w, 'started', p.unit).some((at) => at >= killedAt))!;
+      if (owner.id === p.standbys[0]) onStandby++;
+    }
+    assert.ok(onStandby > 0, `some of the victim's partitions went to their standbys (${onStandby} of ${lost.length})`);
+    assert.ok(restored.some((r) => r.cachedBytes > 0), `a restore took files from its standby cache (${JSON.stringify(restored)})`);
+    await run.send(300);
     await run.quiet(live);
     await run.stopAll();
     await run.verify();

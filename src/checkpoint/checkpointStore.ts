@@ -192,7 +192,7 @@ export interface CheckpointRestoreOptions {
 export interface CheckpointWarmReport {
   /** The checkpoint warmed: the key's newest. */
   readonly manifest: CheckpointManifest;
-  /** Contents (whole SST and blob files, WAL chunks) and bytes the checkpoint's restore would take from the cache now. */
+  /** Contents (whole files, WAL chunks) and bytes the checkpoint's restore would take from the cache now. */
   readonly files: number;
   readonly bytes: number;
   /** Of them, fetched by this call (the others were cached already). */
@@ -272,8 +272,8 @@ export interface CheckpointStore {
   restore(key: string, dir: string, options?: CheckpointRestoreOptions): Promise<CheckpointRestoreReport>;
   /**
    * Fetches into `cache` the contents of `key`'s newest checkpoint that a restore could take
-   * from it and it lacks: its immutable files (SST, blob) whole and its WAL files' chunks (a
-   * linked log, a directory store's, is left out). Each is checked against its size and
+   * from it and it lacks: its files stored whole (SST and blob files above all) and the chunks
+   * of its WAL files stored in chunks (a linked log, a directory store's, is left out). Each is checked against its size and
    * SHA-256 as a restore checks it. A warm standby calls it as checkpoints are made, so that
    * its restore fetches only what the latest checkpoints added (docs/checkpoints.md, "Warm
    * standbys").

@@ -3,6 +3,7 @@
  * fetching it: a warm standby's (docs/checkpoints.md, "Warm standbys").
  */
 import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
 import { copyFile, link, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { mkdirs } from '../storage/mkdirs.js';
@@ -20,7 +21,7 @@ export interface CheckpointCacheRetainReport {
 }
 
 /**
- * Checkpoint content (whole SST and blob files, WAL chunks) on local disk, one file per
+ * Checkpoint content (whole files, WAL chunks) on local disk, one file per
  * content named by its SHA-256 (64 hex digits). Only content checked against its digest on
  * the way in (`IncrementalCheckpointStore.warm` fetches and checks it as a restore does) is
  * added, by a rename from a temporary sibling, so a process killed while adding leaves only a
@@ -73,18 +74,20 @@ export class CheckpointFileCache {
   }
 
   /**
-   * Makes `target` (which must not exist) hold content `sha256` of `bytes` bytes: a hard link,
-   * or a copy when the cache is on another filesystem.
+   * Makes `target` (which must not exist) hold content `sha256` of `bytes` bytes: a hard link
+   * (a copy with `copy`, for a file its user may write to, or when the cache is on another
+   * filesystem).
    * @returns false when the content is not cached (or has another size: then it is removed)
    */
-  async linkTo(sha256: string, bytes: number, target: string): Promise<boolean> {
+  async linkTo(sha256: string, bytes: number, target: string, options: { readonly copy?: boolean } = {}): Promise<boolean> {
     const source = this.pathOf(sha256);
     if ((await this.bytesOf(sha256)) !== bytes) {
       await rm(source, { force: true });
       return false;
     }
     try {
-      await link(source, target);
+      if (options.copy) await copyFile(source, target, fsConstants.COPYFILE_EXCL);
+      else await link(source, target);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return false; // removed by a retain meanwhile

@@ -807,12 +807,12 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     let bytes = 0;
     let fetchedFiles = 0;
     let fetchedBytes = 0;
-    // Whole immutable files, and each chunk of a chunked file (not a linked log's).
+    // Whole files, and each chunk of a chunked file (not a linked log's).
     const wanted: Array<{ sha256: string; bytes: number; file?: CheckpointFile; chunk?: CheckpointChunk; of?: CheckpointFile; index?: number }> = [];
     for (const f of manifest.files) {
       if (f.link) continue;
       if (f.chunks) f.chunks.forEach((c, index) => wanted.push({ sha256: c.sha256, bytes: c.bytes, chunk: c, of: f, index }));
-      else if (IMMUTABLE_FILE.test(f.name)) wanted.push({ sha256: f.sha256, bytes: f.bytes, file: f });
+      else wanted.push({ sha256: f.sha256, bytes: f.bytes, file: f });
     }
     await forEachLimit(wanted, TRANSFER_CONCURRENCY, async (w) => {
       if (contents.has(w.sha256)) return;
@@ -900,7 +900,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const damaged = (why: string): CheckpointDamagedError =>
       new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
     if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
-    if (cache && cached && !f.chunks && IMMUTABLE_FILE.test(f.name) && (await cache.linkTo(f.sha256, f.bytes, target))) {
+    // An immutable file is linked; another (a log, MANIFEST, OPTIONS, CURRENT) copied, since
+    // the restored store may write to it.
+    if (cache && cached && !f.chunks && (await cache.linkTo(f.sha256, f.bytes, target, { copy: !IMMUTABLE_FILE.test(f.name) }))) {
       cached.files++;
       cached.bytes += f.bytes;
       return;

@@ -56,12 +56,13 @@ export function table(rows: ReadonlyArray<readonly string[]>): string {
 /**
  * The text of `shardflow cluster status`: a summary line, the workers (id, host, pid, leases,
  * running, opening, failed, console URL) and the partitions (owner, assignee, lease epoch, ms
- * left on the lease, state, backlog; `-` where unknown).
+ * left on the lease, state, backlog, and the standbys when a partition has any; `-` where unknown).
  */
 export function renderClusterStatus(s: ClusterStatus): string {
   const states = new Map<string, number>();
   for (const p of s.partitions) states.set(p.state, (states.get(p.state) ?? 0) + 1);
   const backlogs = s.partitions.map((p) => p.backlog).filter((b): b is number => b !== undefined);
+  const standbys = s.partitions.some((p) => p.standbys.length > 0);
   const lines = [
     `cluster ${s.cluster}: ${s.workers.length} workers; leader ${s.leader ? `${s.leader.worker} (epoch ${s.leader.epoch})` : 'none'}; assignment round ${s.assignmentRound}; ` +
       `${s.partitions.length} partitions: ${[...states].map(([k, n]) => `${n} ${k}`).join(', ') || 'none'}` +
@@ -73,8 +74,11 @@ export function renderClusterStatus(s: ClusterStatus): string {
     ]),
     '',
     table([
-      ['PARTITION', 'OWNER', 'ASSIGNED', 'EPOCH', 'LEASE-MS', 'STATE', 'BACKLOG'],
-      ...s.partitions.map((p) => [p.unit, p.owner ?? '-', p.assignedTo ?? '-', String(p.epoch), p.leaseMsLeft === undefined ? '-' : String(p.leaseMsLeft), p.state + (p.reason ? ` (${p.reason})` : ''), p.backlog === undefined ? '-' : String(p.backlog)]),
+      ['PARTITION', 'OWNER', 'ASSIGNED', 'EPOCH', 'LEASE-MS', 'STATE', 'BACKLOG', ...(standbys ? ['STANDBYS'] : [])],
+      ...s.partitions.map((p) => [
+        p.unit, p.owner ?? '-', p.assignedTo ?? '-', String(p.epoch), p.leaseMsLeft === undefined ? '-' : String(p.leaseMsLeft), p.state + (p.reason ? ` (${p.reason})` : ''), p.backlog === undefined ? '-' : String(p.backlog),
+        ...(standbys ? [p.standbys.join(',') || '-'] : []),
+      ]),
     ]),
   ];
   return lines.join('\n');

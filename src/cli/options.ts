@@ -27,6 +27,13 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+/** Parses an integer option >= 0. @throws commander's InvalidArgumentError */
+export function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected an integer >= 0, got ${value}`);
+  return n;
+}
+
 /** Parses a positive number option. @throws commander's InvalidArgumentError */
 export function positiveNumber(value: string): number {
   const n = Number(value);

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import {
   CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
-import { cliLogger, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt } from './options.js';
+import { cliLogger, MAX_PARTITIONS, nonNegativeInt, parseWeights, partitionCount, positiveInt } from './options.js';
 import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webIndexApplication.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
@@ -38,9 +38,11 @@ function eventLine(e: WorkerEvent): string {
     case 'assigned':
       return `assigned round ${e.round}: ${e.placed.length} placed, ${e.moves.length} moves${e.unplaced.length ? `, unplaced ${e.unplaced.join(' ')}` : ''}`;
     case 'restored':
-      return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes${e.walChunks > 0 ? `, ${e.walChunks} WAL tails` : ''}, ${e.seconds.toFixed(3)} s; ${e.reason})`;
+      return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes${e.cachedBytes > 0 ? `, ${e.cachedBytes} from the standby cache` : ''}${e.walChunks > 0 ? `, ${e.walChunks} WAL tails` : ''}, ${e.seconds.toFixed(3)} s; ${e.reason})`;
     case 'checkpointed':
       return `checkpointed ${e.unit} epoch ${e.epoch}: checkpoint ${e.sequence} (${e.bytes} bytes in ${e.files} files, ${e.uploadedBytes} bytes stored${e.walTail ? ', a WAL tail' : ''}; ${(e.checkpointSeconds + e.uploadSeconds).toFixed(3)} s)`;
+    case 'warmed':
+      return `warmed ${e.unit}: checkpoint ${e.sequence} (${e.fetchedBytes} bytes in ${e.fetchedFiles} files fetched; ${e.bytes} bytes in ${e.files} cached; ${e.seconds.toFixed(3)} s)`;
     case 'waiting':
     case 'fenced':
     case 'failed':
@@ -68,6 +70,7 @@ interface WorkerCliOptions {
   keyPrefix?: string;
   checkpoints?: string;
   checkpointIntervalMs?: number;
+  standbys?: number;
   json: boolean;
   logLevel: string;
   crawl: boolean;
@@ -127,11 +130,13 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
     .option('--checkpoints <url>', 'checkpoint the partitions to file:///DIR or s3://BUCKET/PREFIX (AWS_* environment) so they move between workers with their own data dirs; publishes and acks wait for the checkpoint that covers them', checkpointUrl)
     .option('--checkpoint-interval-ms <ms>', 'with --checkpoints: period of each partition\'s checkpoints', positiveInt)
+    .option('--standbys <n>', 'with --checkpoints: warm standbys per partition; this worker keeps the newest checkpoints of the partitions it stands by for in <data dir>/standby-cache, so a crash move to it fetches only the tail', nonNegativeInt)
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts: WorkerCliOptions, command: Command) => {
       if ((opts.topology === undefined) === !opts.webIndex) throw new InvalidArgumentError('give --topology MODULE or --web-index (one of them)');
       if (opts.checkpointIntervalMs !== undefined && opts.checkpoints === undefined) throw new InvalidArgumentError('--checkpoint-interval-ms needs --checkpoints');
+      if (opts.standbys !== undefined && opts.standbys > 0 && opts.checkpoints === undefined) throw new InvalidArgumentError('--standbys needs --checkpoints');
       if (opts.crawl && !opts.webIndex) throw new InvalidArgumentError('--crawl goes with --web-index');
       if (!opts.crawl) {
         const given = CRAWL_ONLY.filter((o) => command.getOptionValueSource(o) === 'cli');
@@ -178,6 +183,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
           ...(opts.maxPartitions !== undefined ? { maxPartitions: opts.maxPartitions } : {}),
           ...(opts.checkpoints !== undefined ? { checkpoints: opts.checkpoints } : {}),
           ...(opts.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: opts.checkpointIntervalMs } : {}),
+          ...(opts.standbys !== undefined ? { standbyReplicas: opts.standbys } : {}),
           ...(opts.inspectPort !== undefined ? { inspect: { port: opts.inspectPort, host: '127.0.0.1' } } : {}),
         });
       } catch (err) {

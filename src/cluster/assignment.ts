@@ -18,6 +18,10 @@ export interface AssignmentInput {
   readonly current: ReadonlyMap<string, string>;
   /** Most rebalancing moves this round (a unit taken from one live worker and given to another), an integer >= 0. */
   readonly maxMoves: number;
+  /** Standby workers per unit to choose (Kafka Streams' `num.standby.replicas`), an integer >= 0; default 0. */
+  readonly standbyReplicas?: number;
+  /** The standbys so far, unit key -> worker ids (kept where still live and not the owner). */
+  readonly standbys?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A unit given from one live worker to another. */
@@ -37,6 +41,10 @@ export interface AssignmentResult {
   readonly moves: Move[];
   /** Units no live worker has room for (every `maxPartitions` reached). */
   readonly unplaced: string[];
+  /** Unit key -> its standby workers (at most `standbyReplicas`, never its owner), for every placed unit that has one. */
+  readonly standbys: Map<string, string[]>;
+  /** Placed units given to one of their standbys (a warm copy of their latest checkpoint). */
+  readonly placedOnStandby: string[];
 }
 
 /**
@@ -59,11 +67,22 @@ export interface AssignmentResult {
  * excess) and a leave moves only the leaver's units (placed in step 2); once balanced, the
  * result is a fixed point (the same input gives no moves).
  *
- * @throws InvalidArgumentError for a bad `maxMoves` or `maxPartitions`, or a duplicate worker id
+ * With `standbyReplicas` (docs/cluster.md, "Warm standbys"): in step 2 a unit goes to one of
+ * its standbys (in `standbys` order) that has room and holds at most one unit more than the
+ * least loaded worker (Kafka Streams' high-availability assignor gives an active task to a
+ * caught-up client first, KIP-441; here within one unit of the balance, so step 3 need not
+ * move it back). Then each unit keeps its standbys that are live and not its owner, and gets
+ * more, up to `standbyReplicas`, from the workers holding the fewest standbys (then the
+ * fewest units, then the first in `workers` order).
+ *
+ * @throws InvalidArgumentError for a bad `maxMoves`, `standbyReplicas` or `maxPartitions`, or a duplicate worker id
  */
 export function assignPartitions(input: AssignmentInput): AssignmentResult {
   const { units, workers, current, maxMoves } = input;
+  const standbyReplicas = input.standbyReplicas ?? 0;
+  const previousStandbys = input.standbys ?? new Map<string, readonly string[]>();
   if (!Number.isInteger(maxMoves) || maxMoves < 0) throw new InvalidArgumentError(`maxMoves must be an integer >= 0, got ${maxMoves}`);
+  if (!Number.isInteger(standbyReplicas) || standbyReplicas < 0) throw new InvalidArgumentError(`standbyReplicas must be an integer >= 0, got ${standbyReplicas}`);
   const loads = new Map<string, WorkerLoad>();
   for (const w of workers) {
     if (!(w.maxPartitions === Infinity || (Number.isInteger(w.maxPartitions) && w.maxPartitions >= 0))) {
@@ -82,9 +101,15 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
     } else orphans.push(unit);
   }
   const placed: string[] = [];
+  const placedOnStandby: string[] = [];
   const unplaced: string[] = [];
   for (const unit of orphans) {
-    const to = leastLoaded(loads.values(), unit.stage);
+    const least = leastLoaded(loads.values(), unit.stage);
+    const warm = least && standbyReplicas > 0
+      ? (previousStandbys.get(unitKey(unit)) ?? []).map((id) => loads.get(id)).find((l) => l?.hasRoom() && l.count <= least.count + 1)
+      : undefined;
+    const to = warm ?? least;
+    if (warm) placedOnStandby.push(unitKey(unit));
     if (!to) {
       unplaced.push(unitKey(unit));
       continue;
@@ -104,7 +129,43 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
     assignment.set(unitKey(unit), to.id);
     moves.push({ unit: unitKey(unit), from: from.id, to: to.id });
   }
-  return { assignment, placed, moves, unplaced };
+  return { assignment, placed, moves, unplaced, standbys: chooseStandbys(units, workers, assignment, previousStandbys, standbyReplicas), placedOnStandby };
+}
+
+/** The standbys of each assigned unit (see `assignPartitions`). */
+function chooseStandbys(
+  units: readonly PartitionUnit[], workers: readonly AssignableWorker[], assignment: ReadonlyMap<string, string>,
+  previous: ReadonlyMap<string, readonly string[]>, replicas: number,
+): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (replicas === 0) return out;
+  const held = new Map(workers.map((w) => [w.id, 0]));
+  const owned = new Map(workers.map((w) => [w.id, 0]));
+  for (const owner of assignment.values()) owned.set(owner, (owned.get(owner) ?? 0) + 1);
+  const chosen: Array<[string, string, string[]]> = [];
+  // First every unit keeps what it can, so that new picks see the counts kept.
+  for (const unit of units) {
+    const key = unitKey(unit);
+    const owner = assignment.get(key);
+    if (owner === undefined) continue;
+    const kept = (previous.get(key) ?? []).filter((id, i, all) => id !== owner && held.has(id) && all.indexOf(id) === i).slice(0, replicas);
+    for (const id of kept) held.set(id, held.get(id)! + 1);
+    chosen.push([key, owner, kept]);
+  }
+  for (const [key, owner, list] of chosen) {
+    while (list.length < replicas) {
+      let best: AssignableWorker | undefined;
+      for (const w of workers) {
+        if (w.id === owner || list.includes(w.id)) continue;
+        if (!best || held.get(w.id)! < held.get(best.id)! || (held.get(w.id) === held.get(best.id) && owned.get(w.id)! < owned.get(best.id)!)) best = w;
+      }
+      if (!best) break;
+      list.push(best.id);
+      held.set(best.id, held.get(best.id)! + 1);
+    }
+    if (list.length) out.set(key, list);
+  }
+  return out;
 }
 
 /** The units one worker holds during an assignment. */

@@ -16,9 +16,16 @@ export type WorkerEvent =
   /**
    * With checkpoints: the unit's latest checkpoint (`sequence`, `bytes`) was restored into this
    * worker's data dir before its store opened, in `seconds`; `reason`: why the local store was
-   * not used (missing, or older).
+   * not used (missing, or older); `cachedBytes` of `bytes` came from this worker's warm
+   * standby cache instead of the checkpoint store.
    */
-  | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string; readonly walChunks: number }
+  | { readonly type: 'restored'; readonly unit: string; readonly epoch: number; readonly sequence: number; readonly bytes: number; readonly seconds: number; readonly reason: string; readonly walChunks: number; readonly cachedBytes: number }
+  /**
+   * With `standbyReplicas`: a warm pass fetched into this worker's cache what the unit's newest
+   * checkpoint (`sequence`) added (`fetchedFiles`, `fetchedBytes`); `files`, `bytes`: what of
+   * it the cache now holds (docs/cluster.md, "Warm standbys").
+   */
+  | { readonly type: 'warmed'; readonly unit: string; readonly sequence: number; readonly files: number; readonly bytes: number; readonly fetchedFiles: number; readonly fetchedBytes: number; readonly seconds: number }
   /**
    * With checkpoints: a checkpoint of the unit is durable (`sequence`; `files`, `bytes` of the
    * whole store; `uploadedFiles`, `uploadedBytes` stored by this put, the rest shared with

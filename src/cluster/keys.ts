@@ -20,6 +20,7 @@ export const DEFAULT_CLUSTER_PREFIX = 'sfc:';
  * <p>lease:<unit>      `<member id> <epoch>` of the unit's owner, PX lease time
  * <p>epoch:<unit>      counter: the unit's owner epoch (INCR at every acquisition)
  * <p>started           hash `<stage>/<partition>` -> epoch of the first owner whose partition started
+ * <p>standbys          hash `<stage>/<partition>` -> comma-separated member ids keeping it warm (written by the leader)
  * ```
  */
 export class ClusterKeys {
@@ -38,4 +39,5 @@ export class ClusterKeys {
   lease(unit: string): string { return `${this.base}lease:${unit}`; }
   epoch(unit: string): string { return `${this.base}epoch:${unit}`; }
   get started(): string { return `${this.base}started`; }
+  get standbys(): string { return `${this.base}standbys`; }
 }

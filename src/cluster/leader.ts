@@ -6,6 +6,11 @@ import { liveMembers } from './membership.js';
 import { runClusterScript } from './scripts.js';
 import { unitKey, type PartitionUnit } from './units.js';
 
+/** The `standbys` hash read back: unit -> member ids. */
+export function parseStandbys(hash: Readonly<Record<string, string>>): Map<string, string[]> {
+  return new Map(Object.entries(hash).map(([u, ids]) => [u, ids.split(',').filter((id) => id.length > 0)]));
+}
+
 /** What one assignment round of the leader did (see `assignPartitions`), and the round number it wrote. */
 export interface AssignmentRound extends AssignmentResult {
   /** The `assignment:round` counter after the write; undefined when nothing changed (nothing written). */
@@ -76,12 +81,17 @@ export class LeaderRole {
       const holder = holders[i]?.split(' ')[0];
       if (holder !== undefined && live.has(holder) && current.get(u) !== holder) inFlight++;
     });
+    const standbyReplicas = Math.max(0, ...members.map((m) => m.standbyReplicas ?? 0));
+    const standbys = standbyReplicas > 0 || (await this.redis.exists(this.keys.standbys)) ? parseStandbys(await this.redis.hgetall(this.keys.standbys)) : new Map<string, string[]>();
     const result = assignPartitions({
       units: this.units,
       workers: members.map((m) => ({ id: m.id, maxPartitions: m.maxPartitions ?? Infinity })),
       current,
       maxMoves: Math.max(0, this.maxMoves - inFlight),
+      standbyReplicas,
+      standbys,
     });
+    await this.#writeStandbys(lease, standbys, result.standbys);
     const set = [...result.assignment].filter(([u, w]) => current.get(u) !== w);
     const removed = [...current.keys()].filter((u) => !result.assignment.has(u));
     if (set.length === 0 && removed.length === 0) return { ...result, round: undefined, inFlight };
@@ -98,6 +108,23 @@ export class LeaderRole {
       return undefined;
     }
     return { ...result, round, inFlight };
+  }
+
+  /**
+   * Writes the standbys that changed (`standbys` hash: unit -> comma-separated member ids).
+   * Not fenced like the assignment: standbys only say where to keep warm copies and which
+   * worker a unit without an owner goes to first, so a paused leader's late write costs a
+   * fetch, never a wrong owner.
+   */
+  async #writeStandbys(lease: Lease, before: ReadonlyMap<string, readonly string[]>, after: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const set: string[] = [];
+    for (const [u, ids] of after) if ((before.get(u) ?? []).join(',') !== ids.join(',')) set.push(u, ids.join(','));
+    const removed = [...before.keys()].filter((u) => !after.has(u));
+    if ((set.length === 0 && removed.length === 0) || !lease.held) return;
+    const tx = this.redis.multi();
+    if (set.length) tx.hset(this.keys.standbys, ...set);
+    if (removed.length) tx.hdel(this.keys.standbys, ...removed);
+    await tx.exec();
   }
 
   /** Hands the leader lease back (a worker that stops). */

@@ -32,6 +32,11 @@ export interface MemberReport {
    * cannot find its state (`checkClusterCheckpoints`). Absent in reports of older workers.
    */
   readonly checkpoints?: string | null;
+  /**
+   * Standby workers per partition it asks for (`WorkerOptions.standbyReplicas`): the leader
+   * keeps the most any live worker asks for. Absent in reports of older workers (0).
+   */
+  readonly standbyReplicas?: number;
 }
 
 /**

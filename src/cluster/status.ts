@@ -5,6 +5,7 @@ import { topic } from '../runtime/topics.js';
 import { CLUSTER_NAME, ClusterKeys, DEFAULT_CLUSTER_PREFIX } from './keys.js';
 import { liveMembers, readClusterTopology, type MemberReport } from './membership.js';
 import { connectCoordination } from './redisConnection.js';
+import { parseStandbys } from './leader.js';
 import { allUnits, parseUnitKey, unitKey, type ClusterStage } from './units.js';
 
 /** One partition unit as `clusterStatus` sees it. */
@@ -26,6 +27,8 @@ export interface PartitionStatus {
   readonly reason?: string;
   /** Messages of the stage's subscription (`ClusterStage.subscription`) on the partition's input not acked yet (with a broker that counts them). */
   readonly backlog?: number | undefined;
+  /** The members keeping its checkpoints warm (`WorkerOptions.standbyReplicas`); empty without standbys. */
+  readonly standbys: readonly string[];
 }
 
 /** A cluster at one instant: stages, leader, live workers, and every partition's assignment, owner and lease epoch. */
@@ -72,6 +75,7 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
   const members = await liveMembers(redis, keys);
   const units = allUnits(stages ?? []).map(unitKey);
   const assignment = await redis.hgetall(keys.assignment);
+  const standbys = parseStandbys(await redis.hgetall(keys.standbys));
   const read = redis.pipeline().get(keys.leader).pttl(keys.leader).get(keys.assignmentRound);
   for (const u of units) read.get(keys.lease(u)).pttl(keys.lease(u)).get(keys.epoch(u));
   const replies = ((await read.exec()) ?? []).map(([err, v]) => {
@@ -98,6 +102,7 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
       leaseMsLeft: value ? ttl : undefined,
       state,
       ...(failed !== undefined ? { reason: failed } : {}),
+      standbys: (standbys.get(unit) ?? []).filter((id) => byId.has(id)),
     };
   });
   const withBacklog = broker?.subscriptionBacklog

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
@@ -7,6 +8,7 @@ import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
 import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
 import type { CheckpointStore } from '../checkpoint/checkpointStore.js';
+import { CheckpointFileCache } from '../checkpoint/fileCache.js';
 import { openCheckpointStore } from '../checkpoint/open.js';
 import { DEFAULT_CHECKPOINT_INTERVAL_MS, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
 import type { HostedPartition } from '../runtime/topology/partitionHost.js';
@@ -22,9 +24,13 @@ import { LeaseKeeper } from './leaseKeeper.js';
 import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { connectCoordination } from './redisConnection.js';
+import { StandbyWarmer } from './standbyWarmer.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
 import { topologyApplication } from './topologyApplication.js';
 import { allUnits, unitKey } from './units.js';
+
+/** The folder of a worker's data dir that holds its warm standby cache (`CheckpointFileCache`). */
+export const STANDBY_CACHE_DIR = 'standby-cache';
 
 /** Worker names: 1 to 64 letters, digits, `.`, `_`, `-`. */
 export const WORKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -66,6 +72,17 @@ export interface WorkerCommonOptions {
   readonly checkpoints?: string | CheckpointStore;
   /** Period of each partition's checkpoints, ms (default 30000; with `checkpoints`). */
   readonly checkpointIntervalMs?: number;
+  /**
+   * Warm standbys per partition (Kafka Streams' `num.standby.replicas`; default 0; with
+   * `checkpoints`): the leader makes this many other workers standbys of each unit (the most
+   * any live worker asks for), each keeps the unit's newest checkpoint's files in
+   * `<dataDir>/standby-cache` (fetched every checkpoint interval, at least every heartbeat), and
+   * a unit whose owner died goes to one of its standbys when that keeps the balance within one
+   * unit: its restore then fetches only what the checkpoints since the last pass added
+   * (docs/cluster.md, "Warm standbys"). Costs each standby the fetches and the disk of the
+   * checkpoints it keeps warm.
+   */
+  readonly standbyReplicas?: number;
   /** Shown in status and events (default `<host name>-<pid>`); the member id adds 8 random hex digits. */
   readonly name?: string;
   /** Most partition units the leader assigns this worker (default: no limit). */
@@ -177,6 +194,11 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   if (collision !== undefined) throw new InvalidArgumentError(`stages ${collision} have the same ask topics (FNV-1a of their names collide): rename one`);
   const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
   if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
+  const standbyReplicas = options.standbyReplicas ?? 0;
+  if (!Number.isInteger(standbyReplicas) || standbyReplicas < 0) throw new InvalidArgumentError(`standbyReplicas must be an integer >= 0, got ${standbyReplicas}`);
+  if (standbyReplicas > 0 && options.checkpoints === undefined) {
+    throw new InvalidArgumentError(`standbyReplicas ${standbyReplicas} needs checkpoints: a standby keeps a partition's checkpoints warm (give checkpoints, or leave standbyReplicas at 0)`);
+  }
   const maxStallMs = options.maxStallMs ?? 4 * leaseMs;
   if (!Number.isInteger(maxStallMs) || maxStallMs < leaseMs) throw new InvalidArgumentError(`maxStallMs must be an integer >= leaseMs (${leaseMs}), got ${maxStallMs}`);
 
@@ -202,7 +224,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   }
   try {
     worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
-      checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string' });
+      checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string', standbyReplicas });
     await worker.start();
   } catch (err) {
     await keeper.close();
@@ -218,6 +240,10 @@ class ClusterWorker implements Worker {
   readonly #failed = new Map<string, string>();
   readonly #units: Set<string>;
   readonly #leader: LeaderRole;
+  /** Content restores take instead of fetching it (with checkpoints). */
+  readonly #cache: CheckpointFileCache | undefined;
+  /** Keeps this worker's standbys warm (with `standbyReplicas`). */
+  readonly #warmer: StandbyWarmer | undefined;
   readonly #logger: Logger;
   readonly #startedAt = Date.now();
   #host!: ApplicationHost;
@@ -246,11 +272,26 @@ class ClusterWorker implements Worker {
     readonly maxPartitions: number,
     maxMoves: number,
     /** The checkpoint store, its key prefix and interval; `ownStore`: opened by `startWorker`, closed by `stop()`. */
-    readonly checkpoints: { readonly store: CheckpointStore; readonly keyPrefix: string; readonly intervalMs: number; readonly ownStore: boolean } | undefined,
+    readonly checkpoints: { readonly store: CheckpointStore; readonly keyPrefix: string; readonly intervalMs: number; readonly ownStore: boolean; readonly standbyReplicas: number } | undefined,
   ) {
     const units = allUnits(application.stages);
     this.#units = new Set(units.map(unitKey));
     this.#leader = new LeaderRole(redis, keys, id, timing, units, maxMoves);
+    // The cache is given to restores whether or not this worker keeps standbys now: another
+    // run's warm files left in the data dir are taken, never trusted beyond their digests' names.
+    this.#cache = checkpoints && new CheckpointFileCache(join(options.dataDir, STANDBY_CACHE_DIR));
+    if (checkpoints && checkpoints.standbyReplicas > 0) {
+      this.#warmer = new StandbyWarmer({
+        redis, keys, memberId: id, store: checkpoints.store, keyPrefix: checkpoints.keyPrefix, cache: this.#cache!, units: this.#units,
+        held: (unit) => {
+          const o = this.#owned.get(unit);
+          return o === undefined ? undefined : o.state === 'opening' ? 'opening' : 'held';
+        },
+        periodMs: Math.max(heartbeatMs, Math.min(checkpoints.intervalMs, 5000)),
+        logger: options.logger ?? consoleLogger,
+        onWarm: (w) => this.#emit({ type: 'warmed', ...w }),
+      });
+    }
     this.#logger = options.logger ?? consoleLogger;
     this.closed = new Promise((resolve, reject) => {
       this.#resolveClosed = resolve;
@@ -317,9 +358,10 @@ class ClusterWorker implements Worker {
       store: c.store,
       keyPrefix: c.keyPrefix,
       intervalMs: c.intervalMs,
+      ...(this.#cache ? { cache: this.#cache } : {}),
       onRestored: (r) => {
         const unit = unitKey({ stage: r.stage, partition: r.partition });
-        this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason, walChunks: r.walChunks });
+        this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason, walChunks: r.walChunks, cachedBytes: r.cachedBytes });
       },
       onPut: ({ stage, partition, ...put }) => {
         const unit = unitKey({ stage, partition });
@@ -336,6 +378,7 @@ class ClusterWorker implements Worker {
     this.#stopping ??= (async () => {
       clearTimeout(this.#timer);
       await this.#ticking;
+      await this.#warmer?.stop();
       await this.keeper.stopMembership(); // leaves the cluster on the keeper's connection
       if (this.keeper.exited) await this.#guard('leave', () => leaveCluster(this.redis, this.keys, this.id));
       await this.#guard('resign', () => this.#leader.resign());
@@ -397,6 +440,7 @@ class ClusterWorker implements Worker {
       this.#emit({ type: 'acquired', unit, epoch: got.lease.epoch });
     }
     for (const o of this.#owned.values()) if (o.state === 'opening' && !o.busy) void this.#open(o);
+    this.#warmer?.poke();
     for (const o of this.#owned.values()) if (o.state === 'running' && !o.busy && !this.#asks.has(o.unit)) void o.run(() => this.#answerAsks(o));
   }
 
@@ -528,6 +572,7 @@ class ClusterWorker implements Worker {
       inspectUrl: this.#host?.inspection?.url ?? null,
       broker: this.options.broker.identity ?? null,
       checkpoints: this.checkpoints?.store.url ?? null,
+      standbyReplicas: this.checkpoints?.standbyReplicas ?? 0,
     };
   }
 

@@ -87,8 +87,9 @@ export interface ClusterRunOptions {
    * Give each worker its own data dir (`<run dir>/workers/<name>`) and checkpoints in
    * `file://<run dir>/checkpoints` every `intervalMs`: partitions move through checkpoints
    * only. `verify()` then reads each partition's latest checkpoint. Default: one shared data dir.
+   * `standbys`: warm standbys per partition (`standbyReplicas`; default 0).
    */
-  readonly checkpoints?: { readonly intervalMs: number };
+  readonly checkpoints?: { readonly intervalMs: number; readonly standbys?: number };
 }
 
 /**
@@ -143,7 +144,10 @@ export class ClusterRun {
   /** `--checkpoints URL --checkpoint-interval-ms N` or the worker script's two last arguments, with `checkpoints`. */
   #checkpointArgs(cli: boolean): string[] {
     if (!this.#checkpoints) return [];
-    return cli ? ['--checkpoints', this.checkpointsUrl, '--checkpoint-interval-ms', String(this.#checkpoints.intervalMs)] : [this.checkpointsUrl, String(this.#checkpoints.intervalMs)];
+    const standbys = this.#checkpoints.standbys ?? 0;
+    return cli
+      ? ['--checkpoints', this.checkpointsUrl, '--checkpoint-interval-ms', String(this.#checkpoints.intervalMs), ...(standbys > 0 ? ['--standbys', String(standbys)] : [])]
+      : [this.checkpointsUrl, String(this.#checkpoints.intervalMs), ...(standbys > 0 ? [String(standbys)] : [])];
   }
 
   async open(): Promise<void> {

@@ -3,6 +3,7 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointDamagedError, InvalidArgumentError, isShardflowError } from '../../errors.js';
 import type { CheckpointManifest, CheckpointPutReport, CheckpointStore } from '../../checkpoint/checkpointStore.js';
+import type { CheckpointFileCache } from '../../checkpoint/fileCache.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
 import type { Logger } from '../actor/logger.js';
@@ -38,6 +39,8 @@ export interface StageCheckpointing {
   readonly intervalMs: number;
   /** Checkpoints kept per partition (default {@link CHECKPOINTS_KEPT}). */
   readonly keep?: number;
+  /** Content a restore takes instead of fetching it, when there (a warm standby's, `CheckpointStore.warm`). */
+  readonly cache?: CheckpointFileCache;
   /** Hears each restore a partition start made, before the store opens. */
   readonly onRestored?: (restore: StageRestore) => void;
   /** Hears each durable put of a partition's checkpoint (after its manifest is stored, before what it covers is released). */
@@ -69,6 +72,8 @@ export interface StageRestore {
   readonly reason: string;
   /** Chunks of the WAL files restored beyond the first (the WAL tail puts the checkpoint's log was stored by; 0 for a whole put's). */
   readonly walChunks: number;
+  /** Of `bytes`, taken from `StageCheckpointing.cache` instead of fetched (a warm standby's). */
+  readonly cachedBytes: number;
 }
 
 /** What a stage partition's checkpoint records beside its files (JSON in the manifest's metadata). */
@@ -145,11 +150,11 @@ export async function restoreStageStoreIfBehind(
   }
   const staging = `${storePath}.restoring-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
-  const report = await checkpointing.store.restore(key, staging, { sequence: latest.sequence });
+  const report = await checkpointing.store.restore(key, staging, { sequence: latest.sequence, ...(checkpointing.cache ? { cache: checkpointing.cache } : {}) });
   await rm(storePath, { recursive: true, force: true });
   await rename(staging, storePath);
   const walChunks = report.manifest.files.reduce((n, f) => n + Math.max(0, (f.chunks?.length ?? 0) - 1), 0);
-  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason, walChunks };
+  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason, walChunks, cachedBytes: report.cachedBytes };
   checkpointing.onRestored?.(restore);
   return restore;
 }

@@ -74,14 +74,17 @@ const BATCH = 1000;
  *   and in the rounds (count, puts per partition per round, seconds, bytes stored each).
  * - `webIndexCheckpoints` (the first store's run): each partition's latest checkpoint after
  *   the rank (bytes, files: min, median, max, total) and its restore into a new folder here
- *   (seconds), with the puts of the rank.
+ *   (seconds), with the puts of the rank; `warm`: the same checkpoints warmed into a cache
+ *   (`CheckpointStore.warm`, seconds) and restored from it (seconds, share of the bytes cached),
+ *   side by side with the cold restores.
  * - `webIndexMoves` (same run, on the ranked state): a worker joins, the first leaves with
  *   SIGTERM, then one is SIGKILLed; per moved partition the seconds from `released` (or the
  *   kill, or the lease's expiry) to `started` and to the first read answered, the restores,
  *   the hand-backs' last checkpoints.
  * Args: `--graph`, `--partitions`, `--tolerance` (bench/lib/rankOptions.ts), `--wi-workers`,
  * `--wi-stores`, `--lease-ms` (3000; smoke 2000), `--checkpoint-interval-ms` (the worker's
- * default), `--parts` (`store,webIndex`: `store` is the parts above).
+ * default), `--wi-standbys` (warm standbys per partition of the workers with checkpoints, 1;
+ * 0 for none: the cost runs include the standbys' fetches), `--parts` (`store,webIndex`: `store` is the parts above).
  *
  * Args: `--mb M` (256), `--more P` (5). `--smoke`: 2 MiB.
  */
@@ -119,6 +122,7 @@ async function webIndexParts(args: string[]): Promise<Record<string, unknown>> {
     workers: o.number('--wi-workers', 2),
     leaseMs: o.number('--lease-ms', 3000, 2000),
     checkpointIntervalMs: o.has('--checkpoint-interval-ms') ? o.number('--checkpoint-interval-ms', 30_000) : undefined,
+    standbys: o.has('--wi-standbys') && o.string('--wi-standbys', '1') === '0' ? 0 : o.number('--wi-standbys', 1),
     stores,
     hangMs: o.number('--wi-hang-ms', 1_800_000, 300_000),
   });

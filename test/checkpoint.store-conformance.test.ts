@@ -67,6 +67,9 @@ async function withRestored(checkpoints: CheckpointStore, key: string, sequence:
   }
 }
 
+/** The seed of the warm-kill case's kill point; SHARDFLOW_KILL_SEED replays one. */
+const WARM_KILL_SEED = process.env.SHARDFLOW_KILL_SEED ? Number(process.env.SHARDFLOW_KILL_SEED) : 1 + Math.floor(Math.random() * 1_000_000);
+
 const shas = (m: CheckpointManifest): Set<string> => new Set(m.files.map((f) => f.sha256));
 
 interface Implementation {
@@ -479,11 +482,58 @@ for (const impl of [directory, s3]) {
       assert.equal(again.cachedFiles, second.files - 1);
       assert.equal(await cache.bytesOf(anSst.sha256), undefined);
 
+      // Nor one of the same size with other bytes (a file renamed in before a power loss).
+      await checkpoints.warm(key, cache);
+      const size = (await cache.bytesOf(anSst.sha256))!;
+      await writeFile(cache.pathOf(anSst.sha256), Buffer.alloc(size));
+      const third = await checkpoints.restore(key, fresh('restored'), { cache });
+      assert.equal(third.cachedFiles, second.files - 1, 'the zeroed file is fetched, not linked');
+      const check = await Store.open({ path: third.directory, columnFamilies });
+      assert.deepEqual(await contents(check), await contents(store));
+      await check.close();
+
       const retained = await cache.retain(second.contents);
       assert.equal(retained.files, second.files - 1);
       assert.ok(retained.removedFiles >= first.files - kept, `the contents only checkpoint 1 had are removed (${retained.removedFiles})`);
       assert.equal((await cache.retain(new Set())).files, 0);
       await store.close();
+    });
+
+    it(`a warm SIGKILLed at a seeded content, before and after it is renamed in (seed ${WARM_KILL_SEED}; replay with SHARDFLOW_KILL_SEED=${WARM_KILL_SEED}), leaves a cache that a restore uses, exact; the next warm fetches only the rest`, async () => {
+      const key = newKey();
+      const store = await Store.open({ path: fresh('db'), columnFamilies });
+      for (let i = 0; i < 4; i++) await writePages(store, i * 300, 300, `s${i}`); // an SST each
+      for (let i = 0; i < 30; i++) await store.put('pages', `tail-${i}`, Buffer.from(`log ${i}`));
+      await checkpoints.put(key, store, 1);
+      const expected = await contents(store);
+      await store.close();
+      const total = (await checkpoints.warm(key, new CheckpointFileCache(fresh('probe'))))!.files;
+      assert.ok(total >= 4, `the checkpoint has contents to warm (${total})`);
+      const { url, env } = impl.location(checkpoints);
+      const seed = WARM_KILL_SEED;
+      const at = 1 + (seed % (total - 1));
+      for (const when of ['before', 'after'] as const) {
+        const cache = new CheckpointFileCache(fresh('cache'));
+        const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/kit/checkpointWarmChild.ts'), url, key, cache.dir, String(at), when], {
+          cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+        assert.equal(signal, 'SIGKILL', `seed ${seed}: the child was killed at content ${at} of ${total}, ${when} its rename (exit ${code}); stderr: ${stderr.slice(-1000)}`);
+        // Up to four contents are fetched at once, so up to three others may have been renamed
+        // in by the pool's threads as the kill came: whatever was renamed in is whole.
+        const cached = (await readdir(cache.dir)).filter((name) => /^[0-9a-f]{64}$/.test(name)).length;
+        assert.ok(cached <= Math.min(total, at + 3), `seed ${seed}, ${when} ${at}: ${cached} contents renamed in`);
+        if (when === 'after') assert.ok(cached >= 1);
+        const restored = await checkpoints.restore(key, fresh('restored'), { cache });
+        assert.ok(restored.cachedFiles >= cached, `seed ${seed}, ${when} ${at}: every cached content is taken (${restored.cachedFiles} files for ${cached} contents)`);
+        const copy = await Store.open({ path: restored.directory, columnFamilies });
+        assert.deepEqual(await contents(copy), expected, `seed ${seed}, ${when} ${at}: exact`);
+        await copy.close();
+        const next = (await checkpoints.warm(key, cache))!;
+        assert.equal(next.fetchedFiles, total - cached, `seed ${seed}, ${when} ${at}: the next warm fetches what the killed one had not added`);
+      }
     });
 
     it('put of a checkpoint directory made by Store.checkpoint leaves it in place; restore refuses an existing directory', async () => {

@@ -91,6 +91,12 @@ test('shardflow worker refuses a module export that is not a topology and bad ch
   const interval = await runCli([...base, '--checkpoint-interval-ms', '1000']);
   assert.equal(interval.code, 2);
   assert.match(interval.stderr, /--checkpoint-interval-ms needs --checkpoints/);
+  const standbys = await runCli([...base, '--standbys', '1']);
+  assert.equal(standbys.code, 2);
+  assert.match(standbys.stderr, /--standbys needs --checkpoints/);
+  const negative = await runCli([...base, '--standbys', '-1']);
+  assert.equal(negative.code, 2);
+  assert.match(negative.stderr, /expected an integer >= 0, got -1/);
   const web = await runCli(['worker', '--web-index', '--cluster', REDIS_URL, '--broker', REDIS_URL, '--data-dir', '/nonexistent', '--checkpoint-interval-ms', '1000']);
   assert.equal(web.code, 2);
   assert.match(web.stderr, /--checkpoint-interval-ms needs --checkpoints/);

@@ -36,6 +36,9 @@ test('a worker refuses another topology, and a partition store of another shape 
     const exactlyOne = (err: unknown) => err instanceof InvalidArgumentError && /exactly one of topology .* and application/.test(err.message);
     await assert.rejects(startWorker({ ...options, name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'neither topology nor application');
     await assert.rejects(startWorker({ ...options, topology, application: topologyApplication(topology), name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'both');
+    // Standbys keep checkpoints warm: none without checkpoints.
+    await assert.rejects(startWorker({ ...options, topology, name: 'w2', standbyReplicas: 1 }), (err: unknown) => err instanceof InvalidArgumentError && /standbyReplicas 1 needs checkpoints/.test(err.message));
+    await assert.rejects(startWorker({ ...options, topology, name: 'w2', standbyReplicas: 0.5 }), (err: unknown) => err instanceof InvalidArgumentError && /standbyReplicas must be an integer >= 0, got 0.5/.test(err.message));
     // A checkpoint store the cluster's workers do not use (found by an operator: the worker
     // took partitions from the others and refused them, "no checkpoint of it").
     await assert.rejects(

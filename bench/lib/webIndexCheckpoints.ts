@@ -8,7 +8,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stageCheckpointKey, type ClusterClient, type WorkerEvent } from '../../src/index.js';
-import { openCheckpointStore } from '../../src/storage/index.js';
+import { CheckpointFileCache, openCheckpointStore } from '../../src/storage/index.js';
 import { rankOnCluster } from '../../src/jobs/clusterRank.js';
 import { l1Distance } from '../../src/jobs/rankGraph.js';
 import { WEB_INDEX_STAGE } from '../../src/topology/clusterProtocol.js';
@@ -32,6 +32,8 @@ export interface WebIndexBenchSetup {
   readonly leaseMs: number;
   /** `--checkpoint-interval-ms` of the workers with checkpoints (undefined: the worker's default). */
   readonly checkpointIntervalMs: number | undefined;
+  /** Warm standbys per partition of the workers with checkpoints (`--standbys`; 0: none). */
+  readonly standbys: number;
   /** The checkpoint stores of the runs with checkpoints, in order: `file` and/or `s3`. */
   readonly stores: ReadonlyArray<'file' | 's3'>;
   /** A hang bound per rank job, ms. */
@@ -254,7 +256,10 @@ function putFigures(ws: readonly WorkerProcess[], from: number, loadedAt: number
 /** One rank run on workers with checkpoints in `kind`, then (`moves`) the checkpoint sizes, restores and moves on its state. */
 async function checkpointedRun(s: WebIndexBenchSetup, kind: 'file' | 's3', moves: boolean) {
   const store = storeChoice(kind);
-  const args = ['--checkpoints', store.url, ...(s.checkpointIntervalMs !== undefined ? ['--checkpoint-interval-ms', String(s.checkpointIntervalMs)] : [])];
+  const args = [
+    '--checkpoints', store.url, ...(s.checkpointIntervalMs !== undefined ? ['--checkpoint-interval-ms', String(s.checkpointIntervalMs)] : []),
+    ...(s.standbys > 0 ? ['--standbys', String(s.standbys)] : []),
+  ];
   const c = new WebIndexCluster(s.partitions, s.leaseMs, undefined, args, true);
   try {
     const ws: WorkerProcess[] = [];
@@ -289,6 +294,10 @@ async function checkpointState(s: WebIndexBenchSetup, c: WebIndexCluster, url: s
     const bytes: number[] = [];
     const files: number[] = [];
     const restoreSeconds: number[] = [];
+    const warmSeconds: number[] = [];
+    const warmRestoreSeconds: number[] = [];
+    const warmCachedShare: number[] = [];
+    const cache = new CheckpointFileCache(join(dir, 'cache'));
     for (let p = 0; p < s.partitions; p++) {
       const key = stageCheckpointKey(c.clusterName, WEB_INDEX_STAGE, p);
       const latest = await store.latest(key);
@@ -298,8 +307,20 @@ async function checkpointState(s: WebIndexBenchSetup, c: WebIndexCluster, url: s
       const restored = await store.restore(key, join(dir, `p${p}`), { sequence: latest.sequence });
       restoreSeconds.push(restored.seconds);
       rmSync(join(dir, `p${p}`), { recursive: true, force: true });
+      // The same checkpoint restored by a warm standby: its files fetched into a cache first
+      // (as a standby's passes do while the owner runs), then the restore takes them from it.
+      const warmed = await store.warm(key, cache);
+      if (warmed?.manifest.sequence !== latest.sequence) continue; // a checkpoint made meanwhile (none should be: the rank ended)
+      warmSeconds.push(warmed.seconds);
+      const fromCache = await store.restore(key, join(dir, `p${p}`), { sequence: latest.sequence, cache });
+      warmRestoreSeconds.push(fromCache.seconds);
+      warmCachedShare.push(r3(fromCache.cachedBytes / Math.max(1, fromCache.bytes)));
+      rmSync(join(dir, `p${p}`), { recursive: true, force: true });
     }
-    return { bytes: spread(bytes), files: spread(files), restoreSeconds: spread(restoreSeconds), restoreMiBPerSecond: r3(bytes.reduce((a, b) => a + b, 0) / 2 ** 20 / restoreSeconds.reduce((a, b) => a + b, 0)) };
+    return {
+      bytes: spread(bytes), files: spread(files), restoreSeconds: spread(restoreSeconds), restoreMiBPerSecond: r3(bytes.reduce((a, b) => a + b, 0) / 2 ** 20 / restoreSeconds.reduce((a, b) => a + b, 0)),
+      warm: { what: 'each latest checkpoint warmed into a cache, then restored from it (a warm standby\'s crash move)', warmSeconds: spread(warmSeconds), restoreSeconds: spread(warmRestoreSeconds), cachedShareOfBytes: spread(warmCachedShare) },
+    };
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -378,6 +399,8 @@ async function moveFigures(s: WebIndexBenchSetup, c: WebIndexCluster, ws: Worker
         expiryToStarted: started ? (started.at - expiry.get(u.unit)!) / 1000 : null,
         killToServing: servingAfter(probe.answers, u.partition, killedAt),
         restoreSeconds: restored?.seconds ?? null,
+        cachedBytes: restored?.cachedBytes ?? null,
+        restoredBytes: restored?.bytes ?? null,
       };
     });
     const keep = <K extends keyof (typeof crash)[number]>(k: K) => crash.flatMap((m) => (m[k] === null ? [] : [m[k] as number]));
@@ -393,6 +416,9 @@ async function moveFigures(s: WebIndexBenchSetup, c: WebIndexCluster, ws: Worker
         notServedWithin60s: crash.filter((m) => m.killToServing === null).length,
         restoreSeconds: spread(keep('restoreSeconds')),
         notRestored: crash.filter((m) => m.restoreSeconds === null).length,
+        standbys: s.standbys,
+        restoredBytes: spread(keep('restoredBytes')),
+        cachedBytes: spread(keep('cachedBytes')),
         leaseMs: s.leaseMs,
         loadAverage: load(),
       },

@@ -2,11 +2,12 @@
  * A local folder of checkpoint content kept by SHA-256, which a restore takes instead of
  * fetching it: a warm standby's (docs/checkpoints.md, "Warm standbys").
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { copyFile, link, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { mkdirs } from '../storage/mkdirs.js';
+import { fileThreads } from './fileThreads.js';
 
 const SHA256_NAME = /^[0-9a-f]{64}$/;
 const TEMP_PREFIX = '.tmp-';
@@ -26,8 +27,10 @@ export interface CheckpointCacheRetainReport {
  * the way in (`IncrementalCheckpointStore.warm` fetches and checks it as a restore does) is
  * added, by a rename from a temporary sibling, so a process killed while adding leaves only a
  * temporary file, which `retain` removes. A restore takes a whole file by a hard link (a copy
- * across filesystems), a chunk by reading it; it checks the size, not the digest again (RocksDB
- * checks its blocks' checksums when it reads them).
+ * for a file the restored store may write to, or across filesystems), a chunk by reading it,
+ * each after checking its size and SHA-256 again (a local read and hash instead of a
+ * download: a file renamed in before a power loss may read back other than it was written);
+ * content that fails the check is removed and fetched.
  *
  * The model: Kafka Streams' standby replicas (`num.standby.replicas`), which keep a task's
  * state warm on another instance so that a fail-over replays only the tail (KIP-441); here
@@ -77,11 +80,15 @@ export class CheckpointFileCache {
    * Makes `target` (which must not exist) hold content `sha256` of `bytes` bytes: a hard link
    * (a copy with `copy`, for a file its user may write to, or when the cache is on another
    * filesystem).
-   * @returns false when the content is not cached (or has another size: then it is removed)
+   * @returns false when the content is not cached (or has another size or digest: then it is removed)
    */
   async linkTo(sha256: string, bytes: number, target: string, options: { readonly copy?: boolean } = {}): Promise<boolean> {
     const source = this.pathOf(sha256);
-    if ((await this.bytesOf(sha256)) !== bytes) {
+    const size = await this.bytesOf(sha256);
+    if (size === undefined) return false;
+    // Checked again before use: a rename is atomic against a kill, not against a power loss
+    // (a file renamed before its data reached the disk may read back as zeros).
+    if (size !== bytes || (await fileThreads().hash(source).catch(() => undefined)) !== sha256) {
       await rm(source, { force: true });
       return false;
     }
@@ -97,11 +104,13 @@ export class CheckpointFileCache {
     return true;
   }
 
-  /** Content `sha256` when cached with `bytes` bytes, else undefined. */
+  /** Content `sha256` when cached with `bytes` bytes and that digest, else undefined (removed when it differs). */
   async read(sha256: string, bytes: number): Promise<Buffer | undefined> {
     try {
       const data = await readFile(this.pathOf(sha256));
-      return data.length === bytes ? data : undefined;
+      if (data.length === bytes && createHash('sha256').update(data).digest('hex') === sha256) return data;
+      await rm(this.pathOf(sha256), { force: true });
+      return undefined;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;

@@ -76,7 +76,7 @@ export interface WorkerCommonOptions {
    * Warm standbys per partition (Kafka Streams' `num.standby.replicas`; default 0; with
    * `checkpoints`): the leader makes this many other workers standbys of each unit (the most
    * any live worker asks for), each keeps the unit's newest checkpoint's files in
-   * `<dataDir>/standby-cache` (fetched every checkpoint interval, at least every heartbeat), and
+   * `<dataDir>/standby-cache` (fetched every checkpoint interval, no more often than every heartbeat), and
    * a unit whose owner died goes to one of its standbys when that keeps the balance within one
    * unit: its restore then fetches only what the checkpoints since the last pass added
    * (docs/cluster.md, "Warm standbys"). Costs each standby the fetches and the disk of the
@@ -287,7 +287,7 @@ class ClusterWorker implements Worker {
           const o = this.#owned.get(unit);
           return o === undefined ? undefined : o.state === 'opening' ? 'opening' : 'held';
         },
-        periodMs: Math.max(heartbeatMs, Math.min(checkpoints.intervalMs, 5000)),
+        periodMs: Math.max(heartbeatMs, checkpoints.intervalMs),
         logger: options.logger ?? consoleLogger,
         onWarm: (w) => this.#emit({ type: 'warmed', ...w }),
       });

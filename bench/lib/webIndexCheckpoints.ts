@@ -250,7 +250,10 @@ function putFigures(ws: readonly WorkerProcess[], from: number, loadedAt: number
   };
   const load_ = phase(from, loadedAt);
   const roundsPhase = phase(loadedAt, to);
-  return { load: load_, rounds: { ...roundsPhase, putsPerPartitionPerRound: rounds > 0 ? r3(roundsPhase.puts / partitions / rounds) : 0 } };
+  // What the warm standbys fetched during the rank (one `warmed` event per unit and pass that fetched something).
+  const warms = eventsOf(ws, 'warmed').filter((x) => x.at >= from && x.at < to).map((x) => x.e);
+  const standbyWarms = { warms: warms.length, fetchedFiles: warms.reduce((t, e) => t + e.fetchedFiles, 0), fetchedBytes: warms.reduce((t, e) => t + e.fetchedBytes, 0), seconds: spread(warms.map((e) => e.seconds)) };
+  return { load: load_, rounds: { ...roundsPhase, putsPerPartitionPerRound: rounds > 0 ? r3(roundsPhase.puts / partitions / rounds) : 0 }, standbyWarms };
 }
 
 /** One rank run on workers with checkpoints in `kind`, then (`moves`) the checkpoint sizes, restores and moves on its state. */

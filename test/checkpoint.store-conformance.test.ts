@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, unlink, writeFile, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, unlink, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -492,8 +492,24 @@ for (const impl of [directory, s3]) {
       assert.deepEqual(await contents(check), await contents(store));
       await check.close();
 
+      // A cache that cannot be used is as good as empty (found by a new user: a folder in a
+      // file's place, or a file in the cache folder's place, failed the restore and the unit).
+      await rm(cache.pathOf(anSst.sha256), { force: true });
+      await mkdir(path.join(cache.pathOf(anSst.sha256), 'inside'), { recursive: true });
+      const overFolder = await checkpoints.restore(key, fresh('restored'), { cache });
+      assert.equal(overFolder.cachedFiles, second.files - 1, 'the folder is passed over, the file fetched');
+      const notAFolder = new CheckpointFileCache(fresh('cache-file'));
+      await writeFile(notAFolder.dir, 'hi');
+      const fromNothing = await checkpoints.restore(key, fresh('restored'), { cache: notAFolder });
+      assert.equal(fromNothing.cachedFiles, 0);
+      const plain = await Store.open({ path: fromNothing.directory, columnFamilies });
+      assert.deepEqual(await contents(plain), await contents(store));
+      await plain.close();
+      await checkpoints.warm(key, cache); // puts the file back in place of the folder
+      assert.equal(await cache.bytesOf(anSst.sha256), anSst.bytes);
+
       const retained = await cache.retain(second.contents);
-      assert.equal(retained.files, second.files - 1);
+      assert.equal(retained.files, second.files);
       assert.ok(retained.removedFiles >= first.files - kept, `the contents only checkpoint 1 had are removed (${retained.removedFiles})`);
       assert.equal((await cache.retain(new Set())).files, 0);
       await store.close();

@@ -45,13 +45,13 @@ export class CheckpointFileCache {
     return path.join(this.dir, sha256);
   }
 
-  /** Bytes of content `sha256` when cached, else undefined. */
+  /** Bytes of content `sha256` when cached (a file), else undefined; a cache that cannot be read counts as empty. */
   async bytesOf(sha256: string): Promise<number | undefined> {
     try {
-      return (await stat(this.pathOf(sha256))).size;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      const st = await stat(this.pathOf(sha256));
+      return st.isFile() ? st.size : undefined;
+    } catch {
+      return undefined; // ENOENT; ENOTDIR when the cache's folder is a file; EACCES
     }
   }
 
@@ -62,6 +62,8 @@ export class CheckpointFileCache {
   async add(sha256: string, content: { readonly bytes: Uint8Array } | { readonly from: string }): Promise<void> {
     await mkdirs(this.dir);
     const target = this.pathOf(sha256);
+    // Whatever else holds the name (a folder, a damaged copy) goes first: a rename onto a folder fails.
+    if ((await this.bytesOf(sha256)) === undefined) await rm(target, { recursive: true, force: true });
     if ('from' in content) {
       await rename(content.from, target);
       return;
@@ -84,37 +86,57 @@ export class CheckpointFileCache {
    */
   async linkTo(sha256: string, bytes: number, target: string, options: { readonly copy?: boolean } = {}): Promise<boolean> {
     const source = this.pathOf(sha256);
-    const size = await this.bytesOf(sha256);
-    if (size === undefined) return false;
     // Checked again before use: a rename is atomic against a kill, not against a power loss
-    // (a file renamed before its data reached the disk may read back as zeros).
-    if (size !== bytes || (await fileThreads().hash(source).catch(() => undefined)) !== sha256) {
-      await rm(source, { force: true });
+    // (a file renamed before its data reached the disk may read back as zeros). A cache that
+    // cannot be read (a folder in a file's place, the cache's folder a file, no permission)
+    // is as good as empty: the restore fetches, never fails for it.
+    let good = false;
+    try {
+      const st = await stat(source);
+      good = st.isFile() && st.size === bytes && (await fileThreads().hash(source)) === sha256;
+    } catch {
+      good = false;
+    }
+    if (!good) {
+      await this.#drop(source);
       return false;
     }
     try {
       if (options.copy) await copyFile(source, target, fsConstants.COPYFILE_EXCL);
-      else await link(source, target);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return false; // removed by a retain meanwhile
-      if (code !== 'EXDEV' && code !== 'EPERM') throw err;
-      await copyFile(source, target);
+      else {
+        try {
+          await link(source, target);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'EXDEV' && code !== 'EPERM') throw err;
+          await copyFile(source, target, fsConstants.COPYFILE_EXCL);
+        }
+      }
+      return true;
+    } catch {
+      // Removed by a retain meanwhile, or the copy failed: the caller fetches into `target` instead.
+      await rm(target, { force: true }).catch(() => {});
+      return false;
     }
-    return true;
   }
 
-  /** Content `sha256` when cached with `bytes` bytes and that digest, else undefined (removed when it differs). */
+  /** Content `sha256` when cached with `bytes` bytes and that digest, else undefined (removed when it differs; a cache that cannot be read counts as empty). */
   async read(sha256: string, bytes: number): Promise<Buffer | undefined> {
+    let data: Buffer;
     try {
-      const data = await readFile(this.pathOf(sha256));
-      if (data.length === bytes && createHash('sha256').update(data).digest('hex') === sha256) return data;
-      await rm(this.pathOf(sha256), { force: true });
-      return undefined;
+      data = await readFile(this.pathOf(sha256));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') await this.#drop(this.pathOf(sha256));
+      return undefined;
     }
+    if (data.length === bytes && createHash('sha256').update(data).digest('hex') === sha256) return data;
+    await this.#drop(this.pathOf(sha256));
+    return undefined;
+  }
+
+  /** Removes what holds a content's name, whatever it is; a failure is left for `retain`. */
+  async #drop(p: string): Promise<void> {
+    await rm(p, { recursive: true, force: true }).catch(() => {});
   }
 
   /**

@@ -30,7 +30,7 @@ export function positiveInt(value: string): number {
 /** Parses an integer option >= 0. @throws commander's InvalidArgumentError */
 export function nonNegativeInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected an integer >= 0, got ${value}`);
+  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`expected an integer >= 0, got ${value}`);
   return n;
 }
 

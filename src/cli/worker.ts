@@ -130,7 +130,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
     .option('--checkpoints <url>', 'checkpoint the partitions to file:///DIR or s3://BUCKET/PREFIX (AWS_* environment) so they move between workers with their own data dirs; publishes and acks wait for the checkpoint that covers them', checkpointUrl)
     .option('--checkpoint-interval-ms <ms>', 'with --checkpoints: period of each partition\'s checkpoints', positiveInt)
-    .option('--standbys <n>', 'with --checkpoints: warm standbys per partition; this worker keeps the newest checkpoints of the partitions it stands by for in <data dir>/standby-cache, so a crash move to it fetches only the tail', nonNegativeInt)
+    .option('--standbys <n>', 'with --checkpoints: warm standbys per partition; this worker keeps the newest checkpoints of the partitions it stands by for in <data dir>/standby-cache/<name>, so a crash move to it fetches only the tail', nonNegativeInt)
     .option('--json', 'print each event as a JSON line', false)
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .action(async (opts: WorkerCliOptions, command: Command) => {

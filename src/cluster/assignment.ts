@@ -6,6 +6,8 @@ export interface AssignableWorker {
   readonly id: string;
   /** Most units it may hold, an integer >= 0 or `Infinity`. */
   readonly maxPartitions: number;
+  /** It keeps standbys warm (its own `standbyReplicas` is above 0); default true. Only such workers are made standbys. */
+  readonly standby?: boolean;
 }
 
 /** Input of {@link assignPartitions}. */
@@ -67,13 +69,16 @@ export interface AssignmentResult {
  * excess) and a leave moves only the leaver's units (placed in step 2); once balanced, the
  * result is a fixed point (the same input gives no moves).
  *
- * With `standbyReplicas` (docs/cluster.md, "Warm standbys"): in step 2 a unit goes to one of
- * its standbys (in `standbys` order) that has room and holds at most one unit more than the
- * least loaded worker (Kafka Streams' high-availability assignor gives an active task to a
- * caught-up client first, KIP-441; here within one unit of the balance, so step 3 need not
- * move it back). Then each unit keeps its standbys that are live and not its owner, and gets
- * more, up to `standbyReplicas`, from the workers holding the fewest standbys (then the
- * fewest units, then the first in `workers` order).
+ * With `standbyReplicas` (docs/cluster.md, "Warm standbys"): in step 2 the units one of whose
+ * standbys (in `standbys` order) has room and holds no more units than the least loaded worker
+ * go first, each to that standby (Kafka Streams' high-availability assignor gives an active
+ * task to a caught-up client first, KIP-441; here only within the balance, so a leave still
+ * moves only the leaver's units). Then standbys are chosen among the workers with room that
+ * keep standbys (`AssignableWorker.standby`): each unit keeps those it had that are still such
+ * workers and not its owner, gets more, up to `standbyReplicas`, from the workers holding the
+ * fewest standbys (then the fewest units, then the first in `workers` order), and while one
+ * worker holds 2 standbys more than another, one of its standbys passes to that other (a
+ * worker that joined gets its share).
  *
  * @throws InvalidArgumentError for a bad `maxMoves`, `standbyReplicas` or `maxPartitions`, or a duplicate worker id
  */
@@ -103,17 +108,32 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
   const placed: string[] = [];
   const placedOnStandby: string[] = [];
   const unplaced: string[] = [];
-  for (const unit of orphans) {
-    const least = leastLoaded(loads.values(), unit.stage);
-    const warm = least && standbyReplicas > 0
-      ? (previousStandbys.get(unitKey(unit)) ?? []).map((id) => loads.get(id)).find((l) => l?.hasRoom() && l.count <= least.count + 1)
-      : undefined;
-    const to = warm ?? least;
-    if (warm) placedOnStandby.push(unitKey(unit));
+  // Orphans whose standby is among the least loaded workers go first, each to that standby;
+  // the others as without standbys. A standby takes a unit only while it holds no more than
+  // the least loaded worker with room, so the placement stays as balanced as without standbys.
+  const pending = [...orphans];
+  while (pending.length > 0) {
+    let index = 0;
+    let to: WorkerLoad | undefined;
+    let warm = false;
+    const least = leastLoaded(loads.values());
+    if (least && standbyReplicas > 0) {
+      for (let i = 0; i < pending.length && !warm; i++) {
+        const standby = (previousStandbys.get(unitKey(pending[i]!)) ?? []).map((id) => loads.get(id)).find((l) => l?.hasRoom() && l.count <= least.count);
+        if (standby) {
+          index = i;
+          to = standby;
+          warm = true;
+        }
+      }
+    }
+    const unit = pending.splice(index, 1)[0]!;
+    to ??= leastLoaded(loads.values(), unit.stage);
     if (!to) {
       unplaced.push(unitKey(unit));
       continue;
     }
+    if (warm) placedOnStandby.push(unitKey(unit));
     to.add(unit);
     assignment.set(unitKey(unit), to.id);
     placed.push(unitKey(unit));
@@ -129,19 +149,20 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
     assignment.set(unitKey(unit), to.id);
     moves.push({ unit: unitKey(unit), from: from.id, to: to.id });
   }
-  return { assignment, placed, moves, unplaced, standbys: chooseStandbys(units, workers, assignment, previousStandbys, standbyReplicas), placedOnStandby };
+  return { assignment, placed, moves, unplaced, standbys: chooseStandbys(units, workers, loads, assignment, previousStandbys, standbyReplicas), placedOnStandby };
 }
 
 /** The standbys of each assigned unit (see `assignPartitions`). */
 function chooseStandbys(
-  units: readonly PartitionUnit[], workers: readonly AssignableWorker[], assignment: ReadonlyMap<string, string>,
+  units: readonly PartitionUnit[], workers: readonly AssignableWorker[], loads: ReadonlyMap<string, WorkerLoad>, assignment: ReadonlyMap<string, string>,
   previous: ReadonlyMap<string, readonly string[]>, replicas: number,
 ): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (replicas === 0) return out;
-  const held = new Map(workers.map((w) => [w.id, 0]));
-  const owned = new Map(workers.map((w) => [w.id, 0]));
-  for (const owner of assignment.values()) owned.set(owner, (owned.get(owner) ?? 0) + 1);
+  // Candidates: workers that keep standbys and could take a unit (a full one never would).
+  const candidates = workers.filter((w) => w.standby !== false && loads.get(w.id)!.hasRoom());
+  const held = new Map(candidates.map((w) => [w.id, 0]));
+  const owned = (id: string): number => loads.get(id)!.count;
   const chosen: Array<[string, string, string[]]> = [];
   // First every unit keeps what it can, so that new picks see the counts kept.
   for (const unit of units) {
@@ -152,19 +173,33 @@ function chooseStandbys(
     for (const id of kept) held.set(id, held.get(id)! + 1);
     chosen.push([key, owner, kept]);
   }
-  for (const [key, owner, list] of chosen) {
+  for (const [, owner, list] of chosen) {
     while (list.length < replicas) {
       let best: AssignableWorker | undefined;
-      for (const w of workers) {
+      for (const w of candidates) {
         if (w.id === owner || list.includes(w.id)) continue;
-        if (!best || held.get(w.id)! < held.get(best.id)! || (held.get(w.id) === held.get(best.id) && owned.get(w.id)! < owned.get(best.id)!)) best = w;
+        if (!best || held.get(w.id)! < held.get(best.id)! || (held.get(w.id) === held.get(best.id) && owned(w.id) < owned(best.id))) best = w;
       }
       if (!best) break;
       list.push(best.id);
       held.set(best.id, held.get(best.id)! + 1);
     }
-    if (list.length) out.set(key, list);
   }
+  // Spread: from the worker holding the most standbys to the one holding the fewest, while
+  // they differ by 2 or more and a unit can pass (each pass lowers the spread's sum of squares).
+  for (let guard = 0; guard < units.length * Math.max(1, replicas); guard++) {
+    const ids = [...held.keys()];
+    if (ids.length < 2) break;
+    const most = ids.reduce((a, b) => (held.get(b)! > held.get(a)! ? b : a));
+    const fewest = ids.reduce((a, b) => (held.get(b)! < held.get(a)! ? b : a));
+    if (held.get(most)! - held.get(fewest)! < 2) break;
+    const entry = chosen.find(([, owner, list]) => list.includes(most) && owner !== fewest && !list.includes(fewest));
+    if (!entry) break;
+    entry[2][entry[2].indexOf(most)] = fewest;
+    held.set(most, held.get(most)! - 1);
+    held.set(fewest, held.get(fewest)! + 1);
+  }
+  for (const [key, , list] of chosen) if (list.length) out.set(key, list);
   return out;
 }
 

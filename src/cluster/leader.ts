@@ -85,7 +85,7 @@ export class LeaderRole {
     const standbys = standbyReplicas > 0 || (await this.redis.exists(this.keys.standbys)) ? parseStandbys(await this.redis.hgetall(this.keys.standbys)) : new Map<string, string[]>();
     const result = assignPartitions({
       units: this.units,
-      workers: members.map((m) => ({ id: m.id, maxPartitions: m.maxPartitions ?? Infinity })),
+      workers: members.map((m) => ({ id: m.id, maxPartitions: m.maxPartitions ?? Infinity, standby: (m.standbyReplicas ?? 0) > 0 })),
       current,
       maxMoves: Math.max(0, this.maxMoves - inFlight),
       standbyReplicas,

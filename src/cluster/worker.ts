@@ -29,7 +29,7 @@ import { readClusterStatus, type ClusterStatus } from './status.js';
 import { topologyApplication } from './topologyApplication.js';
 import { allUnits, unitKey } from './units.js';
 
-/** The folder of a worker's data dir that holds its warm standby cache (`CheckpointFileCache`). */
+/** The folder of a worker's data dir that holds the warm standby caches (`CheckpointFileCache`), one per worker name: `standby-cache/<name>`. */
 export const STANDBY_CACHE_DIR = 'standby-cache';
 
 /** Worker names: 1 to 64 letters, digits, `.`, `_`, `-`. */
@@ -74,13 +74,14 @@ export interface WorkerCommonOptions {
   readonly checkpointIntervalMs?: number;
   /**
    * Warm standbys per partition (Kafka Streams' `num.standby.replicas`; default 0; with
-   * `checkpoints`): the leader makes this many other workers standbys of each unit (the most
-   * any live worker asks for), each keeps the unit's newest checkpoint's files in
-   * `<dataDir>/standby-cache` (fetched every checkpoint interval, no more often than every heartbeat), and
-   * a unit whose owner died goes to one of its standbys when that keeps the balance within one
-   * unit: its restore then fetches only what the checkpoints since the last pass added
-   * (docs/cluster.md, "Warm standbys"). Costs each standby the fetches and the disk of the
-   * checkpoints it keeps warm.
+   * `checkpoints`): the leader makes this many other workers that keep standbys (their own
+   * `standbyReplicas` above 0, with room) standbys of each unit (the most any live worker asks
+   * for); each keeps the unit's newest checkpoint's files in
+   * `<dataDir>/standby-cache/<name>` (fetched every checkpoint interval, no more often than
+   * every heartbeat), and a unit whose owner died goes first to one of its standbys that holds
+   * no more units than the least loaded worker: its restore then fetches only what the
+   * checkpoints since the last pass added (docs/cluster.md, "Warm standbys"). Costs each
+   * standby the fetches and the disk of the checkpoints it keeps warm.
    */
   readonly standbyReplicas?: number;
   /** Shown in status and events (default `<host name>-<pid>`); the member id adds 8 random hex digits. */
@@ -195,7 +196,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   const maxMoves = options.maxMoves ?? Math.max(1, Math.ceil(allUnits(stages).length / 10));
   if (!Number.isInteger(maxMoves) || maxMoves < 1) throw new InvalidArgumentError(`maxMoves must be an integer >= 1, got ${maxMoves}`);
   const standbyReplicas = options.standbyReplicas ?? 0;
-  if (!Number.isInteger(standbyReplicas) || standbyReplicas < 0) throw new InvalidArgumentError(`standbyReplicas must be an integer >= 0, got ${standbyReplicas}`);
+  if (!Number.isSafeInteger(standbyReplicas) || standbyReplicas < 0) throw new InvalidArgumentError(`standbyReplicas must be an integer >= 0, got ${standbyReplicas}`);
   if (standbyReplicas > 0 && options.checkpoints === undefined) {
     throw new InvalidArgumentError(`standbyReplicas ${standbyReplicas} needs checkpoints: a standby keeps a partition's checkpoints warm (give checkpoints, or leave standbyReplicas at 0)`);
   }
@@ -278,8 +279,8 @@ class ClusterWorker implements Worker {
     this.#units = new Set(units.map(unitKey));
     this.#leader = new LeaderRole(redis, keys, id, timing, units, maxMoves);
     // The cache is given to restores whether or not this worker keeps standbys now: another
-    // run's warm files left in the data dir are taken, never trusted beyond their digests' names.
-    this.#cache = checkpoints && new CheckpointFileCache(join(options.dataDir, STANDBY_CACHE_DIR));
+    // run's warm files left in the data dir are taken, each checked against its digest first.
+    this.#cache = checkpoints && new CheckpointFileCache(join(options.dataDir, STANDBY_CACHE_DIR, name));
     if (checkpoints && checkpoints.standbyReplicas > 0) {
       this.#warmer = new StandbyWarmer({
         redis, keys, memberId: id, store: checkpoints.store, keyPrefix: checkpoints.keyPrefix, cache: this.#cache!, units: this.#units,

@@ -808,10 +808,10 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     let fetchedFiles = 0;
     let fetchedBytes = 0;
     // Whole files, and each chunk of a chunked file (not a linked log's).
-    const wanted: Array<{ sha256: string; bytes: number; file?: CheckpointFile; chunk?: CheckpointChunk; of?: CheckpointFile; index?: number }> = [];
+    const wanted: Array<{ sha256: string; bytes: number; file?: CheckpointFile; of?: CheckpointFile; index?: number }> = [];
     for (const f of manifest.files) {
       if (f.link) continue;
-      if (f.chunks) f.chunks.forEach((c, index) => wanted.push({ sha256: c.sha256, bytes: c.bytes, chunk: c, of: f, index }));
+      if (f.chunks) f.chunks.forEach((c, index) => wanted.push({ sha256: c.sha256, bytes: c.bytes, of: f, index }));
       else wanted.push({ sha256: f.sha256, bytes: f.bytes, file: f });
     }
     await forEachLimit(wanted, TRANSFER_CONCURRENCY, async (w) => {
@@ -840,29 +840,45 @@ export class IncrementalCheckpointStore implements CheckpointStore {
 
   /**
    * The bytes of chunk `index` of file `f` of `m` (packed in a manifest or stored apart),
-   * checked against its size and SHA-256.
+   * checked against its size and SHA-256 as `#fetch` checks it.
    * @throws CheckpointDamagedError when it is missing or different
    */
   async #chunkBytes(m: CheckpointManifest, f: CheckpointFile, index: number, payloads: Map<number, Promise<Buffer | undefined>>): Promise<Buffer> {
     const part = f.chunks![index]!;
-    const what = `chunk ${index + 1} of ${f.chunks!.length}`;
-    const damaged = (why: string): CheckpointDamagedError =>
-      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${what} ${why}`, m.key, m.sequence, f.name);
-    let data: Buffer | undefined;
-    if (part.in !== undefined) {
-      const payload = await this.#payload(m.key, part.in, payloads);
-      if (!payload) throw damaged(`is missing: manifest ${part.in}, which packs it, is gone`);
-      const at = part.at ?? 0;
-      if (at + part.bytes > payload.length) throw damaged(`is missing: the payload holds ${payload.length} bytes, the chunk ends at ${at + part.bytes}`);
-      data = payload.subarray(at, at + part.bytes);
-    } else {
-      data = await this.objects.getBytes(fileObjectName(m.key, part.sha256));
-      if (!data) throw damaged(`is missing (object ${fileObjectName(m.key, part.sha256)})`);
-    }
-    if (data.length !== part.bytes) throw damaged(`has ${data.length} bytes, the manifest says ${part.bytes}`);
+    const damaged = this.#damaged(m, f);
+    const n = f.chunks!.length;
+    if (part.in !== undefined) return this.#packedChunk(m, part, `chunk ${index + 1} of ${n} (packed in manifest ${part.in})`, payloads, damaged);
+    const object = fileObjectName(m.key, part.sha256);
+    const what = `chunk ${index + 1} of ${n} (object ${object})`;
+    const data = await this.objects.getBytes(object);
+    if (!data) throw damaged(`is missing ${what}`);
+    if (data.length !== part.bytes) throw damaged(`${what} has ${data.length} bytes, the manifest says ${part.bytes}`);
     const sha = createHash('sha256').update(data).digest('hex');
-    if (sha !== part.sha256) throw damaged(`has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+    if (sha !== part.sha256) throw damaged(`${what} has SHA-256 ${sha}, the manifest says ${part.sha256}`);
     return data;
+  }
+
+  /**
+   * The bytes of `part`, a chunk packed in a manifest's payload (this one's or an earlier
+   * put's of the chain), checked against its SHA-256.
+   * @param what the chunk as error messages name it
+   * @throws CheckpointDamagedError (from `damaged`) when it is missing or different
+   */
+  async #packedChunk(m: CheckpointManifest, part: CheckpointChunk, what: string, payloads: Map<number, Promise<Buffer | undefined>>, damaged: (why: string) => CheckpointDamagedError): Promise<Buffer> {
+    const payload = await this.#payload(m.key, part.in!, payloads);
+    if (!payload) throw damaged(`is missing ${what}: no such manifest`);
+    const at = part.at ?? 0;
+    if (at + part.bytes > payload.length) throw damaged(`is missing ${what}: the payload holds ${payload.length} bytes, the chunk ends at ${at + part.bytes}`);
+    const data = payload.subarray(at, at + part.bytes);
+    const sha = createHash('sha256').update(data).digest('hex');
+    if (sha !== part.sha256) throw damaged(`${what} has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+    return data;
+  }
+
+  /** The error of file `f` of `m` being damaged, saying `why` and what to do about it. */
+  #damaged(m: CheckpointManifest, f: CheckpointFile): (why: string) => CheckpointDamagedError {
+    return (why) =>
+      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
   }
 
   /**
@@ -897,8 +913,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * @param payloads the payloads of packed chunks fetched so far by this restore (`#payload`)
    */
   async #fetch(m: CheckpointManifest, f: CheckpointFile, target: string, payloads: Map<number, Promise<Buffer | undefined>>, cache?: CheckpointFileCache, cached?: { files: number; bytes: number }): Promise<void> {
-    const damaged = (why: string): CheckpointDamagedError =>
-      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
+    const damaged = this.#damaged(m, f);
     if (f.link && f.chunks) return this.#fetchLinked(f as CheckpointFile & { link: string; chunks: readonly CheckpointChunk[] }, target, damaged);
     // An immutable file is linked; another (a log, MANIFEST, OPTIONS, CURRENT) copied, since
     // the restored store may write to it.
@@ -921,15 +936,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         continue;
       }
       if (part.in !== undefined) {
-        // Packed in a manifest's payload (this one's or an earlier put's of the chain).
-        const what = `chunk ${i + 1} of ${parts.length} (packed in manifest ${part.in})`;
-        const payload = await this.#payload(m.key, part.in, payloads);
-        if (!payload) throw damaged(`is missing ${what}: no such manifest`);
-        const at = part.at ?? 0;
-        if (at + part.bytes > payload.length) throw damaged(`is missing ${what}: the payload holds ${payload.length} bytes, the chunk ends at ${at + part.bytes}`);
-        const data = payload.subarray(at, at + part.bytes);
-        const sha = createHash('sha256').update(data).digest('hex');
-        if (sha !== part.sha256) throw damaged(`${what} has SHA-256 ${sha}, the manifest says ${part.sha256}`);
+        const data = await this.#packedChunk(m, part, `chunk ${i + 1} of ${parts.length} (packed in manifest ${part.in})`, payloads, damaged);
         await writeFile(target, data, { flag: i === 0 ? 'wx' : 'a' });
         bytes += data.length;
         continue;

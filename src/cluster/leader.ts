@@ -71,10 +71,16 @@ export class LeaderRole {
 
   /** One assignment round under `lease`; undefined when the write found the lease gone. */
   async round(lease: Lease): Promise<AssignmentRound | undefined> {
-    const members = await liveMembers(this.redis, this.keys);
-    const current = new Map(Object.entries(await this.redis.hgetall(this.keys.assignment)));
     const names = this.units.map(unitKey);
-    const holders = names.length ? await this.redis.mget(names.map((u) => this.keys.lease(u))) : [];
+    // Sent together: the members, the assignment, the standbys (an empty hash when no worker
+    // keeps standbys) and the units' leases, in the round trip of the members' set.
+    const [members, assignment, standbyHash, holders] = await Promise.all([
+      liveMembers(this.redis, this.keys),
+      this.redis.hgetall(this.keys.assignment),
+      this.redis.hgetall(this.keys.standbys),
+      names.length ? this.redis.mget(names.map((u) => this.keys.lease(u))) : Promise.resolve([]),
+    ]);
+    const current = new Map(Object.entries(assignment));
     const live = new Set(members.map((m) => m.id));
     let inFlight = 0;
     names.forEach((u, i) => {
@@ -82,7 +88,7 @@ export class LeaderRole {
       if (holder !== undefined && live.has(holder) && current.get(u) !== holder) inFlight++;
     });
     const standbyReplicas = Math.max(0, ...members.map((m) => m.standbyReplicas ?? 0));
-    const standbys = standbyReplicas > 0 || (await this.redis.exists(this.keys.standbys)) ? parseStandbys(await this.redis.hgetall(this.keys.standbys)) : new Map<string, string[]>();
+    const standbys = parseStandbys(standbyHash);
     const result = assignPartitions({
       units: this.units,
       workers: members.map((m) => ({ id: m.id, maxPartitions: m.maxPartitions ?? Infinity, standby: (m.standbyReplicas ?? 0) > 0 })),

@@ -228,4 +228,25 @@ describe('WriteBatch', () => {
     assert.deepEqual([...decodeFloat64s((await after.get('ranks', keys[0]!))!)], [2, 2]);
     await after.close();
   });
+
+  it('writesTo counts the completed writes per column family: puts, merges, deletes, and batches that recorded an operation on it', async () => {
+    const store = await openStore();
+    const counts = () => ['pages', 'counts', 'meta'].map((cf) => store.writesTo(cf));
+    assert.deepEqual(counts(), [0, 0, 0]);
+    await store.put('pages', 'a', Buffer.from('A'));
+    await store.merge('counts', 'a', encodeInt64(1));
+    await store.delete('pages', 'nothing');
+    assert.deepEqual(counts(), [2, 1, 0]);
+    const batch = store.batch().put('meta', 'm', Buffer.from('M')).deleteRange('pages', 'a', 'b');
+    const pending = store.write(batch);
+    batch.put('counts', 'c', encodeInt64(1)); // recorded after the write began: belongs to the next write
+    await pending;
+    assert.deepEqual(counts(), [3, 1, 1]);
+    await store.write(batch);
+    assert.deepEqual(counts(), [3, 2, 1]);
+    await store.write(store.batch());
+    assert.deepEqual(counts(), [3, 2, 1], 'an empty batch writes to no family');
+    assert.throws(() => store.writesTo('nope'), /unknown column family/);
+    await store.close();
+  });
 });

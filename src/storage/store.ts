@@ -132,6 +132,8 @@ export class Store {
   #closed = false;
   readonly #group: WriteGroup;
   readonly #guard: (() => void) | undefined;
+  /** Completed writes per column family index (`writesTo`). */
+  readonly #writes: number[];
 
   private constructor(native: NativeStore, path: string, names: string[], guard: (() => void) | undefined, walCompression: boolean) {
     this.#native = native;
@@ -139,6 +141,7 @@ export class Store {
     this.path = path;
     this.walCompression = walCompression;
     this.#cfIndex = new Map(names.map((n, i) => [n, i]));
+    this.#writes = names.map(() => 0);
     this.#group = new WriteGroup(
       () => new (nativeAddon().WriteBatch)(native),
       (batch, sync) => native.write(batch, sync),
@@ -171,6 +174,19 @@ export class Store {
       columnFamilies,
     });
     return new Store(native, options.path, names, options.writeGuard, options.walCompression ?? false);
+  }
+
+  /**
+   * How many writes to column family `cf` through this Store object have completed: a put,
+   * merge or delete on it, or a written batch that recorded an operation on it (rolled-back
+   * ones included). A reader that saw the value `n` before reading `cf`, and sees `n` again,
+   * knows nothing was written to it since, e.g. to skip scanning a queue family that is
+   * written by another actor of the same store (the crawl policy's `pending`). Starts at 0
+   * when the store opens; writes by other processes or other Store objects are not counted.
+   * @throws InvalidArgumentError for an undeclared column family
+   */
+  writesTo(cf: string): number {
+    return this.#writes[this.#batchCf(cf)]!;
   }
 
   /** Declared column family names (including "default"). */
@@ -229,7 +245,7 @@ export class Store {
     const refused = this.#refused();
     if (refused) return refused;
     const sync = opts?.sync === true;
-    return this.#group.submit(() => this.#native.put(i, key, value, sync), (b) => b.put(i, key, value), sync);
+    return this.#counted(i, this.#group.submit(() => this.#native.put(i, key, value, sync), (b) => b.put(i, key, value), sync));
   }
 
   /** Folds `operand` into the value with the column family's merge operator (no read); group-committed like {@link put}. */
@@ -241,7 +257,7 @@ export class Store {
     const refused = this.#refused();
     if (refused) return refused;
     const sync = opts?.sync === true;
-    return this.#group.submit(() => this.#native.merge(i, key, operand, sync), (b) => b.merge(i, key, operand), sync);
+    return this.#counted(i, this.#group.submit(() => this.#native.merge(i, key, operand, sync), (b) => b.merge(i, key, operand), sync));
   }
 
   /** Group-committed like {@link put}. */
@@ -252,7 +268,7 @@ export class Store {
     const refused = this.#refused();
     if (refused) return refused;
     const sync = opts?.sync === true;
-    return this.#group.submit(() => this.#native.delete(i, key, sync), (b) => b.delete(i, key), sync);
+    return this.#counted(i, this.#group.submit(() => this.#native.delete(i, key, sync), (b) => b.delete(i, key), sync));
   }
 
   /** An empty batch for this store. @throws StoreClosedError */
@@ -289,7 +305,23 @@ export class Store {
   write(batch: WriteBatch, opts?: WriteOptions): Promise<void> {
     const refused = this.#refused();
     if (refused) return refused;
-    return this.#native.write(batch.native, opts?.sync === true);
+    const touched = batch.takeTouched();
+    return this.#native.write(batch.native, opts?.sync === true).then(
+      () => {
+        for (const i of touched) this.#writes[i]!++;
+      },
+      (err: unknown) => {
+        batch.takeTouched(touched);
+        throw err;
+      },
+    );
+  }
+
+  /** `write` resolved: one more completed write to family `i` (`writesTo`). */
+  #counted(i: number, write: Promise<void>): Promise<void> {
+    return write.then(() => {
+      this.#writes[i]!++;
+    });
   }
 
   /**

@@ -18,11 +18,31 @@ import type { NativeWriteBatch } from './native.js';
 export class WriteBatch {
   readonly #native: NativeWriteBatch;
   readonly #cf: (name: string) => number;
+  /** Indexes of the column families an operation was recorded on since the last write (`Store.writesTo`). */
+  #touched: number[] = [];
 
   /** @internal Made by Store.batch(). */
   constructor(native: NativeWriteBatch, columnFamilyIndex: (name: string) => number) {
     this.#native = native;
-    this.#cf = columnFamilyIndex;
+    this.#cf = (name) => {
+      const i = columnFamilyIndex(name);
+      if (!this.#touched.includes(i)) this.#touched.push(i);
+      return i;
+    };
+  }
+
+  /**
+   * @internal Store.write: the column families recorded on, forgotten (the batch is empty
+   * after a write); `restore` gives them back when the write failed.
+   */
+  takeTouched(restore?: readonly number[]): number[] {
+    if (restore) {
+      for (const i of restore) if (!this.#touched.includes(i)) this.#touched.push(i);
+      return [];
+    }
+    const t = this.#touched;
+    this.#touched = [];
+    return t;
   }
 
   /** @internal */

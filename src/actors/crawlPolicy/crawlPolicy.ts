@@ -106,6 +106,13 @@ interface CrawlPolicyState {
    */
   readonly robotsNotStored: Set<string>;
   readonly dropped: Set<string>;
+  /**
+   * `store.writesTo(pending)` after the last intake that emptied `pending`: while it has not
+   * changed, nothing was written there since and the intake skips its scan (-1: scan). Each
+   * scan walked the tombstones of every key taken before (deleted keys stay in the memtable
+   * and SST files until compacted), once per message: quadratic over a crawl.
+   */
+  pendingSeen: number;
   timer: { at: number; cancel: Cancel } | undefined;
   /** Units of `FlowCounters` work this incarnation holds (see `reconcileBusy`). */
   held: number;
@@ -169,7 +176,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         const state: CrawlPolicyState = {
           store, outbox, consumer: c, feed, marks: partitionMarks(store, owner),
           hosts: new Map(), ready: new Set(), requested: new Map(), due: dueHeap(),
-          robots: new Map(), robotsFetching: new Set(), robotsNotStored: new Set(), dropped: new Set(),
+          robots: new Map(), robotsFetching: new Set(), robotsNotStored: new Set(), dropped: new Set(), pendingSeen: -1,
           timer: undefined, held: 0, seq: 0, stopped: false,
         };
         await load(state);
@@ -325,14 +332,23 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
    * meanwhile before that key are taken in on the next call (every message ends with one).
    */
   async function intakePending(state: CrawlPolicyState, now: number): Promise<void> {
+    // Counted before the scan (writes count once complete): a write completed after this
+    // read may be missed by the scan, and then the count differs and the next intake scans.
+    const seen = state.store.writesTo(ColumnFamilies.pending);
+    if (seen === state.pendingSeen) return;
     let after: Buffer | undefined;
+    let own = 0;
     for (;;) {
       const keys: Buffer[] = [];
       for await (const [key] of state.store.iterate(ColumnFamilies.pending, { keysOnly: true, chunkSize: SCAN_CHUNK, ...(after ? { gt: after } : {}) })) {
         keys.push(key);
         if (keys.length >= SCAN_CHUNK) break;
       }
-      if (keys.length === 0) return;
+      if (keys.length === 0) {
+        // Nothing but this scan's own deletes written meanwhile: the same state next time.
+        state.pendingSeen = state.store.writesTo(ColumnFamilies.pending) === seen + own ? seen + own : seen;
+        return;
+      }
       after = keys[keys.length - 1];
       const [known, ranks] = await Promise.all([
         state.store.multiGet(ColumnFamilies.frontier, keys),
@@ -349,6 +365,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
         if (entry) batch.put(ColumnFamilies.frontier, key, packr.pack(entry));
       });
       await state.store.write(batch);
+      own++;
     }
   }
 

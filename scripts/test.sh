@@ -8,6 +8,9 @@
 # Exit status: non-zero when either lane failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The CLI processes the tests start run the compiled dist/ while it is current
+# (bin/shardflow.mjs): rebuild it first when a source is newer.
+node scripts/build.mjs --if-stale || exit 1
 unit=()
 rest=()
 for f in test/*.test.ts; do

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -25,7 +25,7 @@ const consumerMain = `
 import { Topology, defineNamespace, msgpackCodec, int64Add, encodeInt64, decodeInt64, MemoryBroker } from 'shardflow';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 
 const isVisit = (v) => typeof v === 'object' && v !== null && typeof v.page === 'string';
 const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 8, key: (v) => v.page });
@@ -90,6 +90,22 @@ export async function run(broker: Broker, dataDir: string): Promise<bigint> {
 export const parts = [Store, RedisStreamsBroker, MemoryBroker, new ManualClock(0), createProbe<string>()] as const;
 `;
 
+/** The files (relative to `pkg`) the `entries` reach through relative static and dynamic imports. */
+function publicGraph(pkg: string, entries: string[]): string[] {
+  const seen = new Set<string>();
+  const queue = [...entries];
+  while (queue.length > 0) {
+    const f = queue.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    const text = readFileSync(join(pkg, f), 'utf8');
+    for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)['"](\.{1,2}\/[^'"]+)['"]/g)) {
+      queue.push(posix.normalize(posix.join(posix.dirname(f), m[1]!)));
+    }
+  }
+  return [...seen];
+}
+
 test('npm pack, install the tarball outside the repo, run and type-check a consumer', { timeout: 600_000 }, () => {
   const scratch = mkdtempSync(join(tmpdir(), 'sf-tarball-'));
   try {
@@ -97,8 +113,9 @@ test('npm pack, install the tarball outside the repo, run and type-check a consu
     const tarball = join(scratch, readdirSync(scratch).find((f) => f.endsWith('.tgz'))!);
     const files = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' }).split('\n').filter(Boolean);
     for (const f of files) assert.doesNotMatch(f, /^package\/(test|bench|examples|node_modules|native\/build)\//, `shipped: ${f}`);
-    // The framework's build graph holds no web-index module (they are not part of the API).
-    for (const f of files) assert.doesNotMatch(f, /^package\/dist\/(actors|topology|jobs|cli|query|replay)\//, `compiled into dist: ${f}`);
+    // dist/ holds the compiled CLI too (bin/shardflow.mjs runs it), web index included; the
+    // public entries' import graph is checked below, on the installed package.
+    assert.ok(files.includes('package/dist/cli/main.js') && files.includes('package/dist/.sources-as-of'), 'the compiled CLI and its build stamp ship');
     for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/runtime/inspection/page.html', 'native/binding.gyp', 'native/scripts/install.mjs']) {
       assert.ok(files.includes(`package/${f}`), `tarball lacks ${f}`);
     }
@@ -112,6 +129,17 @@ test('npm pack, install the tarball outside the repo, run and type-check a consu
     }));
     const install = npm(['install', '--no-audit', '--no-fund', '--strict-allow-scripts', tarball, '@types/node@20.19'], project);
     assert.doesNotMatch(install, /EBADENGINE/);
+
+    // The framework's build graph holds no web-index module (they are not part of the API):
+    // the modules the public entries reach through relative imports, in the installed dist/.
+    const installed = join(project, 'node_modules', 'shardflow');
+    const reached = publicGraph(installed, ['dist/index.js', 'dist/storage/index.js', 'dist/runtime/brokers/index.js', 'dist/testing/index.js']);
+    assert.ok(reached.length > 50, `the public entries reach ${reached.length} modules`);
+    for (const f of reached) assert.doesNotMatch(f, /^dist\/(actors|topology|jobs|cli|query|replay)\//, `a public entry imports ${f}`);
+    // The command a consumer runs: the compiled CLI (the installed files share one mtime).
+    const version = spawnSync(join(project, 'node_modules', '.bin', 'shardflow'), ['--version'], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(version.status, 0, version.stderr);
+    assert.equal(version.stdout.trim(), '0.1.0');
 
     writeFileSync(join(project, 'main.mjs'), consumerMain);
     const run = spawnSync(process.execPath, ['main.mjs'], { cwd: project, encoding: 'utf8', timeout: 180_000 });

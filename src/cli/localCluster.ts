@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** Node options that make a worker run the copy of the CLI this process runs: the sources under tsx (`shardflow-source`) or the compiled dist/ (bin/shardflow.mjs picks it when current). */
+const sameBuild = import.meta.url.endsWith('.ts') ? ['--conditions=shardflow-source'] : [];
 
 /** Options of {@link startLocalWorkers}. */
 export interface LocalWorkersOptions {
@@ -55,7 +57,7 @@ export function startLocalWorkers(o: LocalWorkersOptions): LocalWorkers {
   const add = (): number => {
     const i = processes.length + 1;
     const child = spawn(process.execPath, [
-      '--conditions=shardflow-source', join(root, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(o.partitions), '--weights', o.weights ?? 'uniform',
+      ...sameBuild, join(root, 'bin/shardflow.mjs'), 'worker', '--web-index', '--partitions', String(o.partitions), '--weights', o.weights ?? 'uniform',
       '--cluster', o.cluster, '--cluster-name', o.clusterName, '--broker', o.broker, '--data-dir', o.dataDir,
       '--name', `${o.namePrefix ?? 'w'}${i}`, '--lease-ms', String(o.leaseMs ?? 3000), '--json', ...(o.extraArgs ?? []),
     ], { stdio: ['ignore', 'ignore', o.stderr ?? 'inherit'] });

@@ -18,6 +18,21 @@ function isClusterApplication(value: unknown): value is ClusterApplication {
   return typeof v === 'object' && v !== null && !isTopology(v) && typeof v.name === 'string' && Array.isArray(v.stages) && typeof v.startHost === 'function';
 }
 
+const TSX_REGISTERED = Symbol.for('shardflow.tsxRegistered');
+
+/**
+ * Registers tsx's loader (once per process) when `file` is TypeScript and no one has: the
+ * compiled CLI (dist/) starts without it, bin/shardflow.mjs registers it when it runs the
+ * sources and marks `globalThis[Symbol.for('shardflow.tsxRegistered')]`.
+ */
+async function ensureTypeScriptLoader(file: string): Promise<void> {
+  const g = globalThis as Record<symbol, unknown>;
+  if (!/\.[cm]?tsx?$/.test(file) || g[TSX_REGISTERED] === true) return;
+  const { register } = await import('tsx/esm/api');
+  register();
+  g[TSX_REGISTERED] = true;
+}
+
 /** What a loader accepts: only a Topology, or a Topology or a ClusterApplication (either also from a factory function). */
 type Accepts = 'topology' | 'application';
 
@@ -32,6 +47,7 @@ async function loadExport(file: string, exportName: string, accepts: Accepts): P
   const url = pathToFileURL(resolve(file)).href;
   let mod: Record<string, unknown>;
   try {
+    await ensureTypeScriptLoader(file);
     mod = (await import(url)) as Record<string, unknown>;
   } catch (err) {
     throw new InvalidArgumentError(`cannot load the ${what} module ${file}: ${(err as Error).message}`, { cause: err });
@@ -65,7 +81,7 @@ async function loadExport(file: string, exportName: string, accepts: Accepts): P
  * The convention: the module's **default export** is the `Topology`, or, with `exportName`,
  * the export of that name. The export may also be a function of no arguments returning the
  * `Topology` (or a promise of it), for a module that builds it on demand. A `.ts` module
- * loads when the process runs under tsx (as `bin/shardflow.mjs` does).
+ * loads through tsx, registered for it when the process has not (the compiled CLI).
  * `loadClusterApplication` also accepts a `ClusterApplication`.
  *
  * @param file path of the module, relative to the current directory or absolute
@@ -81,7 +97,8 @@ export async function loadTopology(file: string, exportName = 'default'): Promis
  * Loads what a cluster worker runs from an ES module (`shardflow worker --topology FILE`):
  * the export `exportName` (default `default`) is a `Topology` (run as
  * `topologyApplication(topology)`), a `ClusterApplication`, or a function of no arguments
- * returning either (or a promise of it). A `.ts` module loads under tsx.
+ * returning either (or a promise of it). A `.ts` module loads through tsx (registered on
+ * demand).
  *
  * @param file path of the module, relative to the current directory or absolute
  * @param exportName the export to use (default `default`)

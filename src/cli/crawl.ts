@@ -12,7 +12,9 @@ import { startWebIndex, type WebIndex } from '../topology/webIndex.js';
 import { aborted, JobWatchdog, raceStops, startOptions, type JobLifecycleOptions } from '../jobs/watchdog.js';
 import { openJobRun } from './jobRun.js';
 import { QueryService } from '../query/queryService.js';
-import { startQueryServer, type QueryServer } from '../query/server.js';
+import type { QueryServer } from '../query/server.js';
+/** The query server's module (fastify and its plugins), loaded when a command serves: most CLI processes (workers, jobs) never do. */
+const queryServer = () => import('../query/server.js');
 import { addTokenOptions, resolveToken } from './serveOptions.js';
 import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
 import { clusterName, clusterUrl } from './worker.js';
@@ -335,7 +337,7 @@ export function crawlCommand(setExit: (code: number) => void): Command {
         else printSummary(dir, summary);
         if (index) {
           const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
-          server = await startQueryServer({ service, port: opts.serve, ...(token ? { token } : {}), dropHost: (h) => index.dropHost(h) });
+          server = await (await queryServer()).startQueryServer({ service, port: opts.serve, ...(token ? { token } : {}), dropHost: (h) => index.dropHost(h) });
           console.error(`query API on ${server.url} (Ctrl-C stops)`);
           await new Promise<void>((resolve) => {
             process.once('SIGINT', resolve);

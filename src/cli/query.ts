@@ -5,7 +5,8 @@ import { weightFunction } from '../actors/metrics/weights.js';
 import { startWebIndex } from '../topology/webIndex.js';
 import { DataDir, readRecord } from '../topology/dataDir.js';
 import { QueryService } from '../query/queryService.js';
-import { startQueryServer } from '../query/server.js';
+/** The query server's module (fastify and its plugins), loaded when a command serves: most CLI processes (workers, jobs) never do. */
+const queryServer = () => import('../query/server.js');
 import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
 import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock, type ClusterClient } from '../index.js';
@@ -148,7 +149,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
       }
       try {
         const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
-        const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure, dropHost: (h) => index.dropHost(h) });
+        const server = await (await queryServer()).startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure, dropHost: (h) => index.dropHost(h) });
         console.log(`query API on ${server.url} (${partitions} partitions from ${opts.dataDir})`);
         await new Promise<void>((resolve) => {
           process.once('SIGINT', resolve);
@@ -194,7 +195,7 @@ export async function openClusterQueryServer(opts: Record<string, any>, token: s
     const partitions = await webIndexPartitions(client, name, opts.waitMs ?? 0, signal);
     const asker = client;
     const service = new QueryService({ partitioner: hostPartitioner(partitions), view: async (p) => remotePartitionView(asker, p), clock: systemClock });
-    const server = await startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
+    const server = await (await queryServer()).startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
     let closing: Promise<void> | undefined;
     return {
       url: server.url,

@@ -18,7 +18,7 @@ import { spread, webIndexCheckpointBench } from './lib/webIndexCheckpoints.js';
 
 /**
  * The smoke run's hang bound in test/bench.smoke.test.ts, ms: the web index part starts five
- * worker processes (tsx compiles the sources in each) and ranks polblogs twice, minutes
+ * worker processes (each loads the CLI) and ranks polblogs twice, minutes
  * under a load of 20 on two cores.
  */
 export const smokeHangMs = 420_000;

@@ -20,6 +20,11 @@ for f in test/*.test.ts; do
     *) rest+=("$f") ;;
   esac
 done
+# (`node --test` without files would discover every test file: both lists must hold some.)
+if [ "${#unit[@]}" -eq 0 ] || [ "${#rest[@]}" -eq 0 ]; then
+  echo "scripts/test.sh: a lane has no files (unit ${#unit[@]}, other ${#rest[@]})" >&2
+  exit 1
+fi
 node --import tsx --test --test-concurrency=1 "${unit[@]}" > >(sed -u 's/^/[unit] /') 2>&1 &
 unit_pid=$!
 node --import tsx --test --test-concurrency=1 "${rest[@]}"

@@ -103,7 +103,7 @@ const CRAWL_ONLY = ['crawlers', 'map', 'mapFile', 'allowHost', 'anyHost', 'perHo
 export function workerCommand(setExit: (code: number) => void): Command {
   return addFetchPolicyOptions(new Command('worker')
     .description('run the partitions the cluster assigns to this process, for a topology module or the web index, until SIGTERM/SIGINT (hands them back, exits 0)')
-    .option('--topology <module>', 'an ES module (.js, or .ts under tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
+    .option('--topology <module>', 'an ES module (.js, or .ts, loaded through tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--web-index', 'run web-index partitions instead of a topology module (clients: `shardflow rank --cluster`); cluster name default web-index', false)
     .option('--partitions <n>', `with --web-index: the cluster's partitions (1..${MAX_PARTITIONS}; every worker gives the same)`, partitionCount, 16)
     .option('--weights <name>', 'with --web-index: link weights, uniform, reasonable or a weight table .json (every worker gives the same)', parseWeights, 'uniform')

@@ -206,13 +206,26 @@ function recordedStage(s: StageEntry): RecordedStage {
 }
 
 /**
- * Refuses a data dir written by another topology. (Each stage store checks its own shape,
- * `checkStageShape`, before any actor runs: the record's stages are for reading.)
- * @throws DataDirError naming both topologies
+ * Refuses a data dir written by another topology, or whose record gives a stage of this one
+ * another partition count or partitioner. (Each stage store checks its own shape,
+ * `checkStageShape`, before any actor runs; the record's check comes first so that a start
+ * that also changed a stage's column families is refused for the partitioning, not for a
+ * family its stores were opened without.)
+ * @throws DataDirError naming both topologies, or the stage and both partitionings
  */
 function checkTopology(options: TopologyDataDirOptions, record: TopologyRecord): void {
   if (record.topology !== options.topology) {
     throw new DataDirError(`data dir ${options.dataDir} holds topology ${record.topology}, not ${options.topology}: give a fresh dataDir (its ${TOPOLOGY_RECORD_FILE} names the topology)`);
+  }
+  for (const s of options.stages) {
+    const was = record.stages.find((r) => r.stage === s.name);
+    const now = recordedStage(s);
+    if (was && (was.partitions !== now.partitions || was.partitioner !== now.partitioner)) {
+      throw new DataDirError(
+        `data dir ${options.dataDir}: stage ${s.name} was run with ${was.partitions} partitions (${was.partitioner}), not ${now.partitions} (${now.partitioner}): ` +
+          'its stores hold keys placed by that partitioning; use a new data dir (re-partitioning is not supported)',
+      );
+    }
   }
 }
 

@@ -80,7 +80,7 @@ test('a poison message is found, tried maxAttempts times alone, then dead-letter
     await running.quiescence({ timeoutMs: 60_000 });
     const dead = await running.deadLetters('cards');
     assert.equal(dead.length, 1);
-    assert.match(dead[0]!.reason, /^onMessage failed on this message 3 times alone \(maxAttempts 3\); last error: Error: cannot handle txn poison/);
+    assert.match(dead[0]!.reason, /^the stage's handlers \(onMessage, onBatch\) failed on this message 3 times alone \(maxAttempts 3\); last error: Error: cannot handle txn poison/);
     for (const [card, total] of expected) assert.equal(await running.askKey('cards', card, card), total, card);
     const failures = logger.entries.filter((e) => e.level === 'warn' && /actor failed/.test(e.message ?? ''));
     assert.equal(failures.length, 4, 'the batch, then three tries alone');

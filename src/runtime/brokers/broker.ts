@@ -81,8 +81,9 @@ export interface Producer {
    * Sends one payload. `sequence` defaults to the producer's next number (0, 1, ...);
    * callers that replay an outbox pass the sequence they stored. Resolves when the broker
    * has the message durably (per the broker's own guarantee).
-   * @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError when the payload
-   *   is longer than the broker's `maxPayloadBytes` (default 5 MiB).
+   * @throws BrokerClosedError, BrokerDisconnectedError; PayloadTooLargeError (a subclass of
+   *   InvalidArgumentError, with `bytes` and `limit`) when the payload is longer than the
+   *   broker's `maxPayloadBytes` (default 5 MiB): nothing is sent.
    */
   send(payload: Uint8Array, options?: SendOptions): Promise<void>;
   /** Resolves when all sent messages are persisted. */

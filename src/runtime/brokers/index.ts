@@ -23,6 +23,7 @@ export type {
 export { MemoryBroker } from './memory.js';
 export { DEFAULT_MAX_RETAINED_PER_TOPIC } from './memory.js';
 export type { MemoryBrokerOptions } from './memory.js';
+export type { RawFields } from './internal/malformed.js';
 export { RedisStreamsBroker } from './redis-streams.js';
 export type { RedisStreamsBrokerOptions } from './redis-streams.js';
 export { PulsarBroker } from './pulsar/broker.js';

@@ -49,7 +49,7 @@ export class PoisonMessages {
   giveUp(m: BrokerMessage): string | undefined {
     const s = this.#suspects.get(key(m));
     if (!s || s.tries < this.maxAttempts) return undefined;
-    return `onMessage failed on this message ${s.tries} times alone (maxAttempts ${this.maxAttempts}); last error: ${s.lastError}`;
+    return `the stage's handlers (onMessage, onBatch) failed on this message ${s.tries} times alone (maxAttempts ${this.maxAttempts}); last error: ${s.lastError}`;
   }
 
   /** `m` was applied or dead-lettered: no longer a suspect. */

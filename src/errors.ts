@@ -57,6 +57,20 @@ export class PayloadTooLargeError extends InvalidArgumentError {
   }
 }
 
+/**
+ * An external producer with source offsets (`ExternalProducerOptions.offsets`) refuses sends
+ * once one of its sends failed: the broker may lack that offset, and a later offset applied
+ * would make the partition skip it when the input is sent again. Open a new producer and send
+ * again from an offset known to be sent (or from the start). The failed send's error is `cause`.
+ */
+export class ProducerFailedError extends ShardflowError {
+  override readonly code: string = 'SF_ERR_PRODUCER_FAILED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProducerFailedError';
+  }
+}
+
 /** A URL did not parse or has a scheme the crawler does not fetch. */
 export class InvalidUrlError extends ShardflowError {
   override readonly code: string = 'SF_ERR_INVALID_URL';

@@ -158,7 +158,7 @@ export {
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */
-export { PayloadTooLargeError, InvalidUrlError, JobInterruptedError, MailboxFullError, RestartIntensityExceededError } from './errors.js';
+export { PayloadTooLargeError, InvalidUrlError, JobInterruptedError, MailboxFullError, RestartIntensityExceededError, ProducerFailedError } from './errors.js';
 
 /*
  * Actors written by hand (an application beyond stages, as the web index is): exactly-once

@@ -110,3 +110,30 @@ test('an external producer (no @ in its name) is never given the redelivery verd
     cleanup();
   }
 });
+
+test('a source-offsets producer (name#offsets) takes any sequence at or below its mark as applied, across 2^32 ranges; an epoch producer of the same name is apart', async () => {
+  const { dir, cleanup } = tempDir();
+  const store = await Store.open({ path: join(dir, 'store'), columnFamilies: families });
+  try {
+    const marks = new StreamMarks(store, 'clicks', { meta: 'meta' });
+    const O = producerId('ingest#offsets');
+    const E = producerId('ingest');
+    const batch = store.batch();
+    for (const seq of [7, 2 ** 32 + 3, 3 * 2 ** 32 + 9] as Sequence[]) {
+      assert.equal((await marks.classify(O, seq)).kind, 'new');
+      marks.record(batch, O, seq);
+    }
+    marks.record(batch, E, epochSequence(5, 1));
+    await store.write(batch);
+    // The input sent again from its start: every offset at or below the mark, in any range.
+    for (const seq of [0, 7, 2 ** 32, 2 ** 32 + 3, 2 * 2 ** 32 + 100, 3 * 2 ** 32 + 9] as Sequence[]) {
+      assert.equal((await marks.classify(O, seq)).kind, 'applied', `offset ${seq} is at or below the mark`);
+    }
+    assert.equal((await marks.classify(O, (3 * 2 ** 32 + 10) as Sequence)).kind, 'new');
+    // The epoch producer's older epoch is still a conflict: the rule is the offsets producer's alone.
+    assert.equal((await marks.classify(E, epochSequence(2, 0))).kind, 'conflict');
+  } finally {
+    await store.close();
+    cleanup();
+  }
+});

@@ -3,14 +3,16 @@
 //
 //   node --import tsx test/kit/clickTopologyChild.ts --data-dir D [--broker memory|redis://...] [--prefix P]
 //        [--from N] [--events E] [--sent-file F] [--kill-stage count|totals --kill-at K]
-//        [--on-unclean refuse|discard-in-flight] [--hold]
+//        [--on-unclean refuse|discard-in-flight] [--hold] [--offsets]
 //
 // It starts the topology, sends clicks N .. N+E-1 one at a time through a producer (after
 // each send resolves, F holds how many were sent), waits for quiescence and prints one JSON
 // line: { recovery, count, totals } (clicks per host in each stage). With --kill-at K it
 // SIGKILLs itself just before stage S applies its K-th message (a seeded point mid-stream).
 // With --hold it prints "started" after the start and stops when stdin closes. A refused
-// start prints the error on stderr and exits 2.
+// start prints the error on stderr and exits 2. With --offsets the producer is opened with
+// source offsets (offset n for click n), and the line also holds `dead`, the dead letters
+// of both stages.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MemoryBroker, RedisStreamsBroker, isShardflowError, type Broker, type Logger, type UncleanPolicy } from '../../src/index.js';
@@ -28,6 +30,7 @@ const { values: args } = parseArgs({
     'kill-at': { type: 'string' },
     'on-unclean': { type: 'string', default: 'refuse' },
     hold: { type: 'boolean', default: false },
+    offsets: { type: 'boolean', default: false },
   },
 });
 const logger: Logger = {
@@ -60,17 +63,18 @@ if (args.hold) {
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.on('end', resolve));
 } else {
-  const producer = await running.producer(clicks, 'clicks-src');
+  const producer = await running.producer(clicks, 'clicks-src', { offsets: args.offsets });
   const from = Number(args.from);
   const events = Number(args.events);
   for (let n = from; n < from + events; n++) {
-    await producer.send({ host: hostOf(n), n });
+    await producer.send({ host: hostOf(n), n }, args.offsets ? { offset: n } : undefined);
     if (args['sent-file']) writeFileSync(args['sent-file'], String(n - from + 1));
   }
   await running.quiescence({ timeoutMs: 60_000 });
   const count = Object.fromEntries((await running.askAll('count', 'hosts')).flat());
   const totals = Object.fromEntries((await running.askAll('totals', 'hosts')).flat());
-  console.log(JSON.stringify({ recovery: running.recovery, count, totals }));
+  const dead = args.offsets ? [...(await running.deadLetters('count')), ...(await running.deadLetters('totals'))].map((d) => d.reason) : undefined;
+  console.log(JSON.stringify({ recovery: running.recovery, count, totals, ...(dead ? { dead } : {}) }));
 }
 await running.stop();
 await broker.close();

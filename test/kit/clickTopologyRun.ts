@@ -12,7 +12,7 @@ export interface ClickRun {
   readonly stdout: string;
   readonly stderr: string;
   /** The JSON line a completed run prints: how the start found the data dir, clicks per host in each stage. */
-  readonly result?: { recovery: { previous: string; backlog?: number; lost?: string }; count: Record<string, number>; totals: Record<string, number> };
+  readonly result?: { recovery: { previous: string; backlog?: number; lost?: string }; count: Record<string, number>; totals: Record<string, number>; dead?: string[] };
 }
 
 /**

@@ -2,6 +2,7 @@ import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { ProducerId, Sequence } from '../ids.js';
 import { sequenceEpoch } from './producerEpoch.js';
+import { numbersByOffsets } from './sourceOffsets.js';
 import { StreamColumnFamilies, type StreamColumnFamilyNames } from './reserved.js';
 
 /**
@@ -109,7 +110,9 @@ export class StreamMarks {
       if (mark >= 0 && epoch > markEpoch) await this.previousEpochs(producer);
       return NEW;
     }
-    if (epoch >= markEpoch) return APPLIED;
+    // A source-offsets producer has no epochs: at or below the mark is applied (its input sent
+    // again after a crash), whatever range of offsets it is in.
+    if (epoch >= markEpoch || numbersByOffsets(producer)) return APPLIED;
     const last = (await this.previousEpochs(producer)).find((s) => sequenceEpoch(s) === epoch);
     const leased = epochFromLease(producer);
     if (leased && last !== undefined && seq <= last) return APPLIED;

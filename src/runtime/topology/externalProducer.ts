@@ -1,25 +1,38 @@
+import { InvalidArgumentError, ProducerFailedError } from '../../errors.js';
 import type { Broker, Producer } from '../brokers/broker.js';
-import { producerId, type ProducerId } from '../ids.js';
+import { producerId, sequence, type ProducerId } from '../ids.js';
 import { topicName, type Topic } from '../topics.js';
 import type { FlowCounters } from '../stream/flowCounters.js';
 import type { SentStream } from '../stream/flowReport.js';
 import type { NamespaceDef } from '../stream/namespace.js';
-import { epochSequence, nextProducerEpoch } from '../stream/producerEpoch.js';
+import { epochSequence, nextProducerEpoch, PRODUCER_NAME } from '../stream/producerEpoch.js';
+import { offsetsProducerId } from '../stream/sourceOffsets.js';
 
 /** Sends values into one namespace from outside the topology (an ingest, a test), exactly once in effect. */
 export interface TopologyProducer<T> {
   /** The producer's name on the broker (consumers' applied marks are keyed by it). */
   readonly name: ProducerId;
-  /** This incarnation's epoch (1, 2, ... per start under one data dir): see producerEpoch.ts. */
+  /** This incarnation's epoch (1, 2, ... per start under one data dir): see producerEpoch.ts; 0 for a producer with `offsets`. */
   readonly epoch: number;
+  /** True when the caller gives each value's offset (`ExternalProducerOptions.offsets`). */
+  readonly offsets: boolean;
   /**
    * Sends `value` to the partition of its key. Resolves when the broker has it. Await each
    * send (or keep one send per topic in flight) to keep their order. A failed send uses up
    * its sequence (the broker may have it): sending the value again is a new message.
+   *
+   * With `offsets`, `options.offset` is required: the value's position in the replayable
+   * input, a safe integer above the previous send's offset (its sequence on the broker). Sends
+   * to one topic go out one after the other in offset order; after a failed send the producer
+   * refuses every later send (`ProducerFailedError`): the broker may lack that offset while a
+   * later one would pass the partition's mark over it, so open a new producer and send again
+   * from the input's last offset you know to be sent (or from the start).
    * @throws InvalidArgumentError when the namespace's codec refuses `value` (`Codec.check`:
-   *   nothing is sent); the key function's and broker's errors
+   *   nothing is sent), for a missing, repeated or decreasing offset with `offsets` and for an
+   *   offset without it; ProducerFailedError after a failed send with `offsets`; the key
+   *   function's and broker's errors
    */
-  send(value: T): Promise<void>;
+  send(value: T, options?: { readonly offset?: number }): Promise<void>;
   /**
    * What this incarnation sent, per topic: its name, the topic (`<namespace>/<p>`) and the
    * sequence after the highest one whose send resolved (epoch-packed), as
@@ -41,17 +54,35 @@ export interface ExternalProducerOptions<T> {
   readonly name: string;
   /** Counts sends for quiescence (the topology's counters when opened through it). */
   readonly counters?: FlowCounters;
+  /**
+   * The caller gives each value's offset in a replayable input (a line of a file, a source
+   * partition's offset), and the offsets are the sequences on the broker, under the producer
+   * id `<name>#offsets` and without an epoch (no `<dataDir>/producers` file). Sending the input
+   * again after any crash (of the ingest, of the topology, of both), from an offset at or below
+   * what was sent, is then exactly once: a partition skips a value whose offset is at or below
+   * its mark for that producer as applied, and applies the rest. As Flink's replayable sources
+   * rewound to the offsets of a checkpoint, with the marks in the partitions' stores in the
+   * offsets' place. The contract: an offset always names the same value (the input does not
+   * change under a name), and one process sends under a name at a time. Without `offsets` a
+   * producer opened again is a new epoch and everything it sends is new (guide section 7).
+   */
+  readonly offsets?: boolean;
 }
 
 /**
  * Opens an external producer: takes the next epoch of `name` under `dataDir` (so a producer
  * started again, in a new process on the same data dir, is a new incarnation whose messages
  * are new to every consumer, never skipped as redeliveries), and sends with epoch-packed
- * sequences, per topic 0, 1, 2, ...
+ * sequences, per topic 0, 1, 2, ... With `offsets`, no epoch: the caller's offsets are the
+ * sequences, and the input sent again is skipped where applied (`ExternalProducerOptions.offsets`).
  * @throws InvalidArgumentError for a bad name; DataDirError for a damaged epoch file
  */
 export async function openExternalProducer<T>(options: ExternalProducerOptions<T>): Promise<TopologyProducer<T>> {
   const { broker, namespace, counters } = options;
+  if (options.offsets === true) {
+    if (!PRODUCER_NAME.test(options.name)) throw new InvalidArgumentError(`producer name ${JSON.stringify(options.name)} must be 1 to 128 letters, digits, '.', '_' or '-'`);
+    return offsetsProducer(options, offsetsProducerId(options.name));
+  }
   const epoch = await nextProducerEpoch(options.dataDir, options.name);
   const name = producerId(options.name);
   const producers = new Map<number, Promise<Producer>>();
@@ -74,7 +105,9 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
   return {
     name,
     epoch,
-    async send(value) {
+    offsets: false,
+    async send(value, sendOptions) {
+      if (sendOptions?.offset !== undefined) throw new InvalidArgumentError(`producer ${name} numbers its sends itself: open it with offsets: true to give offsets`);
       namespace.codec.check?.(value);
       const t = namespace.topicOf(value);
       const payload = namespace.codec.encode(value);
@@ -106,6 +139,78 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
       const all = [...producers.values()];
       producers.clear();
       await Promise.all(all.map(async (p) => (await p).close()));
+    },
+  };
+}
+
+/**
+ * `openExternalProducer` with `offsets`: the caller's offsets are the sequences, sends to one
+ * topic are chained in offset order, and the first failed send fails every later one.
+ */
+function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerId): TopologyProducer<T> {
+  const { broker, namespace, counters } = options;
+  const producers = new Map<number, Promise<Producer>>();
+  /** Per partition: the last send's promise (the next waits for it), never rejected. */
+  const tails = new Map<number, Promise<void>>();
+  /** Per topic name: the offset after the highest one whose send resolved. */
+  const acked = new Map<string, number>();
+  let last = -1;
+  let failed: { readonly offset: number; readonly error: unknown } | undefined;
+  const refuse = () =>
+    new ProducerFailedError(
+      `producer ${name}: the send of offset ${failed!.offset} failed (${failed!.error instanceof Error ? failed!.error.message : String(failed!.error)}), so it sends nothing more: ` +
+        `the broker may lack that offset, and a later one applied would make its partition skip it when the input is sent again. ` +
+        `Open a new producer and send again from an offset you know to be sent, or from the start`,
+      { cause: failed!.error },
+    );
+  return {
+    name,
+    epoch: 0,
+    offsets: true,
+    async send(value, sendOptions) {
+      if (failed) throw refuse();
+      const offset = sendOptions?.offset;
+      if (offset === undefined || !Number.isSafeInteger(offset) || offset < 0) {
+        throw new InvalidArgumentError(`producer ${name} takes the offset of each value in its input: options.offset must be a non-negative safe integer, got ${String(offset)}`);
+      }
+      if (offset <= last) throw new InvalidArgumentError(`producer ${name}: offset ${offset} is not above the previous send's (${last}); offsets grow with every send`);
+      namespace.codec.check?.(value);
+      const t = namespace.topicOf(value);
+      const payload = namespace.codec.encode(value);
+      last = offset;
+      const seq = sequence(offset);
+      const k = topicName(t);
+      const key = { producer: name, topic: k, sequence: seq };
+      const run = async () => {
+        if (failed) throw refuse();
+        const counted = counters?.onSent(namespace.name, key) ?? false;
+        try {
+          let got = producers.get(t.partition);
+          if (!got) {
+            got = broker.producer(t, { producer: name });
+            producers.set(t.partition, got);
+            got.catch(() => producers.delete(t.partition));
+          }
+          await (await got).send(payload, { sequence: seq });
+        } catch (err) {
+          if (counted) counters!.onSendFailed(namespace.name, key);
+          failed ??= { offset, error: err };
+          throw err;
+        }
+        if ((acked.get(k) ?? -1) < offset + 1) acked.set(k, offset + 1);
+      };
+      const done = (tails.get(t.partition) ?? Promise.resolve()).then(run);
+      tails.set(t.partition, done.catch(() => undefined));
+      return done;
+    },
+    sent() {
+      return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
+    },
+    async close() {
+      await Promise.all(tails.values());
+      const all = [...producers.values()];
+      producers.clear();
+      await Promise.all(all.map(async (p) => (await p).close().catch(() => undefined)));
     },
   };
 }

@@ -75,9 +75,12 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
   partitionOfKey(target: (keyof S & string) | NamespaceDef<any>, key: string): PartitionId;
   /**
    * An external producer into `namespace` under `name`, with the next durable epoch of that
-   * name in this data dir (see `openExternalProducer`); its sends count for quiescence.
+   * name in this data dir (see `openExternalProducer`); its sends count for quiescence. With
+   * `options.offsets` the caller gives each value's offset in a replayable input instead, and
+   * sending the input again after a crash is exactly once (`ExternalProducerOptions.offsets`).
+   * @throws InvalidArgumentError for a bad name; DataDirError for a damaged epoch file
    */
-  producer<T>(namespace: NamespaceDef<T>, name: string): Promise<TopologyProducer<T>>;
+  producer<T>(namespace: NamespaceDef<T>, name: string, options?: { readonly offsets?: boolean }): Promise<TopologyProducer<T>>;
   /**
    * Asks partition `partition` of `stage` through its query hook (between batches, so it sees
    * committed effects), with retries across restarts and injected faults. An error the hook
@@ -290,9 +293,9 @@ export async function startTopology<S extends Record<string, StageTypes>>(topolo
     partitionOfKey(target, key) {
       return (typeof target === 'string' ? stageOf(target).def.input : target).partitioner.forKey(key);
     },
-    async producer(namespace, name) {
+    async producer(namespace, name, producerOptions) {
       if (terminated) throw stopped();
-      const p = await openExternalProducer({ broker, dataDir: options.dataDir, namespace, name, counters });
+      const p = await openExternalProducer({ broker, dataDir: options.dataDir, namespace, name, counters, ...(producerOptions?.offsets === true ? { offsets: true } : {}) });
       producers.add(p);
       return p;
     },

@@ -61,7 +61,9 @@ export class PayloadTooLargeError extends InvalidArgumentError {
  * An external producer with source offsets (`ExternalProducerOptions.offsets`) refuses sends
  * once one of its sends failed: the broker may lack that offset, and a later offset applied
  * would make the partition skip it when the input is sent again. Open a new producer and send
- * again from an offset known to be sent (or from the start). The failed send's error is `cause`.
+ * again from the lowest offset not known to be sent (every offset below it resolved), or from
+ * the start. The message names the refused offset and the failed one; the failed send's error
+ * is `cause`.
  */
 export class ProducerFailedError extends ShardflowError {
   override readonly code: string = 'SF_ERR_PRODUCER_FAILED';

@@ -24,6 +24,7 @@ test('a producer with offsets: the input sent again is applied once, bad offsets
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }), InvalidArgumentError, 'an offset is required');
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: -1 }), InvalidArgumentError);
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: 1.5 }), InvalidArgumentError);
+    await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: '7' as unknown as number }), /must be a non-negative safe integer, got string "7"/);
     // Sends not awaited one by one: the producer keeps each topic's offsets in order.
     await Promise.all(Array.from({ length: 100 }, (_, n) => first.send({ host: hostOf(n), n }, { offset: n })));
     await assert.rejects(first.send({ host: hostOf(50), n: 50 }, { offset: 50 }), /offset 50 is not above the previous send's \(99\)/);
@@ -47,7 +48,7 @@ test('a producer with offsets: the input sent again is applied once, bad offsets
       assert.ok(err instanceof ProducerFailedError);
       assert.equal(err.code, 'SF_ERR_PRODUCER_FAILED');
       assert.ok(err.cause instanceof PayloadTooLargeError);
-      assert.match(err.message, /the send of offset 150 failed .* Open a new producer and send again from an offset you know to be sent/);
+      assert.match(err.message, /offset 151 was not sent: the send of offset 150 failed .* Open a new producer and send again from the lowest offset not known to be sent/);
       return true;
     });
     await again.close();

@@ -26,7 +26,9 @@ export interface TopologyProducer<T> {
    * to one topic go out one after the other in offset order; after a failed send the producer
    * refuses every later send (`ProducerFailedError`): the broker may lack that offset while a
    * later one would pass the partition's mark over it, so open a new producer and send again
-   * from the input's last offset you know to be sent (or from the start).
+   * from the lowest offset not known to be sent: every offset below it resolved (with sends
+   * not awaited one by one, a higher offset may have resolved on another topic while a lower
+   * one never went out), or from the start.
    * @throws InvalidArgumentError when the namespace's codec refuses `value` (`Codec.check`:
    *   nothing is sent), for a missing, repeated or decreasing offset with `offsets` and for an
    *   offset without it; ProducerFailedError after a failed send with `offsets`; the key
@@ -58,8 +60,8 @@ export interface ExternalProducerOptions<T> {
    * The caller gives each value's offset in a replayable input (a line of a file, a source
    * partition's offset), and the offsets are the sequences on the broker, under the producer
    * id `<name>#offsets` and without an epoch (no `<dataDir>/producers` file). Sending the input
-   * again after any crash (of the ingest, of the topology, of both), from an offset at or below
-   * what was sent, is then exactly once: a partition skips a value whose offset is at or below
+   * again after any crash (of the ingest, of the topology, of both), from the start or from an
+   * offset below which every send resolved, is then exactly once: a partition skips a value whose offset is at or below
    * its mark for that producer as applied, and applies the rest. As Flink's replayable sources
    * rewound to the offsets of a checkpoint, with the marks in the partitions' stores in the
    * offsets' place. The contract: an offset always names the same value (the input does not
@@ -156,11 +158,11 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
   const acked = new Map<string, number>();
   let last = -1;
   let failed: { readonly offset: number; readonly error: unknown } | undefined;
-  const refuse = () =>
+  const refuse = (offset: number) =>
     new ProducerFailedError(
-      `producer ${name}: the send of offset ${failed!.offset} failed (${failed!.error instanceof Error ? failed!.error.message : String(failed!.error)}), so it sends nothing more: ` +
+      `producer ${name}: offset ${offset} was not sent: the send of offset ${failed!.offset} failed (${failed!.error instanceof Error ? failed!.error.message : String(failed!.error)}), so it sends nothing more: ` +
         `the broker may lack that offset, and a later one applied would make its partition skip it when the input is sent again. ` +
-        `Open a new producer and send again from an offset you know to be sent, or from the start`,
+        `Open a new producer and send again from the lowest offset not known to be sent (every offset below it resolved), or from the start`,
       { cause: failed!.error },
     );
   return {
@@ -168,10 +170,11 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
     epoch: 0,
     offsets: true,
     async send(value, sendOptions) {
-      if (failed) throw refuse();
       const offset = sendOptions?.offset;
+      if (failed) throw refuse(offset ?? NaN);
       if (offset === undefined || !Number.isSafeInteger(offset) || offset < 0) {
-        throw new InvalidArgumentError(`producer ${name} takes the offset of each value in its input: options.offset must be a non-negative safe integer, got ${String(offset)}`);
+        const got = typeof offset === 'number' ? String(offset) : `${typeof offset} ${JSON.stringify(offset) ?? ''}`.trim();
+        throw new InvalidArgumentError(`producer ${name} takes the offset of each value in its input: options.offset must be a non-negative safe integer, got ${got}`);
       }
       if (offset <= last) throw new InvalidArgumentError(`producer ${name}: offset ${offset} is not above the previous send's (${last}); offsets grow with every send`);
       namespace.codec.check?.(value);
@@ -182,7 +185,7 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
       const k = topicName(t);
       const key = { producer: name, topic: k, sequence: seq };
       const run = async () => {
-        if (failed) throw refuse();
+        if (failed) throw refuse(offset);
         const counted = counters?.onSent(namespace.name, key) ?? false;
         try {
           let got = producers.get(t.partition);

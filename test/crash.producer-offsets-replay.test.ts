@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { deleteBrokerScope } from '../src/index.js';
 import { addTruth } from './kit/clickTopology.js';
-import { killPoint, runClickChild } from './kit/clickTopologyRun.js';
+import { killPoint, runClickChild, sentBefore } from './kit/clickTopologyRun.js';
 import { tempDir } from './kit/datasets.js';
 
 /**
@@ -55,6 +55,27 @@ for (const seed of [3, 5, 11, 17]) {
     }
   });
 }
+
+test('offsets, Redis Streams, killed mid-stream: the next run sends from the resumeOffset() the killed one last recorded, exactly once', { timeout: 120_000 }, async () => {
+  const kill = killPoint(23);
+  const { dir, cleanup } = tempDir('sf-offsets-resume-');
+  const dataDir = join(dir, 'data');
+  const sentFile = join(dir, 'resume');
+  const prefix = `sftest-offsets-${process.pid}-resume:`;
+  const onRedis = ['--broker', url, '--prefix', prefix];
+  try {
+    const killed = await runClickChild(['--data-dir', dataDir, ...onRedis, '--offsets', '--events', '1500', '--sent-file', sentFile, ...kill.args]);
+    assert.equal(killed.signal, 'SIGKILL', `the run was killed at its seeded point:\n${killed.stdout}\n${killed.stderr}`);
+    const from = sentBefore(sentFile);
+    assert.ok(from > 0 && from < 1500, `the killed run recorded where to resume: ${from}`);
+    const again = await runClickChild(['--data-dir', dataDir, ...onRedis, '--offsets', '--from', String(from), '--events', String(1500 - from)]);
+    assert.equal(again.code, 0, again.stderr);
+    assertExact(again.result!, `the run resumed from offset ${from}`);
+  } finally {
+    cleanup();
+    await deleteBrokerScope({ kind: 'redis', url, scope: prefix });
+  }
+});
 
 test('without offsets, the input sent again after a kill is counted again (a new producer epoch)', { timeout: 120_000 }, async () => {
   const kill = killPoint(3);

@@ -21,12 +21,16 @@ test('a producer with offsets: the input sent again is applied once, bad offsets
     assert.equal(first.name, 'clicks-src#offsets');
     assert.equal(first.epoch, 0);
     assert.equal(first.offsets, true);
+    assert.equal(first.resumeOffset(), undefined, 'nothing given yet');
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }), InvalidArgumentError, 'an offset is required');
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: -1 }), InvalidArgumentError);
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: 1.5 }), InvalidArgumentError);
     await assert.rejects(first.send({ host: hostOf(0), n: 0 }, { offset: '7' as unknown as number }), /must be a non-negative safe integer, got string "7"/);
     // Sends not awaited one by one: the producer keeps each topic's offsets in order.
-    await Promise.all(Array.from({ length: 100 }, (_, n) => first.send({ host: hostOf(n), n }, { offset: n })));
+    const inFlight = Array.from({ length: 100 }, (_, n) => first.send({ host: hostOf(n), n }, { offset: n }));
+    assert.equal(first.resumeOffset(), 0, 'none resolved yet');
+    await Promise.all(inFlight);
+    assert.equal(first.resumeOffset(), 100, 'every offset below 100 resolved');
     await assert.rejects(first.send({ host: hostOf(50), n: 50 }, { offset: 50 }), /offset 50 is not above the previous send's \(99\)/);
     await first.close();
     await running.quiescence({ timeoutMs: 30_000 });
@@ -44,6 +48,7 @@ test('a producer with offsets: the input sent again is applied once, bad offsets
     // A failed send (here the broker refuses the payload) fails every later send.
     const big = { host: 'x'.repeat(600), n: 1 };
     await assert.rejects(again.send(big, { offset: 150 }), PayloadTooLargeError);
+    assert.equal(again.resumeOffset(), 150, 'the failed offset is where a replay starts');
     await assert.rejects(again.send({ host: hostOf(151), n: 151 }, { offset: 151 }), (err: unknown) => {
       assert.ok(err instanceof ProducerFailedError);
       assert.equal(err.code, 'SF_ERR_PRODUCER_FAILED');
@@ -56,6 +61,7 @@ test('a producer with offsets: the input sent again is applied once, bad offsets
     // An epoch producer takes no offsets.
     const epochs = await running.producer(clicks, 'clicks-src');
     await assert.rejects(epochs.send({ host: hostOf(0), n: 0 }, { offset: 0 }), /open it with offsets: true/);
+    assert.equal(epochs.resumeOffset(), undefined);
     await epochs.close();
   } finally {
     await running.stop();

@@ -11,8 +11,8 @@
 // SIGKILLs itself just before stage S applies its K-th message (a seeded point mid-stream).
 // With --hold it prints "started" after the start and stops when stdin closes. A refused
 // start prints the error on stderr and exits 2. With --offsets the producer is opened with
-// source offsets (offset n for click n), and the line also holds `dead`, the dead letters
-// of both stages.
+// source offsets (offset n for click n), F holds its resumeOffset() instead, and the line
+// also holds `dead`, the dead letters of both stages.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MemoryBroker, RedisStreamsBroker, isShardflowError, type Broker, type Logger, type UncleanPolicy } from '../../src/index.js';
@@ -68,7 +68,8 @@ if (args.hold) {
   const events = Number(args.events);
   for (let n = from; n < from + events; n++) {
     await producer.send({ host: hostOf(n), n }, args.offsets ? { offset: n } : undefined);
-    if (args['sent-file']) writeFileSync(args['sent-file'], String(n - from + 1));
+    // With offsets, the offset to resume from (producer.resumeOffset()); else how many were sent.
+    if (args['sent-file']) writeFileSync(args['sent-file'], String(args.offsets ? producer.resumeOffset() : n - from + 1));
   }
   await running.quiescence({ timeoutMs: 60_000 });
   const count = Object.fromEntries((await running.askAll('count', 'hosts')).flat());

@@ -42,6 +42,14 @@ export interface TopologyProducer<T> {
    * that failed is not counted (the broker may not have it): quiescence waits for what was sent.
    */
   sent(): SentStream[];
+  /**
+   * With `offsets`: the offset to send the input again from after a crash of this ingest,
+   * every lower offset given to `send` having resolved (its first unresolved or failed send;
+   * one above the last when all resolved; undefined before the first send). Persist it as
+   * often as you like beside your input's position, as Kafka Connect commits a source's
+   * offsets once its records are acknowledged. Without `offsets`, undefined.
+   */
+  resumeOffset(): number | undefined;
   /** Closes the broker producers. */
   close(): Promise<void>;
 }
@@ -137,6 +145,7 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
     sent() {
       return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
     },
+    resumeOffset: () => undefined,
     async close() {
       const all = [...producers.values()];
       producers.clear();
@@ -158,6 +167,25 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
   const acked = new Map<string, number>();
   let last = -1;
   let failed: { readonly offset: number; readonly error: unknown } | undefined;
+  /** The offsets given to `send`, in order, from the first not resolved; `isResolved[i]` for `issued[i]`. */
+  const issued: number[] = [];
+  const isResolved: boolean[] = [];
+  let head = 0;
+  const resolved = (offset: number) => {
+    // Offsets are issued in increasing order: find it from the head (most resolve near it).
+    for (let i = head; i < issued.length; i++) {
+      if (issued[i] === offset) {
+        isResolved[i] = true;
+        break;
+      }
+    }
+    while (head < issued.length && isResolved[head]) head++;
+    if (head > 1024 && head * 2 > issued.length) {
+      issued.splice(0, head);
+      isResolved.splice(0, head);
+      head = 0;
+    }
+  };
   const refuse = (offset: number) =>
     new ProducerFailedError(
       `producer ${name}: offset ${offset} was not sent: the send of offset ${failed!.offset} failed (${failed!.error instanceof Error ? failed!.error.message : String(failed!.error)}), so it sends nothing more: ` +
@@ -181,6 +209,8 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
       const t = namespace.topicOf(value);
       const payload = namespace.codec.encode(value);
       last = offset;
+      issued.push(offset);
+      isResolved.push(false);
       const seq = sequence(offset);
       const k = topicName(t);
       const key = { producer: name, topic: k, sequence: seq };
@@ -201,6 +231,7 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
           throw err;
         }
         if ((acked.get(k) ?? -1) < offset + 1) acked.set(k, offset + 1);
+        resolved(offset);
       };
       const done = (tails.get(t.partition) ?? Promise.resolve()).then(run);
       tails.set(t.partition, done.catch(() => undefined));
@@ -208,6 +239,10 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
     },
     sent() {
       return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
+    },
+    resumeOffset() {
+      if (head < issued.length) return issued[head]!;
+      return last >= 0 ? last + 1 : undefined;
     },
     async close() {
       await Promise.all(tails.values());

@@ -52,48 +52,59 @@ export async function stageExactlyOnceScenario(
     for (const [run, events] of [[1, sizes.firstRun], [2, sizes.secondRun]] as const) {
       const broker = await makeBroker();
       const running = await topology.start({ broker, dataDir: dir, logger: quiet, chaos: ChaosPolicy.create({ rate: 0.05, seed: run }) });
-      let restarts = 0;
-      running.system.events$.subscribe((e) => void (e.type === '@shardflow.restarted' && restarts++));
-      const producer = await running.producer(clicks, 'clicks-src');
-      assert.equal(producer.epoch, run, 'each start of the producer takes the next epoch');
-      for (let i = 0; i < events; i++) {
-        const host = hosts[(i * 7 + run) % hosts.length]!;
-        await producer.send({ host, n: i });
-        truth.set(host, (truth.get(host) ?? 0) + 1);
-      }
-      await running.quiescence({ timeoutMs: 240_000 });
-      assert.deepEqual(await counts(running, 'count'), truth, `run ${run}: count equals the ground truth`);
-      assert.deepEqual(await counts(running, 'totals'), truth, `run ${run}: totals (through the outbox) equal the ground truth`);
-      assert.ok(restarts > 0, `run ${run}: chaos restarted partitions (${restarts})`);
+      // Stopped and closed when an assertion fails too: left open, they kept the test's process
+      // (and the CI's test lane) running.
+      try {
+        let restarts = 0;
+        running.system.events$.subscribe((e) => void (e.type === '@shardflow.restarted' && restarts++));
+        const producer = await running.producer(clicks, 'clicks-src');
+        assert.equal(producer.epoch, run, 'each start of the producer takes the next epoch');
+        for (let i = 0; i < events; i++) {
+          const host = hosts[(i * 7 + run) % hosts.length]!;
+          await producer.send({ host, n: i });
+          truth.set(host, (truth.get(host) ?? 0) + 1);
+        }
+        await running.quiescence({ timeoutMs: 240_000 });
+        assert.deepEqual(await counts(running, 'count'), truth, `run ${run}: count equals the ground truth`);
+        assert.deepEqual(await counts(running, 'totals'), truth, `run ${run}: totals (through the outbox) equal the ground truth`);
+        assert.ok(restarts > 0, `run ${run}: chaos restarted partitions (${restarts})`);
 
-      if (run === 2) {
-        // Bad input: bytes that are not a Click, and a click of the producer's older epoch.
-        const h = hosts[0]!;
-        const p = clicks.partitionOf({ host: h, n: 0 });
-        const raw = await broker.producer(topic('clicks', p), { producer: producerId('raw-src') });
-        const old = await broker.producer(topic('clicks', p), { producer: producerId('clicks-src') });
-        const seqOld = epochSequence(1, 10_000);
-        await running.counters.sending('clicks', { producer: 'raw-src', topic: `clicks/${p}`, sequence: 0 }, () => raw.send(Uint8Array.of(0xc1, 0xff)));
-        await running.counters.sending('clicks', { producer: 'clicks-src', topic: `clicks/${p}`, sequence: seqOld }, () =>
-          old.send(clicks.codec.encode({ host: h, n: -1 }), { sequence: seqOld }));
-        await running.quiescence({ timeoutMs: 120_000 });
-        const dead = await running.deadLetters('count');
-        assert.equal(dead.length, 2, JSON.stringify(dead.map((d) => d.reason)));
-        assert.match(dead.find((d) => d.message.producer === 'raw-src')!.reason, /Click: bytes are not msgpack/);
-        assert.match(dead.find((d) => d.message.producer === 'clicks-src')!.reason, /epoch 1 .* older than its epoch 2 .*fenced-off older incarnation/);
-        assert.deepEqual(await counts(running, 'count'), truth, 'dead-lettered messages have no effect');
-        await raw.close();
-        await old.close();
+        if (run === 2) {
+          // Bad input: bytes that are not a Click, and a click of the producer's older epoch.
+          const h = hosts[0]!;
+          const p = clicks.partitionOf({ host: h, n: 0 });
+          const raw = await broker.producer(topic('clicks', p), { producer: producerId('raw-src') });
+          const old = await broker.producer(topic('clicks', p), { producer: producerId('clicks-src') });
+          const seqOld = epochSequence(1, 10_000);
+          await running.counters.sending('clicks', { producer: 'raw-src', topic: `clicks/${p}`, sequence: 0 }, () => raw.send(Uint8Array.of(0xc1, 0xff)));
+          await running.counters.sending('clicks', { producer: 'clicks-src', topic: `clicks/${p}`, sequence: seqOld }, () =>
+            old.send(clicks.codec.encode({ host: h, n: -1 }), { sequence: seqOld }));
+          await running.quiescence({ timeoutMs: 120_000 });
+          const dead = await running.deadLetters('count');
+          assert.equal(dead.length, 2, JSON.stringify(dead.map((d) => d.reason)));
+          assert.match(dead.find((d) => d.message.producer === 'raw-src')!.reason, /Click: bytes are not msgpack/);
+          assert.match(dead.find((d) => d.message.producer === 'clicks-src')!.reason, /epoch 1 .* older than its epoch 2 .*fenced-off older incarnation/);
+          assert.deepEqual(await counts(running, 'count'), truth, 'dead-lettered messages have no effect');
+          await raw.close();
+          await old.close();
+        }
+        await running.stop();
+        await broker.close();
+      } catch (err) {
+        await running.stop().catch(() => undefined);
+        await broker.close().catch(() => undefined);
+        throw err;
       }
-      await running.stop();
-      await broker.close();
     }
     // A data dir run with 8 partitions is refused under 4, before anything runs (by its
     // record; each store checks its own shape too, checkStageShape).
     const broker = await makeBroker();
-    await assert.rejects(clickTopology(4).topology.start({ broker, dataDir: dir, logger: quiet }), (err: unknown) =>
-      err instanceof DataDirError && /stage count was run with 8 partitions \(fnv1a\/8\), not 4 \(fnv1a\/4\)/.test(err.message));
-    await broker.close();
+    try {
+      await assert.rejects(clickTopology(4).topology.start({ broker, dataDir: dir, logger: quiet }), (err: unknown) =>
+        err instanceof DataDirError && /stage count was run with 8 partitions \(fnv1a\/8\), not 4 \(fnv1a\/4\)/.test(err.message));
+    } finally {
+      await broker.close(); // an open broker connection kept a failed test's process (and its lane) running
+    }
   } finally {
     rmDir();
     await cleanup();

@@ -41,6 +41,11 @@ export function sequenceEpoch(seq: number): number {
 /** Producer names: 1 to 128 of letters, digits, `.`, `_`, `-` (they name a file and broker fields). */
 export const PRODUCER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** @throws InvalidArgumentError when `name` is not a {@link PRODUCER_NAME}. */
+export function checkProducerName(name: string): void {
+  if (!PRODUCER_NAME.test(name)) throw new InvalidArgumentError(`producer name ${JSON.stringify(name)} must be 1 to 128 letters, digits, '.', '_' or '-'`);
+}
+
 /**
  * Increments and returns the durable epoch of producer `name` under `dataDir`: the file
  * `<dataDir>/producers/<name>.epoch` holds the last epoch given (decimal); the new value is
@@ -51,7 +56,7 @@ export const PRODUCER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  *   the epoch limit is reached; the file system's errors
  */
 export async function nextProducerEpoch(dataDir: string, name: string): Promise<number> {
-  if (!PRODUCER_NAME.test(name)) throw new InvalidArgumentError(`producer name ${JSON.stringify(name)} must be 1 to 128 letters, digits, '.', '_' or '-'`);
+  checkProducerName(name);
   const dir = join(dataDir, 'producers');
   await mkdirs(dir);
   const file = join(dir, `${name}.epoch`);

@@ -5,7 +5,7 @@ import { topicName, type Topic } from '../topics.js';
 import type { FlowCounters } from '../stream/flowCounters.js';
 import type { SentStream } from '../stream/flowReport.js';
 import type { NamespaceDef } from '../stream/namespace.js';
-import { epochSequence, nextProducerEpoch, PRODUCER_NAME } from '../stream/producerEpoch.js';
+import { checkProducerName, epochSequence, nextProducerEpoch } from '../stream/producerEpoch.js';
 import { offsetsProducerId } from '../stream/sourceOffsets.js';
 
 /** Sends values into one namespace from outside the topology (an ingest, a test), exactly once in effect. */
@@ -90,28 +90,15 @@ export interface ExternalProducerOptions<T> {
 export async function openExternalProducer<T>(options: ExternalProducerOptions<T>): Promise<TopologyProducer<T>> {
   const { broker, namespace, counters } = options;
   if (options.offsets === true) {
-    if (!PRODUCER_NAME.test(options.name)) throw new InvalidArgumentError(`producer name ${JSON.stringify(options.name)} must be 1 to 128 letters, digits, '.', '_' or '-'`);
+    checkProducerName(options.name);
     return offsetsProducer(options, offsetsProducerId(options.name));
   }
   const epoch = await nextProducerEpoch(options.dataDir, options.name);
   const name = producerId(options.name);
   const producers = new Map<number, Promise<Producer>>();
   const next = new Map<number, number>();
-  /** Per topic name: the sequence after the highest one whose send resolved. */
-  const acked = new Map<string, number>();
-  const sentUpTo = (t: Topic, seq: number) => {
-    const k = topicName(t);
-    if ((acked.get(k) ?? -1) < seq + 1) acked.set(k, seq + 1);
-  };
-  const producerFor = (p: number, t: ReturnType<NamespaceDef<T>['topicOf']>): Promise<Producer> => {
-    let got = producers.get(p);
-    if (!got) {
-      got = broker.producer(t, { producer: name });
-      producers.set(p, got);
-      got.catch(() => producers.delete(p));
-    }
-    return got;
-  };
+  const { sentUpTo, sent } = sentStreams(name);
+  const producerFor = brokerProducers(broker, name, producers);
   return {
     name,
     epoch,
@@ -142,9 +129,7 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
         throw err;
       }
     },
-    sent() {
-      return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
-    },
+    sent,
     resumeOffset: () => undefined,
     async close() {
       const all = [...producers.values()];
@@ -161,31 +146,17 @@ export async function openExternalProducer<T>(options: ExternalProducerOptions<T
 function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerId): TopologyProducer<T> {
   const { broker, namespace, counters } = options;
   const producers = new Map<number, Promise<Producer>>();
+  const producerFor = brokerProducers(broker, name, producers);
+  const { sentUpTo, sent } = sentStreams(name);
   /** Per partition: the last send's promise (the next waits for it), never rejected. */
   const tails = new Map<number, Promise<void>>();
-  /** Per topic name: the offset after the highest one whose send resolved. */
-  const acked = new Map<string, number>();
+  /**
+   * Per partition: the offsets given to `send` and not resolved, in order. Its sends are
+   * chained, so each resolves at the head of its queue, and a failed one stays there.
+   */
+  const unresolved = new Map<number, number[]>();
   let last = -1;
   let failed: { readonly offset: number; readonly error: unknown } | undefined;
-  /** The offsets given to `send`, in order, from the first not resolved; `isResolved[i]` for `issued[i]`. */
-  const issued: number[] = [];
-  const isResolved: boolean[] = [];
-  let head = 0;
-  const resolved = (offset: number) => {
-    // Offsets are issued in increasing order: find it from the head (most resolve near it).
-    for (let i = head; i < issued.length; i++) {
-      if (issued[i] === offset) {
-        isResolved[i] = true;
-        break;
-      }
-    }
-    while (head < issued.length && isResolved[head]) head++;
-    if (head > 1024 && head * 2 > issued.length) {
-      issued.splice(0, head);
-      isResolved.splice(0, head);
-      head = 0;
-    }
-  };
   const refuse = (offset: number) =>
     new ProducerFailedError(
       `producer ${name}: offset ${offset} was not sent: the send of offset ${failed!.offset} failed (${failed!.error instanceof Error ? failed!.error.message : String(failed!.error)}), so it sends nothing more: ` +
@@ -209,40 +180,33 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
       const t = namespace.topicOf(value);
       const payload = namespace.codec.encode(value);
       last = offset;
-      issued.push(offset);
-      isResolved.push(false);
+      let queue = unresolved.get(t.partition);
+      if (!queue) unresolved.set(t.partition, (queue = []));
+      queue.push(offset);
       const seq = sequence(offset);
-      const k = topicName(t);
-      const key = { producer: name, topic: k, sequence: seq };
+      const key = { producer: name, topic: topicName(t), sequence: seq };
       const run = async () => {
         if (failed) throw refuse(offset);
         const counted = counters?.onSent(namespace.name, key) ?? false;
         try {
-          let got = producers.get(t.partition);
-          if (!got) {
-            got = broker.producer(t, { producer: name });
-            producers.set(t.partition, got);
-            got.catch(() => producers.delete(t.partition));
-          }
-          await (await got).send(payload, { sequence: seq });
+          await (await producerFor(t.partition, t)).send(payload, { sequence: seq });
         } catch (err) {
           if (counted) counters!.onSendFailed(namespace.name, key);
           failed ??= { offset, error: err };
           throw err;
         }
-        if ((acked.get(k) ?? -1) < offset + 1) acked.set(k, offset + 1);
-        resolved(offset);
+        sentUpTo(t, seq);
+        queue.shift();
       };
       const done = (tails.get(t.partition) ?? Promise.resolve()).then(run);
       tails.set(t.partition, done.catch(() => undefined));
       return done;
     },
-    sent() {
-      return [...acked].map(([topic, next]) => ({ producer: name, topic, next }));
-    },
+    sent,
     resumeOffset() {
-      if (head < issued.length) return issued[head]!;
-      return last >= 0 ? last + 1 : undefined;
+      let lowest = last >= 0 ? last + 1 : undefined;
+      for (const queue of unresolved.values()) if (queue.length > 0 && (lowest === undefined || queue[0]! < lowest)) lowest = queue[0]!;
+      return lowest;
     },
     async close() {
       await Promise.all(tails.values());
@@ -250,5 +214,33 @@ function offsetsProducer<T>(options: ExternalProducerOptions<T>, name: ProducerI
       producers.clear();
       await Promise.all(all.map(async (p) => (await p).close().catch(() => undefined)));
     },
+  };
+}
+
+/**
+ * A producer's broker producers, one per partition, opened on first use (a producer that
+ * failed to open is forgotten, so the next send opens it again).
+ */
+function brokerProducers(broker: Broker, name: ProducerId, producers: Map<number, Promise<Producer>>): (p: number, t: Topic) => Promise<Producer> {
+  return (p, t) => {
+    let got = producers.get(p);
+    if (!got) {
+      got = broker.producer(t, { producer: name });
+      producers.set(p, got);
+      got.catch(() => producers.delete(p));
+    }
+    return got;
+  };
+}
+
+/** `TopologyProducer.sent()` of producer `name`: per topic, the sequence after the highest whose send resolved. */
+function sentStreams(name: ProducerId): { sentUpTo(t: Topic, seq: number): void; sent(): SentStream[] } {
+  const acked = new Map<string, number>();
+  return {
+    sentUpTo(t, seq) {
+      const k = topicName(t);
+      if ((acked.get(k) ?? -1) < seq + 1) acked.set(k, seq + 1);
+    },
+    sent: () => [...acked].map(([topic, next]) => ({ producer: name, topic, next })),
   };
 }

@@ -71,7 +71,8 @@ const BATCH = 1000;
  *   ran out: the partition restarted, so the ratio then compares more than checkpoints), each
  *   run's seconds over the runs without
  *   (target <= 1.1), and the puts the workers reported (`checkpointed` events) in the load
- *   and in the rounds (count, puts per partition per round, seconds, bytes stored each).
+ *   and in the rounds (count, puts per partition per round, seconds, bytes stored each, and the objects their
+ *   manifests were stored in: fewer than the puts with group commits).
  * - `webIndexCheckpoints` (the first store's run): each partition's latest checkpoint after
  *   the rank (bytes, files: min, median, max, total) and its restore into a new folder here
  *   (seconds), with the puts of the rank; `warm`: the same checkpoints warmed into a cache

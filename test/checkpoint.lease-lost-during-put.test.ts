@@ -18,6 +18,7 @@ import { StreamOutbox } from '../src/runtime/stream/outbox.js';
 import { producerId } from '../src/runtime/ids.js';
 import { StageCheckpointer, type StageCheckpointing } from '../src/runtime/stream/stageCheckpoints.js';
 import { memoryLogger, tempDir } from './kit/datasets.js';
+import { withPut } from './kit/checkpointStoreWrap.js';
 
 /** A lease that the checkpoint store below loses while a put is under way. */
 class PutFence implements PartitionFence {
@@ -30,12 +31,10 @@ class PutFence implements PartitionFence {
 
 /** The real directory store, whose puts end after `fence` is lost (as an upload longer than the lease does). */
 function losingLeaseDuringPut(real: CheckpointStore, fence: PutFence): CheckpointStore {
-  return Object.assign(Object.create(real) as CheckpointStore, {
-    put: async (...args: Parameters<CheckpointStore['put']>) => {
-      const report = await real.put(...args);
-      fence.lost = true;
-      return report;
-    },
+  return withPut(real, async (...args) => {
+    const report = await real.put(...args);
+    fence.lost = true;
+    return report;
   });
 }
 

@@ -17,6 +17,7 @@ import { readGraph, type WebGraph } from '../src/replay/graphFile.js';
 import { WEB_INDEX_STAGE } from '../src/topology/clusterProtocol.js';
 import { webIndexApplication, type WebIndexHost } from '../src/topology/webIndexApplication.js';
 import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
+import { withPut } from './kit/checkpointStoreWrap.js';
 
 class TestFence implements PartitionFence {
   constructor(readonly epoch: number) {}
@@ -27,12 +28,10 @@ class TestFence implements PartitionFence {
 
 /** The real directory store with puts that take `ms` longer (an upload under load), so that checkpoints overlap the hand-back. */
 function slowPuts(real: CheckpointStore, ms: number): CheckpointStore {
-  return Object.assign(Object.create(real) as CheckpointStore, {
-    put: async (...args: Parameters<CheckpointStore['put']>) => {
-      const report = await real.put(...args);
-      await new Promise((r) => setTimeout(r, ms));
-      return report;
-    },
+  return withPut(real, async (...args) => {
+    const report = await real.put(...args);
+    await new Promise((r) => setTimeout(r, ms));
+    return report;
   });
 }
 

@@ -240,6 +240,8 @@ function putFigures(ws: readonly WorkerProcess[], from: number, loadedAt: number
       puts: ps.length,
       // Puts that stored only the WAL's new bytes (docs/checkpoints.md, "WAL tail puts").
       walTailPuts: ps.filter((e) => e.walTail).length,
+      // Objects the puts' manifests were stored in: one each, or one per group commit (docs/checkpoints.md, "Group commits").
+      manifestObjects: Math.round(ps.reduce((t, e) => t + 1 / (e.groupedManifests ?? 1), 0)),
       checkpointSeconds: spread(ps.map((e) => e.checkpointSeconds)),
       uploadSeconds: spread(ps.map((e) => e.uploadSeconds)),
       uploadedBytes: spread(ps.map((e) => e.uploadedBytes)),

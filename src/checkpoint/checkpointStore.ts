@@ -141,6 +141,19 @@ export interface CheckpointPutOptions {
    * restore takes as the latest and `collect` removes. Default false: every put lists.
    */
   readonly fencedWriter?: boolean;
+  /**
+   * With `fencedWriter`: a WAL tail put whose log bytes all go into its manifest (packed
+   * chunks) stores that manifest in one object with the manifests of the tail puts of the
+   * key's parent's other keys (`<parent>/<leaf>`: a worker's partitions of one stage) that
+   * this store is putting meanwhile, instead of one object each: a **group commit**
+   * (docs/checkpoints.md, "Group commits"). On S3 a worker's partitions then make one PUT
+   * where they made one each, all checkpointed within milliseconds of each other at the end
+   * of a metric round. `keep`: the checkpoints the key's collects keep (`collect(key, keep)`),
+   * so that any process's collect may remove a group object once none of its keys keeps it
+   * (the object's name carries each entry's floor). Ignored for a key of one segment and
+   * without `fencedWriter`. Default: none (one object per manifest).
+   */
+  readonly groupCommit?: { readonly keep: number };
   /** Aborts the put between files: nothing becomes visible (the manifest is written last). */
   readonly signal?: AbortSignal;
   /**
@@ -166,6 +179,12 @@ export interface CheckpointPutReport {
   readonly uploadSeconds: number;
   /** True when the put stored only what the store's live WAL gained since the previous put (`walTailBytes`). */
   readonly walTail: boolean;
+  /**
+   * Manifests in the object that holds this put's manifest: 1 for its own manifest object,
+   * more for a group object shared with other keys' puts (`CheckpointPutOptions.groupCommit`;
+   * summed over puts, 1 / this counts the objects stored).
+   */
+  readonly groupedManifests: number;
 }
 
 /** What one `restore` did. */
@@ -259,7 +278,8 @@ export interface CheckpointStore {
    * Sequence numbers of `key`'s manifests, oldest first: its complete checkpoints, and older
    * manifests that `collect` keeps only because a kept checkpoint's packed chunks are stored
    * in them (their own checkpoints may no longer restore: a restore then refuses with the
-   * missing file).
+   * missing file). Manifests in group objects (`CheckpointPutOptions.groupCommit`) are
+   * listed as the key's own, but those below the key's floor (collected).
    */
   list(key: string): Promise<number[]>;
   /**
@@ -285,7 +305,9 @@ export interface CheckpointStore {
   /**
    * Keeps `key`'s `keep` newest checkpoints (keep >= 1), removes the older ones' manifests
    * (but those holding packed chunks that a kept manifest names, `CheckpointChunk.in`), then
-   * every stored file of the key that no kept manifest lists.
+   * every stored file of the key that no kept manifest lists. Its manifests in group objects
+   * (`CheckpointPutOptions.groupCommit`) are collected by the key's floor, and a group object
+   * of its parent all of whose entries are collected is removed, whichever keys they are of.
    * @throws InvalidArgumentError when keep is not an integer >= 1;
    *   CheckpointDamagedError when a kept manifest does not parse (nothing removed then);
    *   the abort reason when `options.signal` aborts
@@ -293,7 +315,8 @@ export interface CheckpointStore {
   collect(key: string, keep: number, options?: CheckpointCollectOptions): Promise<CheckpointCollectReport>;
   /**
    * Removes every checkpoint of `key` (manifests first, newest first, so that what stays
-   * visible meanwhile is complete), then all its files. For a partition retired for good.
+   * visible meanwhile is complete), then all its files; a group object holding one of its
+   * manifests is stored again without it, then deleted. For a partition retired for good.
    * @returns the number of checkpoints removed
    */
   remove(key: string): Promise<number>;

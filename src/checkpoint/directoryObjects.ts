@@ -107,6 +107,28 @@ export class DirectoryObjects implements CheckpointObjects {
     }
   }
 
+  async getRange(name: string, offset: number, length: number): Promise<Buffer | undefined> {
+    let fh;
+    try {
+      fh = await open(this.#path(name), 'r');
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+    try {
+      const buf = Buffer.alloc(Math.max(0, length));
+      let got = 0;
+      while (got < buf.length) {
+        const { bytesRead } = await fh.read(buf, got, buf.length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    } finally {
+      await fh.close();
+    }
+  }
+
   async getStream(name: string): Promise<Readable | undefined> {
     const p = this.#path(name);
     // Opened before it is handed out, so that a missing file is `undefined`, not a stream error.

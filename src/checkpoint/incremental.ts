@@ -53,6 +53,20 @@ import {
 } from './manifest.js';
 import type { CheckpointObjects } from './objects.js';
 import { mkdirs } from '../storage/mkdirs.js';
+import {
+  decodeGroupHeader,
+  encodeGroup,
+  entriesOfGroup,
+  groupDamaged,
+  groupEntryName,
+  groupName,
+  GROUP_NAME_MAX,
+  groupsPrefix,
+  headerKey,
+  splitKey,
+  type GroupEntry,
+  type GroupHeader,
+} from './groups.js';
 
 const deflateRawAsync = promisify(deflateRaw);
 const inflateRawAsync = promisify(inflateRaw);
@@ -61,6 +75,8 @@ const PACKED_DEFLATE_MIN_BYTES = 4096;
 
 /** Files stored or fetched at once. */
 const TRANSFER_CONCURRENCY = 4;
+/** Payloads of packed chunks a restore fetches at once ahead of writing them (`#prefetchPayloads`). */
+const PAYLOAD_PREFETCH = 8;
 /** Files of a local checkpoint stat'ed (and hashed, when new) at once when it is described. */
 const DESCRIBE_CONCURRENCY = 8;
 /** Entries of the hash cache before it is emptied (one per live SST file is the norm). */
@@ -86,6 +102,25 @@ const REBASE_RETRY_SHARE = 0.0625;
  * bounds what a restore replays: at most twice `walTailBytes` of log after the chain's base.
  */
 const WAL_TAIL_OVERSHOOT = 2;
+/** Bytes of a group object read first for its header (`#groupHeader`): the header of 21 entries takes about 1.5 KB. */
+const GROUP_HEAD_BYTES = 4096;
+/** Group objects' headers kept (`#groupHeaders`) before the oldest are forgotten. */
+const GROUP_HEADERS_KEPT = 4096;
+
+/** A group object of a listing (`#listGroups`): its name and entries. */
+interface ListedGroup {
+  readonly name: string;
+  readonly entries: readonly GroupEntry[];
+}
+
+/** A tail put waiting for its parent's group commit (`#groupCommit`). */
+interface GroupWaiter extends GroupEntry {
+  readonly key: string;
+  readonly bytes: Buffer;
+  readonly resolve: (stored: { readonly name: string; readonly manifests: number }) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /** Every how many collects of a key one lists its stored files instead of trusting this process's listing (see `collect`). */
 const COLLECT_LISTS_EVERY = 16;
 /** Deletes a collect sends before it checks its signal again (an abort waits for at most one slice). */
@@ -241,6 +276,24 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   readonly #collects = new Map<string, number>();
   /** Bases being made (`#startMaterialization`). */
   readonly #background = new Set<Promise<void>>();
+  /**
+   * Per key, the objects its manifests are in, by sequence, as last listed or put: its own
+   * manifest object, or a group object (docs/checkpoints.md, "Group commits"). A sequence
+   * not here is looked for in its own object first.
+   */
+  readonly #locations = new Map<string, Map<number, string>>();
+  /** Per parent key, the tail puts waiting for its next group commit, and whether one is being stored. */
+  readonly #groupQueues = new Map<string, { waiting: GroupWaiter[]; running: boolean }>();
+  /** Headers of group objects read so far (`#groupHeader`), oldest first; undefined for an object found gone. */
+  readonly #groupHeaders = new Map<string, Promise<GroupHeader | undefined>>();
+  /**
+   * Per key, the lowest sequence its latest collect in this process kept or used: its
+   * entries in group objects below it are collected (beside the floors in the group objects'
+   * names, which every process sees).
+   */
+  readonly #floors = new Map<string, number>();
+  /** Group objects this process is deleting (so that concurrent collects of its keys do not delete them twice). */
+  readonly #deletingGroups = new Set<string>();
 
   /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
   constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
@@ -255,8 +308,117 @@ export class IncrementalCheckpointStore implements CheckpointStore {
 
   async list(key: string): Promise<number[]> {
     checkKey(key);
-    const listed = await this.objects.list(manifestsPrefix(key));
-    return listed.map((o) => sequenceOfManifest(key, o.name)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
+    return [...(await this.#locate(key)).keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * The key's checkpoints, by sequence, with the object each manifest is in: the key's own
+   * manifests and its live entries in the group objects of its parent (an entry below its
+   * key's floor is collected: left out). Remembered in `#locations`.
+   * @param groups the parent's group objects, when the caller listed them already
+   */
+  async #locate(key: string, groups?: readonly ListedGroup[]): Promise<Map<number, string>> {
+    const split = splitKey(key);
+    const [own, listedGroups] = await Promise.all([
+      this.objects.list(manifestsPrefix(key)),
+      groups ?? (split ? this.#listGroups(split.parent) : []),
+    ]);
+    const out = new Map<number, string>();
+    if (split) {
+      const floors = this.#groupFloors(split.parent, listedGroups);
+      const floor = floors.get(split.leaf) ?? 0;
+      for (const g of listedGroups) for (const e of g.entries) if (e.leaf === split.leaf && e.sequence >= floor) out.set(e.sequence, g.name);
+    }
+    for (const o of own) {
+      const s = sequenceOfManifest(key, o.name);
+      if (s !== undefined) out.set(s, o.name); // its own object first, where both are
+    }
+    this.#locations.set(key, out);
+    return out;
+  }
+
+  /** The group objects of the keys under `parent` (names this format does not make are not listed). */
+  async #listGroups(parent: string): Promise<ListedGroup[]> {
+    const out: ListedGroup[] = [];
+    for (const o of await this.objects.list(groupsPrefix(parent))) {
+      const entries = entriesOfGroup(parent, o.name);
+      if (entries) out.push({ name: o.name, entries });
+    }
+    return out;
+  }
+
+  /**
+   * Per leaf of `parent`, its floor: the floor of its newest entry in `groups`, or of this
+   * process's latest collect of it, whichever is higher (both are lower bounds of the lowest
+   * sequence its collects keep from now on: kept checkpoints only get newer).
+   */
+  #groupFloors(parent: string, groups: readonly ListedGroup[]): Map<string, number> {
+    const newest = new Map<string, GroupEntry>();
+    for (const g of groups) for (const e of g.entries) if ((newest.get(e.leaf)?.sequence ?? -1) < e.sequence) newest.set(e.leaf, e);
+    const out = new Map<string, number>();
+    for (const [leaf, e] of newest) out.set(leaf, Math.max(e.floor, this.#floors.get(`${parent}/${leaf}`) ?? 0));
+    return out;
+  }
+
+  /** Remembers where manifest `sequence` of `key` is stored (`#locations`). */
+  #located(key: string, sequence: number, name: string): void {
+    let m = this.#locations.get(key);
+    if (!m) this.#locations.set(key, (m = new Map()));
+    m.set(sequence, name);
+  }
+
+  /**
+   * The bytes of the key's manifest of `sequence` (its JSON and packed chunks, as its own
+   * object holds them), from its own object or its group object; undefined when there is none.
+   * @throws CheckpointDamagedError when its group object's header is damaged
+   */
+  async #manifestBytes(key: string, sequence: number): Promise<Buffer | undefined> {
+    const own = manifestName(key, sequence);
+    let where = this.#locations.get(key)?.get(sequence);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const bytes = where === undefined || where === own ? await this.objects.getBytes(own) : await this.#groupEntry(where, key, sequence);
+      if (bytes !== undefined || !splitKey(key)) return bytes;
+      // Not where it was: listed again (a collect or a remove may have moved or removed it).
+      const again = (await this.#locate(key)).get(sequence);
+      if (again === undefined || again === where || (where === undefined && again === own)) return undefined;
+      where = again;
+    }
+    return undefined;
+  }
+
+  /** The bytes of the manifest of `key` at `sequence` in group object `name` (a range of it); undefined when the object is gone. */
+  async #groupEntry(name: string, key: string, sequence: number): Promise<Buffer | undefined> {
+    const header = await this.#groupHeader(name, key, sequence);
+    if (!header) return undefined;
+    const at = header.get(headerKey(splitKey(key)!.leaf, sequence));
+    if (!at) throw groupDamaged(name, key, sequence, 'its header does not list this checkpoint');
+    const bytes = await this.objects.getRange(name, at[0], at[1]);
+    if (bytes !== undefined && bytes.length !== at[1]) throw groupDamaged(name, key, sequence, `it ends before the manifest's ${at[1]} bytes at ${at[0]}`);
+    return bytes;
+  }
+
+  /** The header of group object `name` (read once per process: objects are never rewritten); undefined when it is gone. */
+  #groupHeader(name: string, key: string, sequence: number): Promise<GroupHeader | undefined> {
+    let p = this.#groupHeaders.get(name);
+    if (!p) {
+      p = (async () => {
+        let head = await this.objects.getRange(name, 0, GROUP_HEAD_BYTES);
+        if (head === undefined) return undefined;
+        if (head.length === GROUP_HEAD_BYTES && head.indexOf(0x0a) < 0) head = await this.objects.getBytes(name);
+        if (head === undefined) return undefined;
+        try {
+          const header = decodeGroupHeader(head);
+          if (!header) throw new Error('no header line');
+          return header;
+        } catch (err) {
+          throw groupDamaged(name, key, sequence, (err as Error).message);
+        }
+      })();
+      p.then((h) => { if (!h) this.#groupHeaders.delete(name); }, () => this.#groupHeaders.delete(name));
+      this.#groupHeaders.set(name, p);
+      if (this.#groupHeaders.size > GROUP_HEADERS_KEPT) this.#groupHeaders.delete(this.#groupHeaders.keys().next().value!);
+    }
+    return p;
   }
 
   /** Remembers a manifest this process stored (`#ownManifests`). */
@@ -267,7 +429,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   }
 
   async #manifest(key: string, sequence: number): Promise<CheckpointManifest | undefined> {
-    const bytes = await this.objects.getBytes(manifestName(key, sequence));
+    const bytes = await this.#manifestBytes(key, sequence);
     return bytes === undefined ? undefined : decodeManifest(key, sequence, bytes);
   }
 
@@ -385,10 +547,74 @@ export class IncrementalCheckpointStore implements CheckpointStore {
         checkpointSeconds,
         uploadSeconds: (performance.now() - t1) / 1000,
         walTail: false,
+        groupedManifests: 1,
       };
     } finally {
       if (staged) await rm(staged, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * The floor of `manifest` in a group object's name (`GroupEntry.floor`): the lowest
+   * sequence among it and the `keep - 1` newest manifests before it that this process put,
+   * and the manifests whose packed chunks they read; 0 when this process knows fewer (the
+   * key's other checkpoints are not known). Only a fenced writer groups its puts, so no other
+   * writer put between them.
+   */
+  #groupFloor(manifest: CheckpointManifest, keep: number): number {
+    const own = this.#ownManifests.get(manifest.key);
+    const before = [...(own?.keys() ?? [])].filter((s) => s < manifest.sequence).sort((a, b) => b - a).slice(0, keep - 1);
+    if (before.length < keep - 1) return 0;
+    let floor = manifest.sequence;
+    for (const m of [manifest, ...before.map((s) => own!.get(s)!)]) {
+      floor = Math.min(floor, m.sequence);
+      for (const f of m.files) for (const c of f.chunks ?? []) if (c.in !== undefined) floor = Math.min(floor, c.in);
+    }
+    return floor;
+  }
+
+  /**
+   * Stores `bytes`, the manifest of `key` at `sequence`, with the manifests of the parent's
+   * other keys that wait meanwhile: one object for all (a group object, `groups.ts`), or the
+   * key's own manifest object when it is alone. The first waits for the I/O callbacks already
+   * due (`setImmediate`); the others wait for the object being stored before theirs, as a
+   * database's group commit does. A failure fails every put of the object.
+   * @returns the name of the object that holds the manifest, and how many manifests it holds
+   */
+  #groupCommit(key: string, sequence: number, floor: number, bytes: Buffer): Promise<{ readonly name: string; readonly manifests: number }> {
+    const { parent, leaf } = splitKey(key)!;
+    let q = this.#groupQueues.get(parent);
+    if (!q) this.#groupQueues.set(parent, (q = { waiting: [], running: false }));
+    const queue = q;
+    return new Promise((resolve, reject) => {
+      queue.waiting.push({ key, leaf, sequence, floor, bytes, resolve, reject });
+      if (queue.running) return;
+      queue.running = true;
+      setImmediate(() => void this.#storeGroups(parent, queue));
+    });
+  }
+
+  /** Stores what waits in `queue` (`#groupCommit`), one object at a time, until nothing waits. */
+  async #storeGroups(parent: string, queue: { waiting: GroupWaiter[]; running: boolean }): Promise<void> {
+    const max = GROUP_NAME_MAX;
+    while (queue.waiting.length > 0) {
+      const batch = [queue.waiting.shift()!];
+      let length = groupEntryName(batch[0]!).length;
+      while (queue.waiting.length > 0 && length + 1 + groupEntryName(queue.waiting[0]!).length <= max) {
+        const next = queue.waiting.shift()!;
+        length += 1 + groupEntryName(next).length;
+        batch.push(next);
+      }
+      const alone = batch.length === 1;
+      const name = alone ? manifestName(batch[0]!.key, batch[0]!.sequence) : groupName(parent, batch);
+      try {
+        await this.objects.putBytes(name, alone ? batch[0]!.bytes : encodeGroup(batch, batch.map((e) => e.bytes)));
+        for (const e of batch) e.resolve({ name, manifests: batch.length });
+      } catch (err) {
+        for (const e of batch) e.reject(err);
+      }
+    }
+    queue.running = false;
   }
 
   /**
@@ -673,6 +899,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       }
     }
     const manifestObject = { name: manifestName(key, sequence), bytes: encodeManifest(manifest, storedPayload, packing) };
+    let groupedManifests = 1;
     if ((this.hold || options.onProgress) && objects.length > 0) {
       // A progress observer (who may abort the put after a file) and the manifest-hold test
       // hook see each chunk stored before the manifest is written: two steps.
@@ -683,6 +910,12 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       signal?.throwIfAborted();
       await this.#holdManifest(key, sequence, objects.length, signal);
       await this.objects.putBytes(manifestObject.name, manifestObject.bytes);
+    } else if (options.groupCommit && options.fencedWriter && objects.length === 0 && splitKey(key)) {
+      // Nothing but the manifest (its chunks packed in it): with the concurrent tail puts of
+      // the parent's other keys, in one object (docs/checkpoints.md, "Group commits").
+      const stored = await this.#groupCommit(key, sequence, this.#groupFloor(manifest, options.groupCommit.keep), manifestObject.bytes);
+      this.#located(key, sequence, stored.name);
+      groupedManifests = stored.manifests;
     } else {
       // The chunks, then the manifest once they are durable: one message to a file thread.
       await this.objects.putAllThen(objects.map((o) => ({ name: o.name, bytes: o.data })), manifestObject);
@@ -710,6 +943,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       checkpointSeconds,
       uploadSeconds: (performance.now() - t1) / 1000,
       walTail: true,
+      groupedManifests,
     };
   }
 
@@ -787,6 +1021,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     const cached = { files: 0, bytes: 0 };
     try {
       const payloads = new Map<number, Promise<Buffer | undefined>>();
+      if (!options.cache) this.#prefetchPayloads(manifest, payloads);
       await forEachLimit(manifest.files, TRANSFER_CONCURRENCY, (f) => this.#fetch(manifest, f, path.join(tmp, f.name), payloads, options.cache, cached));
       await rename(tmp, dir);
     } catch (err) {
@@ -888,7 +1123,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   #payload(key: string, sequence: number, payloads: Map<number, Promise<Buffer | undefined>>): Promise<Buffer | undefined> {
     let p = payloads.get(sequence);
     if (!p) {
-      p = this.objects.getBytes(manifestName(key, sequence)).then(async (bytes) => {
+      p = this.#manifestBytes(key, sequence).then(async (bytes) => {
         if (bytes === undefined) return undefined;
         const { payload, encoding, rawBytes } = decodeManifestAndPayload(key, sequence, bytes);
         if (encoding === 'raw') return payload;
@@ -904,6 +1139,18 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       payloads.set(sequence, p);
     }
     return p;
+  }
+
+  /**
+   * Starts fetching the payloads of every manifest whose packed chunks `m` reads
+   * (`PAYLOAD_PREFETCH` at once), into `payloads`: a log's chunks are written in order, and a
+   * chain of tail puts packs them in as many manifests (each one or two requests, from a group
+   * object). Failures are left to the fetch that awaits them.
+   */
+  #prefetchPayloads(m: CheckpointManifest, payloads: Map<number, Promise<Buffer | undefined>>): void {
+    const seqs = new Set<number>();
+    for (const f of m.files) if (!f.link) for (const c of f.chunks ?? []) if (c.in !== undefined) seqs.add(c.in);
+    void forEachLimit([...seqs], PAYLOAD_PREFETCH, (s) => this.#payload(m.key, s, payloads).then(() => undefined, () => undefined));
   }
 
   /**
@@ -1024,7 +1271,10 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     signal?.throwIfAborted();
     return this.#lock(key).runExclusive(async () => {
       signal?.throwIfAborted();
-      const seqs = (await this.list(key)).reverse();
+      const split = splitKey(key);
+      const groups = split ? await this.#listGroups(split.parent) : [];
+      const located = await this.#locate(key, groups);
+      const seqs = [...located.keys()].sort((a, b) => b - a);
       const kept = seqs.slice(0, keep);
       // The key's latest manifest is this process's own when its listing says so (the put
       // trusts that listing too; another writer's put since, or a remove, makes it stale).
@@ -1039,6 +1289,13 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       }
       // A manifest holding a packed chunk of a kept one stays (as that chunk's object).
       const removed = seqs.slice(keep).filter((s) => !used.has(manifestName(key, s)));
+      // What is left is the key's floor here from now on: its entries in group objects below it
+      // are collected (listed no more), and a group object all of whose entries are collected
+      // is removed, whoever's keys they are (docs/checkpoints.md, "Group commits").
+      const left = seqs.filter((s) => !removed.includes(s));
+      if (left.length > 0) this.#floors.set(key, Math.max(this.#floors.get(key) ?? 0, Math.min(...left)));
+      const floors = split ? this.#groupFloors(split.parent, groups) : new Map<string, number>();
+      const deadGroups = groups.filter((g) => !this.#deletingGroups.has(g.name) && g.entries.every((e) => e.sequence < (floors.get(e.leaf) ?? 0))).map((g) => g.name);
       if (!current) this.#ownManifests.delete(key); // another writer's now: none of this process's is needed
       else if (own) for (const s of own.keys()) if (!kept.includes(s)) own.delete(s);
       // The stored files: in a store of remote objects (S3), this process's listing when the
@@ -1064,7 +1321,16 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       };
       try {
         // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
-        await remove(removed.slice().reverse().map((s) => manifestName(key, s)));
+        await remove(removed.slice().reverse().map((s) => manifestName(key, s)).filter((name) => located.get(sequenceOfManifest(key, name)!) === name));
+        for (const name of deadGroups) this.#deletingGroups.add(name);
+        try {
+          await remove(deadGroups);
+        } finally {
+          for (const name of deadGroups) {
+            this.#deletingGroups.delete(name);
+            this.#groupHeaders.delete(name);
+          }
+        }
         const listed = trusted
           ? [...known.files].map(([name, bytes]) => ({ name, bytes }))
           : await this.objects.list(filesPrefix(key));
@@ -1095,12 +1361,41 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       this.#listings.delete(key);
       this.#ownManifests.delete(key);
       this.#collects.delete(key);
-      const seqs = await this.list(key);
+      const split = splitKey(key);
+      const groups = split ? await this.#listGroups(split.parent) : [];
+      const located = await this.#locate(key, groups);
+      const seqs = [...located.keys()].sort((a, b) => a - b);
       // Newest first: a reader meanwhile still sees an older checkpoint whole, never a newer one.
-      for (const s of seqs.slice().reverse()) await this.objects.delete([manifestName(key, s)]);
+      for (const s of seqs.slice().reverse()) if (located.get(s) === manifestName(key, s)) await this.objects.delete([manifestName(key, s)]);
+      if (split) await this.#dropFromGroups(split.parent, split.leaf, groups);
       await this.objects.delete((await this.objects.list(filesPrefix(key))).map((o) => o.name));
+      this.#locations.delete(key);
       return seqs.length;
     });
+  }
+
+  /**
+   * Takes the entries of `leaf` out of the group objects of `parent` (`remove`): each group
+   * object holding one is stored again with the other keys' live entries (as a group object,
+   * or as the key's own manifest object when one is left), then deleted.
+   */
+  async #dropFromGroups(parent: string, leaf: string, groups: readonly ListedGroup[]): Promise<void> {
+    const floors = this.#groupFloors(parent, groups);
+    for (const g of groups) {
+      if (!g.entries.some((e) => e.leaf === leaf)) continue;
+      const others = g.entries.filter((e) => e.leaf !== leaf && e.sequence >= (floors.get(e.leaf) ?? 0));
+      const bytes: Buffer[] = [];
+      for (const e of others) {
+        const b = await this.#groupEntry(g.name, `${parent}/${e.leaf}`, e.sequence);
+        if (b === undefined) break; // gone meanwhile (another process's collect or remove)
+        bytes.push(b);
+      }
+      if (bytes.length < others.length) continue;
+      if (others.length === 1) await this.objects.putBytes(manifestName(`${parent}/${others[0]!.leaf}`, others[0]!.sequence), bytes[0]!);
+      else if (others.length > 1) await this.objects.putBytes(groupName(parent, others), encodeGroup(others, bytes));
+      await this.objects.delete([g.name]);
+      this.#groupHeaders.delete(g.name);
+    }
   }
 
   async close(): Promise<void> {

@@ -51,6 +51,11 @@ export interface CheckpointObjects {
   putAllThen(first: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>, last: { readonly name: string; readonly bytes: Uint8Array }): Promise<void>;
   /** The whole content of object `name`, or undefined when there is none. */
   getBytes(name: string): Promise<Buffer | undefined>;
+  /**
+   * `length` bytes of object `name` from byte `offset` (fewer where the object ends before),
+   * or undefined when there is none: a part of a group object (`groups.ts`) without the rest.
+   */
+  getRange(name: string, offset: number, length: number): Promise<Buffer | undefined>;
   /** The content of object `name` as a stream, or undefined when there is none. */
   getStream(name: string): Promise<Readable | undefined>;
   /** Every object whose name starts with `prefix` (a folder path ending in `/`), in no set order. */

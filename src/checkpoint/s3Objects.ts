@@ -115,6 +115,24 @@ export class S3Objects implements CheckpointObjects {
     return Buffer.concat(chunks);
   }
 
+  async getRange(name: string, offset: number, length: number): Promise<Buffer | undefined> {
+    if (length <= 0) return Buffer.alloc(0);
+    const { sdk, client } = await this.#api();
+    let body: Readable;
+    try {
+      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.#prefix + name, Range: `bytes=${offset}-${offset + length - 1}` }));
+      body = r.Body as Readable;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      // A range that starts at or past the object's end (416): nothing there.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) return Buffer.alloc(0);
+      throw err;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
   async getStream(name: string): Promise<Readable | undefined> {
     const { sdk, client } = await this.#api();
     try {

@@ -40,7 +40,7 @@ function eventLine(e: WorkerEvent): string {
     case 'restored':
       return `restored ${e.unit} epoch ${e.epoch} from checkpoint ${e.sequence} (${e.bytes} bytes${e.cachedBytes > 0 ? `, ${e.cachedBytes} from the standby cache` : ''}${e.walChunks > 0 ? `, ${e.walChunks} WAL tails` : ''}, ${e.seconds.toFixed(3)} s; ${e.reason})`;
     case 'checkpointed':
-      return `checkpointed ${e.unit} epoch ${e.epoch}: checkpoint ${e.sequence} (${e.bytes} bytes in ${e.files} files, ${e.uploadedBytes} bytes stored${e.walTail ? ', a WAL tail' : ''}; ${(e.checkpointSeconds + e.uploadSeconds).toFixed(3)} s)`;
+      return `checkpointed ${e.unit} epoch ${e.epoch}: checkpoint ${e.sequence} (${e.bytes} bytes in ${e.files} files, ${e.uploadedBytes} bytes stored${e.walTail ? ', a WAL tail' : ''}${e.groupedManifests > 1 ? ` in a group of ${e.groupedManifests}` : ''}; ${(e.checkpointSeconds + e.uploadSeconds).toFixed(3)} s)`;
     case 'warmed':
       return `warmed ${e.unit}: checkpoint ${e.sequence} (${e.fetchedBytes} bytes in ${e.fetchedFiles} files fetched; ${e.bytes} bytes in ${e.files} cached; ${e.seconds.toFixed(3)} s)`;
     case 'waiting':

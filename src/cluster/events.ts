@@ -38,6 +38,8 @@ export type WorkerEvent =
     readonly uploadedFiles: number; readonly uploadedBytes: number; readonly checkpointSeconds: number; readonly uploadSeconds: number;
     /** The put stored only the WAL's new bytes (a WAL tail put, docs/checkpoints.md). */
     readonly walTail: boolean;
+    /** Manifests in the object that holds this put's: 1 alone, more in a group object (group commits, docs/checkpoints.md). */
+    readonly groupedManifests: number;
   }
   | { readonly type: 'started'; readonly unit: string; readonly epoch: number }
   /** A planned hand-back: the partition stopped (store flushed and closed), then the lease was released. */

@@ -307,7 +307,7 @@ export class PartitionCheckpointPuts {
     }
     const metadata: StageCheckpointMetadata = { stage: this.stage, partition: this.partition, ownerEpoch: this.fence?.epoch ?? 0 };
     this.fence?.check();
-    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), fencedWriter: this.fence !== undefined, ...(options.whole ? { walTailBytes: 0 } : {}) });
+    const report = await this.checkpointing.store.put(this.key, store, put, { metadata: Buffer.from(JSON.stringify(metadata), 'utf8'), fencedWriter: this.fence !== undefined, groupCommit: { keep: this.checkpointing.keep ?? CHECKPOINTS_KEPT }, ...(options.whole ? { walTailBytes: 0 } : {}) });
     // The lease must still be held now that the manifest is durable: a next owner acquires only
     // after it ran out, so it then restores this checkpoint or a newer one. A lease lost during
     // the put (an upload longer than the lease, a paused process) may have let the next owner

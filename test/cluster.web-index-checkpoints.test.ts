@@ -132,7 +132,12 @@ test('three workers with their own data dirs and S3 checkpoints rank epa; one SI
     const moved = restores(ws.slice(1));
     // A store is restored when missing here, or older than the latest checkpoint (the unit came back after a later owner ran it).
     assert.ok(moved.length >= 1 && moved.every((r) => / missing$/.test(r) || /owner epoch \d+ \(checkpoint -?\d+\) is older than checkpoint \d+'s \d+$/.test(r)), `the killed worker's partitions were restored from their checkpoints by the others: ${moved.join('; ')}`);
-    t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}`);
+    const puts = ws.flatMap((w) => w.events.flatMap(({ event: e }) => (e.type === 'checkpointed' ? [e] : [])));
+    const grouped = puts.filter((p) => p.groupedManifests > 1).length;
+    t.diagnostic(`rank of epa in ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.converge.rounds} rounds; restores: ${moved.join('; ')}; ${puts.length} puts, ${grouped} in group objects`);
+    // After the kill one worker holds two of the three partitions: their tail puts at the end of
+    // each round share group objects (docs/checkpoints.md, "Group commits"), which restores read.
+    assert.ok(grouped > 0, 'the tail puts of a worker holding two partitions shared group objects');
     await c.stopAll();
   });
 });

@@ -113,6 +113,22 @@ interface ListedGroup {
   readonly entries: readonly GroupEntry[];
 }
 
+/** Most a group commit waits for the parent's tail puts under way before it stores what waits (`#scheduleGroups`), ms. */
+const GROUP_LINGER_MS = 20;
+
+/** A parent's group commit: the puts waiting, whether an object is being stored, the linger's timer. */
+interface GroupQueue {
+  readonly waiting: GroupWaiter[];
+  running: boolean;
+  linger?: NodeJS.Timeout;
+}
+
+/** A tail put on its way to its parent's group commit (`#arriving`). */
+interface GroupArrival {
+  readonly parent: string;
+  done: boolean;
+}
+
 /** A tail put waiting for its parent's group commit (`#groupCommit`). */
 interface GroupWaiter extends GroupEntry {
   readonly key: string;
@@ -283,7 +299,9 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    */
   readonly #locations = new Map<string, Map<number, string>>();
   /** Per parent key, the tail puts waiting for its next group commit, and whether one is being stored. */
-  readonly #groupQueues = new Map<string, { waiting: GroupWaiter[]; running: boolean }>();
+  readonly #groupQueues = new Map<string, GroupQueue>();
+  /** Per parent key, the fenced writer's tail puts that will go to its group commit and are not there yet (`#arriving`). */
+  readonly #onTheWay = new Map<string, number>();
   /** Headers of group objects read so far (`#groupHeader`), oldest first; undefined for an object found gone. */
   readonly #groupHeaders = new Map<string, Promise<GroupHeader | undefined>>();
   /**
@@ -480,16 +498,22 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     if (source instanceof Store) {
       this.#walChains.delete(source); // set again by a put that succeeds
       if (chain && read && tailRead && chain.sequence === last) {
-        let tail = await this.#putWalTail(key, source, sequence, read, await tailRead, listing, options, t0, base?.objects);
-        if (base) {
-          // Named by the manifest now, or of no use: the base's logs are gone (or its files).
-          this.#dropMaterialization(source, materialization!);
-          if (!tail) {
-            const again = this.#readWalTail(source, chain, options);
-            if (again) tail = await this.#putWalTail(key, source, sequence, chain, await again, listing, options, t0);
+        // On its way to the parent's group commit, which waits for it (`#scheduleGroups`).
+        const arrival = options.groupCommit && options.fencedWriter ? this.#arriving(key) : undefined;
+        try {
+          let tail = await this.#putWalTail(key, source, sequence, read, await tailRead, listing, options, t0, base?.objects, arrival);
+          if (base) {
+            // Named by the manifest now, or of no use: the base's logs are gone (or its files).
+            this.#dropMaterialization(source, materialization!);
+            if (!tail) {
+              const again = this.#readWalTail(source, chain, options);
+              if (again) tail = await this.#putWalTail(key, source, sequence, chain, await again, listing, options, t0, undefined, arrival);
+            }
           }
+          if (tail) return tail;
+        } finally {
+          if (arrival) this.#arrived(arrival);
         }
-        if (tail) return tail;
       }
       // A whole put: a base being made for the chain that ends here is of no use.
       if (materialization) this.#dropMaterialization(source, materialization);
@@ -581,21 +605,62 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * database's group commit does. A failure fails every put of the object.
    * @returns the name of the object that holds the manifest, and how many manifests it holds
    */
-  #groupCommit(key: string, sequence: number, floor: number, bytes: Buffer): Promise<{ readonly name: string; readonly manifests: number }> {
+  #groupCommit(key: string, sequence: number, floor: number, bytes: Buffer, arrival?: GroupArrival): Promise<{ readonly name: string; readonly manifests: number }> {
     const { parent, leaf } = splitKey(key)!;
-    let q = this.#groupQueues.get(parent);
-    if (!q) this.#groupQueues.set(parent, (q = { waiting: [], running: false }));
-    const queue = q;
+    const queue = this.#groupQueue(parent);
     return new Promise((resolve, reject) => {
       queue.waiting.push({ key, leaf, sequence, floor, bytes, resolve, reject });
-      if (queue.running) return;
-      queue.running = true;
-      setImmediate(() => void this.#storeGroups(parent, queue));
+      if (arrival) this.#arrived(arrival);
+      this.#scheduleGroups(parent, queue);
     });
   }
 
+  #groupQueue(parent: string): GroupQueue {
+    let q = this.#groupQueues.get(parent);
+    if (!q) this.#groupQueues.set(parent, (q = { waiting: [], running: false }));
+    return q;
+  }
+
+  /** A tail put of `key` on its way to its parent's group commit: counted until it arrives or gives up (`#arrived`). */
+  #arriving(key: string): GroupArrival {
+    const parent = splitKey(key)?.parent ?? '';
+    this.#onTheWay.set(parent, (this.#onTheWay.get(parent) ?? 0) + 1);
+    return { parent, done: false };
+  }
+
+  /** The put of `arrival` is in its parent's queue, or will not be: the group commit waits for it no longer. */
+  #arrived(arrival: GroupArrival): void {
+    if (arrival.done) return;
+    arrival.done = true;
+    const n = (this.#onTheWay.get(arrival.parent) ?? 1) - 1;
+    if (n > 0) this.#onTheWay.set(arrival.parent, n);
+    else this.#onTheWay.delete(arrival.parent);
+    const q = this.#groupQueues.get(arrival.parent);
+    if (q) this.#scheduleGroups(arrival.parent, q);
+  }
+
+  /**
+   * Starts storing what waits in `queue` unless an object is being stored (its loop takes
+   * them next): at once when no other tail put of the parent is on its way here (reading its
+   * log), else when the last of them arrives or after `GROUP_LINGER_MS`, so that the
+   * partitions that checkpoint together at the end of a round share an object (Kafka's
+   * `linger.ms`, bounded by the puts actually under way: a put alone never waits).
+   */
+  #scheduleGroups(parent: string, queue: GroupQueue): void {
+    if (queue.running || queue.waiting.length === 0) return;
+    const start = () => {
+      if (queue.linger) clearTimeout(queue.linger);
+      queue.linger = undefined;
+      if (queue.running || queue.waiting.length === 0) return;
+      queue.running = true;
+      setImmediate(() => void this.#storeGroups(parent, queue));
+    };
+    if ((this.#onTheWay.get(parent) ?? 0) === 0) start();
+    else queue.linger ??= setTimeout(start, GROUP_LINGER_MS);
+  }
+
   /** Stores what waits in `queue` (`#groupCommit`), one object at a time, until nothing waits. */
-  async #storeGroups(parent: string, queue: { waiting: GroupWaiter[]; running: boolean }): Promise<void> {
+  async #storeGroups(parent: string, queue: GroupQueue): Promise<void> {
     const max = GROUP_NAME_MAX;
     while (queue.waiting.length > 0) {
       const batch = [queue.waiting.shift()!];
@@ -615,6 +680,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       }
     }
     queue.running = false;
+    this.#scheduleGroups(parent, queue);
   }
 
   /**
@@ -832,7 +898,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
    * @returns the put's report, or undefined when a whole put is needed (the chain's log was
    *   deleted, the chain reached `walTailBytes`)
    */
-  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number, baseObjects?: Map<string, number>): Promise<CheckpointPutReport | undefined> {
+  async #putWalTail(key: string, source: Store, sequence: number, chain: WalChain, tail: LogTailResult, listing: Promise<Map<string, number>>, options: CheckpointPutOptions, t0: number, baseObjects?: Map<string, number>, arrival?: GroupArrival): Promise<CheckpointPutReport | undefined> {
     const { signal } = options;
     if (tail.status !== 'ok') return undefined; // the chain's log is gone (its writes are in SSTs only), or the chain is full
     const { reads, added } = tail;
@@ -913,7 +979,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
     } else if (options.groupCommit && options.fencedWriter && objects.length === 0 && splitKey(key)) {
       // Nothing but the manifest (its chunks packed in it): with the concurrent tail puts of
       // the parent's other keys, in one object (docs/checkpoints.md, "Group commits").
-      const stored = await this.#groupCommit(key, sequence, this.#groupFloor(manifest, options.groupCommit.keep), manifestObject.bytes);
+      const stored = await this.#groupCommit(key, sequence, this.#groupFloor(manifest, options.groupCommit.keep), manifestObject.bytes, arrival);
       this.#located(key, sequence, stored.name);
       groupedManifests = stored.manifests;
     } else {

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import type { CheckpointObjects } from '../src/checkpoint/objects.js';
@@ -11,6 +9,7 @@ import { S3Objects, s3ConfigFromEnv } from '../src/checkpoint/s3Objects.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
+import { freshPaths } from './kit/freshPaths.js';
 
 /**
  * Issue 16, a cheaper round: a put with `fencedWriter` (the partitions' checkpointer, whose
@@ -23,15 +22,7 @@ import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './
  * (a manifest below the next owner's, never restored as the latest).
  */
 
-let work: string;
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'shardflow-fenced-writer-'));
-});
-after(async () => {
-  await rm(work, { recursive: true, force: true });
-});
-let n = 0;
-const fresh = (what: string): string => path.join(work, `${what}-${n++}`);
+const fresh = freshPaths('shardflow-fenced-writer-');
 
 /** Counts the listings of each folder kind (`manifests`, `files`) that `objects` answers. */
 function countingLists(objects: CheckpointObjects): { objects: CheckpointObjects; lists: { manifests: number; files: number } } {

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import type { CheckpointObjects } from '../src/checkpoint/objects.js';
@@ -12,6 +10,7 @@ import { CheckpointDamagedError } from '../src/errors.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
+import { freshPaths } from './kit/freshPaths.js';
 
 /**
  * Issue 16, group commits (docs/checkpoints.md, "Group commits"): the WAL tail puts of a
@@ -23,15 +22,7 @@ import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './
  * once none of its keys keeps it, and a remove that leaves the other keys whole.
  */
 
-let work: string;
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'shardflow-group-commit-'));
-});
-after(async () => {
-  await rm(work, { recursive: true, force: true });
-});
-let n = 0;
-const fresh = (what: string): string => path.join(work, `${what}-${n++}`);
+const fresh = freshPaths('shardflow-group-commit-');
 
 /** Counts the objects `objects` stores (`putBytes`, `putAllThen`'s last). */
 function countingPuts(objects: CheckpointObjects): { objects: CheckpointObjects; puts: string[] } {

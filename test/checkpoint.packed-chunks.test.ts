@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import { decodeManifest, decodeManifestAndPayload, encodeManifest, manifestName } from '../src/checkpoint/manifest.js';
@@ -13,6 +12,7 @@ import { CheckpointDamagedError } from '../src/errors.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
+import { freshPaths } from './kit/freshPaths.js';
 
 /**
  * Issue 16, a cheaper round on S3: a WAL tail put packs the log's new bytes into its manifest's
@@ -24,15 +24,9 @@ import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './
  * exact restores, and a refusal with the reason when a holder is gone or a byte is damaged.
  */
 
-let work: string;
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'shardflow-packed-'));
-});
-after(async () => {
-  await rm(work, { recursive: true, force: true });
-});
+const fresh = freshPaths('shardflow-packed-');
+/** Numbers the stores' folders on /dev/shm. */
 let n = 0;
-const fresh = (what: string): string => path.join(work, `${what}-${n++}`);
 
 const targets: Array<{ name: string; unavailable: () => Promise<string | undefined>; open: () => { objects: CheckpointObjects; cleanup: () => Promise<void> } }> = [
   {

@@ -3,16 +3,16 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { InvalidArgumentError } from '../src/errors.js';
 import { CHECKPOINTED_STORE_OPTIONS, openCheckpointStore, rocksdbVersion, Store, walCompressionSupported, type CheckpointManifest, type CheckpointStore } from '../src/storage/index.js';
 import { repoRoot } from './kit/datasets.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 import { batchesIn, expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
+import { freshPaths } from './kit/freshPaths.js';
 
 /**
  * Issue 16, a cheaper put: a checkpoint store's put of a `Store` copies the live WAL instead of
@@ -27,15 +27,8 @@ import { batchesIn, expectedAfter, walColumnFamilies, walContents, writeWalBatch
  * which checkpointed partitions use): a tail is a byte range of the compressed log.
  */
 
-let work: string;
-before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'shardflow-walckpt-'));
-});
-after(async () => {
-  await rm(work, { recursive: true, force: true });
-});
+const fresh = freshPaths('shardflow-walckpt-');
 let n = 0;
-const fresh = (what: string): string => path.join(work, `${what}-${n++}`);
 const newKey = (): string => `w${n++}-${randomBytes(3).toString('hex')}`;
 
 interface Target {
@@ -495,7 +488,7 @@ describe('checkpoints that copy the WAL: what the put checks and hashes', () => 
   it('a directory store on another filesystem (EXDEV) copies the log\'s new bytes instead of linking them', async (t) => {
     const shm = '/dev/shm';
     const elsewhere = await stat(shm).then((st) => st.isDirectory(), () => false);
-    if (!elsewhere || (await stat(shm)).dev === (await stat(work)).dev) {
+    if (!elsewhere || (await stat(shm)).dev === (await stat(path.dirname(fresh('probe')))).dev) {
       t.skip(`${shm} is not another filesystem here`);
       return;
     }

@@ -1387,7 +1387,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       };
       try {
         // Oldest first, so that an interrupted collect leaves the newest checkpoints whole.
-        await remove(removed.slice().reverse().map((s) => manifestName(key, s)).filter((name) => located.get(sequenceOfManifest(key, name)!) === name));
+        await remove(removed.filter((s) => located.get(s) === manifestName(key, s)).reverse().map((s) => manifestName(key, s)));
         for (const name of deadGroups) this.#deletingGroups.add(name);
         try {
           await remove(deadGroups);

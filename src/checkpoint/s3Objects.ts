@@ -23,6 +23,7 @@
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { InvalidArgumentError } from '../errors.js';
 import type { CheckpointObjects, ListedObject } from './objects.js';
 import { forEachLimit } from './limit.js';
@@ -109,10 +110,7 @@ export class S3Objects implements CheckpointObjects {
 
   async getBytes(name: string): Promise<Buffer | undefined> {
     const body = await this.getStream(name);
-    if (!body) return undefined;
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
+    return body ? buffer(body) : undefined;
   }
 
   async getRange(name: string, offset: number, length: number): Promise<Buffer | undefined> {
@@ -128,9 +126,7 @@ export class S3Objects implements CheckpointObjects {
       if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) return Buffer.alloc(0);
       throw err;
     }
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
+    return buffer(body);
   }
 
   async getStream(name: string): Promise<Readable | undefined> {

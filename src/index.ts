@@ -155,6 +155,7 @@ export {
   RemoteAskError,
   CheckpointDamagedError,
   CheckpointNotFoundError,
+  S3RequestError,
 } from './errors.js';
 
 /* More errors the framework throws (brokers, partitioner, mailboxes, supervision, jobs; docs/errors.md) */

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import type { CheckpointObjects } from '../src/checkpoint/objects.js';
-import { S3Objects, s3ConfigFromEnv } from '../src/checkpoint/s3Objects.js';
+import { S3Objects, s3ConnectionFromEnv } from '../src/checkpoint/s3Objects.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 import { expectedAfter, walColumnFamilies, walContents, writeWalBatch } from './kit/walCheckpoint.js';
@@ -38,7 +38,7 @@ function countingLists(objects: CheckpointObjects): { objects: CheckpointObjects
 
 const targets: Array<{ name: string; unavailable: () => Promise<string | undefined>; open: () => CheckpointObjects }> = [
   { name: 'directory', unavailable: async () => undefined, open: () => new DirectoryObjects(fresh('ckpt')) },
-  { name: 's3 (the local S3 server)', unavailable: s3Unavailable, open: () => new S3Objects(S3_BUCKET, `test/fenced-writer-${process.pid}-${randomBytes(4).toString('hex')}`, s3ConfigFromEnv(s3Env())) },
+  { name: 's3 (the local S3 server)', unavailable: s3Unavailable, open: () => new S3Objects(S3_BUCKET, `test/fenced-writer-${process.pid}-${randomBytes(4).toString('hex')}`, s3ConnectionFromEnv(s3Env())) },
 ];
 
 for (const target of targets) {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import type { CheckpointObjects } from '../src/checkpoint/objects.js';
-import { S3Objects, s3ConfigFromEnv } from '../src/checkpoint/s3Objects.js';
+import { S3Objects, s3ConnectionFromEnv } from '../src/checkpoint/s3Objects.js';
 import { CheckpointDamagedError } from '../src/errors.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
@@ -42,7 +42,7 @@ function countingPuts(objects: CheckpointObjects): { objects: CheckpointObjects;
 
 const targets: Array<{ name: string; unavailable: () => Promise<string | undefined>; open: (prefix: string) => CheckpointObjects }> = [
   { name: 'directory', unavailable: async () => undefined, open: (dir) => new DirectoryObjects(dir) },
-  { name: 's3 (the local S3 server)', unavailable: s3Unavailable, open: (prefix) => new S3Objects(S3_BUCKET, prefix, s3ConfigFromEnv(s3Env())) },
+  { name: 's3 (the local S3 server)', unavailable: s3Unavailable, open: (prefix) => new S3Objects(S3_BUCKET, prefix, s3ConnectionFromEnv(s3Env())) },
 ];
 
 const KEYS = ['c/s/p0', 'c/s/p1', 'c/s/p2', 'c/s/p3'];

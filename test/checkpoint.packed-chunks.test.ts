@@ -7,7 +7,7 @@ import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
 import { decodeManifest, decodeManifestAndPayload, encodeManifest, manifestName } from '../src/checkpoint/manifest.js';
 import type { CheckpointObjects } from '../src/checkpoint/objects.js';
-import { S3Objects, s3ConfigFromEnv } from '../src/checkpoint/s3Objects.js';
+import { S3Objects, s3ConnectionFromEnv } from '../src/checkpoint/s3Objects.js';
 import { CheckpointDamagedError } from '../src/errors.js';
 import { Store } from '../src/storage/index.js';
 import { s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
@@ -40,7 +40,7 @@ const targets: Array<{ name: string; unavailable: () => Promise<string | undefin
   {
     name: 's3 (the local S3 server)',
     unavailable: s3Unavailable,
-    open: () => ({ objects: new S3Objects(S3_BUCKET, `test/packed-${process.pid}-${randomBytes(4).toString('hex')}`, s3ConfigFromEnv(s3Env())), cleanup: async () => undefined }),
+    open: () => ({ objects: new S3Objects(S3_BUCKET, `test/packed-${process.pid}-${randomBytes(4).toString('hex')}`, s3ConnectionFromEnv(s3Env())), cleanup: async () => undefined }),
   },
 ];
 

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CHECKPOINT_HOLD_MANIFEST_ENV, openCheckpointStore } from '../src/storage/index.js';
 import { decodeManifest, filesPrefix, manifestsPrefix, sequenceOfManifest } from '../src/checkpoint/manifest.js';
-import { S3Objects, s3ConfigFromEnv } from '../src/checkpoint/s3Objects.js';
+import { S3Objects, s3ConnectionFromEnv } from '../src/checkpoint/s3Objects.js';
 import { seededRandom } from '../src/runtime/supervision/seededRandom.js';
 import { WEB_INDEX_STAGE } from '../src/topology/clusterProtocol.js';
 import type { WorkerEvent } from '../src/index.js';
@@ -63,7 +63,7 @@ async function mostPartitions(c: WebIndexCluster, random: () => number): Promise
  * manifests, and the file objects no manifest lists (a put's files without its manifest).
  */
 async function checkpointObjects(prefix: string, key: string): Promise<{ sequences: number[]; orphans: string[] }> {
-  const objects = new S3Objects(S3_BUCKET, prefix, s3ConfigFromEnv(s3Env()));
+  const objects = new S3Objects(S3_BUCKET, prefix, s3ConnectionFromEnv(s3Env()));
   try {
     const sequences = (await objects.list(manifestsPrefix(key))).map((o) => sequenceOfManifest(key, o.name)).filter((n): n is number => n !== undefined).sort((a, b) => a - b);
     const listed = new Set<string>();

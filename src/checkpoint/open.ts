@@ -1,11 +1,11 @@
-import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../errors.js';
 import type { CheckpointManifestHold, CheckpointStore } from './checkpointStore.js';
 import { DirectoryObjects } from './directoryObjects.js';
 import { IncrementalCheckpointStore } from './incremental.js';
-import { S3Objects, s3ConfigFromEnv } from './s3Objects.js';
+import type { S3Connection } from './s3Http.js';
+import { S3Objects, s3ConnectionFromEnv } from './s3Objects.js';
 
 export interface OpenCheckpointStoreOptions {
   /**
@@ -13,8 +13,8 @@ export interface OpenCheckpointStoreOptions {
    * `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, ...). Default: `process.env`.
    */
   readonly env?: NodeJS.ProcessEnv;
-  /** S3 client settings laid over those of `env` (timeouts, retries, another endpoint). */
-  readonly s3?: S3ClientConfig;
+  /** S3 connection settings laid over those of `env` (another endpoint or region, credentials or their provider, attempts, connections). */
+  readonly s3?: S3Connection;
   /**
    * A test hook: one put holds its manifest (`CheckpointManifestHold`). Default: parsed from
    * `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST=<afterPuts>:<ms>` in `env`; none when unset.
@@ -76,7 +76,7 @@ export function openCheckpointStore(url: string, options: OpenCheckpointStoreOpt
     const bucket = u.hostname;
     if (!bucket) throw new InvalidArgumentError(`s3 URL ${url} names no bucket: s3://BUCKET/PREFIX`);
     const prefix = decodeURIComponent(u.pathname).replace(/^\/+|\/+$/g, '');
-    return new IncrementalCheckpointStore(new S3Objects(bucket, prefix, { ...s3ConfigFromEnv(options.env ?? process.env), ...options.s3 }), hold);
+    return new IncrementalCheckpointStore(new S3Objects(bucket, prefix, { ...s3ConnectionFromEnv(options.env ?? process.env), ...options.s3 }), hold);
   }
   throw new InvalidArgumentError(`a checkpoint store URL is file:///DIR or s3://BUCKET/PREFIX, got scheme ${u.protocol} in ${JSON.stringify(url)}`);
 }

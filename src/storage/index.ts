@@ -23,6 +23,7 @@ export type { StoreStats, ColumnFamilyStats } from './stats.js';
 export { openCheckpointStore, CHECKPOINT_HOLD_MANIFEST_ENV } from '../checkpoint/open.js';
 export { CHECKPOINTED_STORE_OPTIONS, DEFAULT_CHECKPOINT_COMPRESSED_WAL_TAIL_BYTES, DEFAULT_CHECKPOINT_WAL_ARCHIVE_SECONDS, DEFAULT_CHECKPOINT_WAL_BYTES_FOR_FLUSH, DEFAULT_CHECKPOINT_WAL_TAIL_BYTES } from '../checkpoint/checkpointStore.js';
 export type { OpenCheckpointStoreOptions } from '../checkpoint/open.js';
+export type { S3Connection, S3Credentials } from '../checkpoint/s3Http.js';
 export { CheckpointFileCache, type CheckpointCacheRetainReport } from '../checkpoint/fileCache.js';
 export type {
   CheckpointStore,

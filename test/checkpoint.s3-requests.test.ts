@@ -40,18 +40,20 @@ const connection = () => s3ConnectionFromEnv(s3Env());
  * (an HTTP status and S3 error code, or 'cut': the connection closed before any answer), and
  * forwards the others. `seen` counts every request.
  */
-async function faultyProxy(faults: number, fault: { status: number; code: string } | 'cut'): Promise<{ endpoint: string; seen: () => number; close: () => Promise<void> }> {
+async function faultyProxy(faults: number, fault: { status: number; code: string; date?: Date } | 'cut'): Promise<{ endpoint: string; seen: () => number; amzDates: string[]; close: () => Promise<void> }> {
   const target = new URL(s3Env().AWS_ENDPOINT_URL!);
   let seen = 0;
+  const amzDates: string[] = [];
   const server = http.createServer((req, res) => {
     seen++;
+    amzDates.push(String(req.headers['x-amz-date']));
     if (seen <= faults) {
       req.resume();
       if (fault === 'cut') {
         req.socket.destroy();
         return;
       }
-      res.writeHead(fault.status, { 'content-type': 'application/xml' });
+      res.writeHead(fault.status, { 'content-type': 'application/xml', ...(fault.date ? { date: fault.date.toUTCString() } : {}) });
       res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.code}</Code><Message>injected</Message></Error>`);
       return;
     }
@@ -69,6 +71,7 @@ async function faultyProxy(faults: number, fault: { status: number; code: string
   return {
     endpoint: `http://127.0.0.1:${port}`,
     seen: () => seen,
+    amzDates,
     close: async () => {
       server.closeAllConnections();
       server.close();
@@ -207,6 +210,23 @@ describe('S3 requests of the checkpoint store', { skip: reason ? `S3 server unav
         await failing.close();
         await always.close();
       }
+    }
+  });
+
+  it('a request refused as RequestTimeTooSkewed is signed again with the server\'s clock', async () => {
+    const ahead = new Date(Date.now() + 5 * 60_000);
+    const skewed = await faultyProxy(1, { status: 403, code: 'RequestTimeTooSkewed', date: ahead });
+    const objects = new S3Objects(S3_BUCKET, prefix('skew'), { ...connection(), endpoint: skewed.endpoint });
+    try {
+      await objects.putBytes('o', Buffer.from('x'));
+      assert.equal(skewed.seen(), 2);
+      const amzDate = (s: string) => Date.parse(s.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
+      const signedAt = amzDate(skewed.amzDates[1]!);
+      assert.ok(Math.abs(signedAt - ahead.getTime()) < 10_000, `signed at ${skewed.amzDates[1]}, the server's clock ${ahead.toISOString()}`);
+      await objects.delete(['o']);
+    } finally {
+      await objects.close();
+      await skewed.close();
     }
   });
 

@@ -15,7 +15,8 @@
  * sent this way (docs/checkpoints.md, "S3 requests"). The tests still read and write the
  * objects with `@aws-sdk/client-s3` as an independent client.
  *
- * Retries follow the AWS SDKs' "standard" mode (AWS SDKs and Tools Reference Guide, "Retry
+ * A request refused as RequestTimeTooSkewed is signed again with the server's clock (its
+ * answer's Date), as the AWS SDKs do. Retries follow the AWS SDKs' "standard" mode (AWS SDKs and Tools Reference Guide, "Retry
  * behavior"): up to `maxAttempts` (3) attempts for a network error, a 5xx, 429 or a
  * throttling or timeout code, waiting a random time up to 100 ms x 2^attempt (20 s at most)
  * between them ("full jitter", Brooker, "Exponential Backoff And Jitter", AWS Architecture
@@ -102,6 +103,8 @@ export class S3Http {
   readonly #signer: SignatureV4;
   readonly #agent: Agent;
   readonly #attempts: number;
+  /** Server clock minus ours, ms: set from the Date of an answer that said RequestTimeTooSkewed, as the AWS SDKs correct it. */
+  #clockOffsetMs = 0;
 
   /**
    * @throws InvalidArgumentError for an endpoint that is not an http(s) URL or a bucket name
@@ -117,8 +120,12 @@ export class S3Http {
       throw new InvalidArgumentError(`S3 endpoint is not a URL: ${JSON.stringify(connection.endpoint)}`);
     }
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new InvalidArgumentError(`S3 endpoint ${connection.endpoint} is not http(s)`);
-    const pathStyle = connection.forcePathStyle ?? connection.endpoint !== undefined;
-    if (!pathStyle && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new InvalidArgumentError(`bucket ${JSON.stringify(bucket)} cannot be a host name: use path-style addressing (forcePathStyle)`);
+    // Virtual-hosted style needs a bucket that is a host name, and over TLS one without dots
+    // (the certificate covers *.s3.REGION.amazonaws.com only): others go path-style, as the
+    // AWS SDKs send them.
+    const hostable = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(bucket) || (base.protocol === 'http:' && /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket));
+    const pathStyle = connection.forcePathStyle ?? (connection.endpoint !== undefined || !hostable);
+    if (!pathStyle && !hostable) throw new InvalidArgumentError(`bucket ${JSON.stringify(bucket)} cannot be a host name: use path-style addressing (forcePathStyle)`);
     const basePath = base.pathname.replace(/\/+$/, '');
     this.#host = pathStyle ? base.host : `${bucket}.${base.host}`;
     this.#origin = `${base.protocol}//${this.#host}`;
@@ -183,6 +190,8 @@ export class S3Http {
         const r = await request(url, { method: req.method, headers, body, dispatcher: this.#agent });
         if (r.statusCode < 300) return { status: r.statusCode, ok: true, headers: r.headers, body: await read(r.body) };
         failure = errorOf(req, r.statusCode, await r.body.arrayBuffer().then((b) => Buffer.from(b), () => Buffer.alloc(0)));
+        const serverDate = Date.parse(String(r.headers.date ?? ''));
+        if (failure.s3Code === 'RequestTimeTooSkewed' && Number.isFinite(serverDate)) this.#clockOffsetMs = serverDate - Date.now();
         if (req.accept?.includes(r.statusCode) && failure.s3Code !== 'NoSuchBucket') return { status: r.statusCode, ok: false, headers: r.headers, body: undefined };
       } catch (err) {
         const code = (err as { code?: string }).code ?? (err as Error).name ?? 'Error';
@@ -209,7 +218,7 @@ export class S3Http {
       headers['x-amz-content-sha256'] = EMPTY_SHA256;
     }
     const query = req.query ?? {};
-    const signed = await this.#signer.sign({ method: req.method, protocol: 'https:', hostname: this.#host, path, query: { ...query }, headers, body: undefined });
+    const signed = await this.#signer.sign({ method: req.method, protocol: 'https:', hostname: this.#host, path, query: { ...query }, headers, body: undefined }, { signingDate: new Date(Date.now() + this.#clockOffsetMs) });
     const search = Object.keys(query).sort().map((k) => `${escapeUri(k)}=${escapeUri(query[k]!)}`).join('&');
     const out = signed.headers as Record<string, string>;
     delete out.host; // undici sets it from the URL

@@ -353,13 +353,16 @@ export class CheckpointNotFoundError extends ShardflowError {
 /**
  * An S3 request of a checkpoint store failed after its retries (src/checkpoint/s3Http.ts):
  * the server refused it (`status`, S3's error code in `s3Code`: `NoSuchBucket`,
- * `AccessDenied`, `SlowDown`, ...) or no answer came (`status` 0, the network error's code in
- * `s3Code`, the error as `cause`). `method` and `key` name the request.
+ * `AccessDenied`, `SlowDown`, ...), no answer came (`status` 0, the network error's code in
+ * `s3Code`, e.g. `ECONNREFUSED` or `UND_ERR_HEADERS_TIMEOUT`, the error as `cause`), or it
+ * could not be signed (`status` 0, `s3Code` `SigningFailed`: no credentials, or their
+ * provider failed; not retried). `method` and `key` (`s3://BUCKET/KEY`) name the request,
+ * the message the server's URL too.
  */
 export class S3RequestError extends ShardflowError {
   override readonly code: string = 'SF_ERR_S3_REQUEST';
   constructor(readonly method: string, readonly key: string, readonly status: number, readonly s3Code: string, detail: string, options?: { cause?: unknown }) {
-    super(`S3 ${method} ${key === '' ? '(bucket)' : key}: ${status === 0 ? 'no answer' : `HTTP ${status}`}, ${s3Code}: ${detail}`, options);
+    super(`S3 ${method} ${key}: ${status === 0 ? 'no answer' : `HTTP ${status}`}, ${s3Code}: ${detail}`, options);
     this.name = 'S3RequestError';
   }
 }

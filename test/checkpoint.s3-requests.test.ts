@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { S3Http } from '../src/checkpoint/s3Http.js';
 import { S3Objects, s3ConnectionFromEnv } from '../src/checkpoint/s3Objects.js';
-import { S3RequestError } from '../src/errors.js';
+import { InvalidArgumentError, S3RequestError } from '../src/errors.js';
 import { rawS3Client, s3Env, S3_BUCKET, s3Unavailable } from './kit/s3.js';
 
 /**
@@ -164,7 +164,7 @@ describe('S3 requests of the checkpoint store', { skip: reason ? `S3 server unav
       assert.equal(refused.status, 403);
       assert.match(refused.s3Code, /SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId/);
       assert.equal(refused.method, 'PUT');
-      assert.match(refused.message, /^S3 PUT test\/s3req-wrong-.*\/a: HTTP 403, /);
+      assert.match(refused.message, /^S3 PUT s3:\/\/shardflow\/test\/s3req-wrong-.*\/a: HTTP 403, .*\(server http:\/\/[^)]+\)$/);
       assert.ok(Date.now() - started < 5000, 'a refusal is not retried');
       for (const op of [() => noBucket.getBytes('a'), () => noBucket.getRange('a', 0, 1), () => noBucket.list(''), () => noBucket.putBytes('a', Buffer.from('a'))]) {
         const err = await op().then(() => undefined, (e: unknown) => e);
@@ -227,6 +227,39 @@ describe('S3 requests of the checkpoint store', { skip: reason ? `S3 server unav
     } finally {
       await objects.close();
       await skewed.close();
+    }
+  });
+
+  it('a server that accepts and never answers fails each attempt after timeoutMs; a request that cannot be signed fails at once, not retried; bad connection values are refused', async () => {
+    const silent = http.createServer(() => undefined); // takes requests, never answers
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const objects = new S3Objects(S3_BUCKET, 'x', { ...connection(), endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 300, maxAttempts: 2 });
+    try {
+      const started = Date.now();
+      const err = await objects.getBytes('a').then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof S3RequestError, String(err));
+      assert.equal(err.status, 0);
+      assert.equal(err.s3Code, 'UND_ERR_HEADERS_TIMEOUT');
+      assert.ok(Date.now() - started < 10_000, `two attempts of 300 ms, not undici's 300 s (took ${Date.now() - started} ms)`);
+    } finally {
+      await objects.close();
+      silent.closeAllConnections();
+      silent.close();
+    }
+    let asked = 0;
+    const unsigned = new S3Objects(S3_BUCKET, 'x', { ...connection(), credentials: async () => { asked++; throw new Error('no credentials in this test'); } });
+    try {
+      const err = await unsigned.list('').then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof S3RequestError, String(err));
+      assert.equal(err.s3Code, 'SigningFailed');
+      assert.match(err.message, /no credentials in this test/);
+      assert.equal(asked, 1, 'not retried');
+    } finally {
+      await unsigned.close();
+    }
+    for (const bad of [{ maxAttempts: 0 }, { maxAttempts: Number.NaN }, { connections: 0 }, { timeoutMs: -1 }, { region: '' }, { endpoint: 'ftp://x' }]) {
+      assert.throws(() => new S3Objects(S3_BUCKET, 'x', { ...connection(), ...bad }), InvalidArgumentError, JSON.stringify(bad));
     }
   });
 

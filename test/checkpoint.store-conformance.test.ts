@@ -594,6 +594,11 @@ describe('openCheckpointStore', () => {
     }
     assert.throws(() => openCheckpointStore('s3://b/p', { env: { AWS_ENDPOINT_URL: 'not a url' } }), /AWS_ENDPOINT_URL is not a URL/);
     assert.equal(openCheckpointStore('s3://bucket/a/b/', { env: {} }).url, 's3://bucket/a/b');
+    // Nothing of an s3 URL is dropped or rewritten in silence (found by a new user).
+    for (const url of ['s3://b/p#frag', 's3://b/p?x=1', 's3://b:9000/p', 's3://user@b/p', 's3://b/p/../q', 's3://b/./q', 's3://b/p//q', 's3://b/100%']) {
+      assert.throws(() => openCheckpointStore(url, { env: {} }), (err: unknown) => err instanceof InvalidArgumentError && /port, user, query or fragment|'\.' or '\.\.' segment|%-escape/.test(err.message), url);
+    }
+    assert.equal(openCheckpointStore('s3://b/h%C3%A9llo/!x+y', { env: {} }).url, 's3://b/héllo/!x+y');
     assert.equal(openCheckpointStore('file:///tmp/ck').url, 'file:///tmp/ck');
   });
 });

@@ -55,8 +55,10 @@ export function manifestHoldFromEnv(env: NodeJS.ProcessEnv): CheckpointManifestH
  * const checkpoints = openCheckpointStore('s3://shardflow/cluster-a');
  * await checkpoints.put('p3', store, 12, { metadata: positions });
  * await checkpoints.restore('p3', '/data/p3');
- * @throws InvalidArgumentError for another scheme, a relative or malformed URL, a missing
- *   bucket, a malformed `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST`
+ * @throws InvalidArgumentError for another scheme, a relative or malformed URL, an s3 URL
+ *   without a bucket name or with a port, user, query, fragment, malformed %-escape or an
+ *   empty, `.` or `..` prefix segment, a malformed `SHARDFLOW_CHECKPOINT_HOLD_MANIFEST`. (A
+ *   bucket that does not exist is found on the first request: `S3RequestError` NoSuchBucket.)
  */
 export function openCheckpointStore(url: string, options: OpenCheckpointStoreOptions = {}): CheckpointStore {
   const hold = options.holdManifest ?? manifestHoldFromEnv(options.env ?? process.env);
@@ -75,7 +77,24 @@ export function openCheckpointStore(url: string, options: OpenCheckpointStoreOpt
   if (u.protocol === 's3:') {
     const bucket = u.hostname;
     if (!bucket) throw new InvalidArgumentError(`s3 URL ${url} names no bucket: s3://BUCKET/PREFIX`);
-    const prefix = decodeURIComponent(u.pathname).replace(/^\/+|\/+$/g, '');
+    // Nothing of the URL may be dropped in silence: the endpoint and credentials come from
+    // the environment (or the `s3` option), never from the URL.
+    if (u.port || u.username || u.password || u.search || u.hash || url.includes('#') || url.includes('?')) {
+      throw new InvalidArgumentError(`s3 URL ${url} has a port, user, query or fragment: a checkpoint store URL is s3://BUCKET/PREFIX (the endpoint and credentials come from AWS_ENDPOINT_URL and AWS_ACCESS_KEY_ID, or the s3 option)`);
+    }
+    let prefix: string;
+    try {
+      prefix = decodeURIComponent(u.pathname).replace(/^\/+|\/+$/g, '');
+    } catch {
+      throw new InvalidArgumentError(`s3 URL ${url} has a malformed %-escape in its prefix (write a % as %25)`);
+    }
+    // The URL parser resolves '.' and '..' (a prefix outside the one written), and S3-compatible
+    // servers on a filesystem merge '//' (a key listed under another name): refused.
+    const raw = url.slice(url.indexOf(bucket) + bucket.length).replace(/^\/+|\/+$/g, '');
+    const oddSegment = (path: string) => path !== '' && path.split('/').some((seg) => seg === '' || seg === '.' || seg === '..');
+    if (oddSegment(prefix) || oddSegment(raw)) {
+      throw new InvalidArgumentError(`s3 URL ${url}: the prefix has an empty, '.' or '..' segment; give it as s3://BUCKET/a/b`);
+    }
     return new IncrementalCheckpointStore(new S3Objects(bucket, prefix, { ...s3ConnectionFromEnv(options.env ?? process.env), ...options.s3 }), hold);
   }
   throw new InvalidArgumentError(`a checkpoint store URL is file:///DIR or s3://BUCKET/PREFIX, got scheme ${u.protocol} in ${JSON.stringify(url)}`);

@@ -26,7 +26,7 @@
 import { SignatureV4 } from '@smithy/signature-v4';
 import { XMLParser } from 'fast-xml-parser';
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { InvalidArgumentError, S3RequestError } from '../errors.js';
 
@@ -57,6 +57,12 @@ export interface S3Connection {
   readonly maxAttempts?: number;
   /** Connections kept alive per origin (default 16). */
   readonly connections?: number;
+  /**
+   * How long an attempt waits for the answer's headers, and then between two parts of its
+   * body, ms (default 120,000): a server that accepts and never answers fails the attempt
+   * (retried as a network error) instead of holding the request for undici's 300 s.
+   */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -86,6 +92,7 @@ export interface S3Request {
 }
 
 const DEFAULT_ATTEMPTS = 3;
+const DEFAULT_TIMEOUT_MS = 120_000;
 /** Base and cap of the backoff between attempts, ms (the AWS SDKs' standard mode). */
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_MAX_MS = 20_000;
@@ -103,6 +110,8 @@ export class S3Http {
   readonly #signer: SignatureV4;
   readonly #agent: Agent;
   readonly #attempts: number;
+  /** For messages: the server's URL. */
+  readonly #server: string;
   /** Server clock minus ours, ms: set from the Date of an answer that said RequestTimeTooSkewed, as the AWS SDKs correct it. */
   #clockOffsetMs = 0;
 
@@ -130,8 +139,16 @@ export class S3Http {
     this.#host = pathStyle ? base.host : `${bucket}.${base.host}`;
     this.#origin = `${base.protocol}//${this.#host}`;
     this.#pathPrefix = pathStyle ? `${basePath}/${escapeUri(bucket)}` : basePath;
-    this.#attempts = Math.max(1, connection.maxAttempts ?? DEFAULT_ATTEMPTS);
-    this.#agent = new Agent({ connections: connection.connections ?? 16 });
+    const attempts = connection.maxAttempts ?? DEFAULT_ATTEMPTS;
+    const connections = connection.connections ?? 16;
+    const timeoutMs = connection.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isSafeInteger(attempts) || attempts < 1) throw new InvalidArgumentError(`S3 maxAttempts is an integer >= 1, got ${String(attempts)}`);
+    if (!Number.isSafeInteger(connections) || connections < 1) throw new InvalidArgumentError(`S3 connections is an integer >= 1, got ${String(connections)}`);
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new InvalidArgumentError(`S3 timeoutMs is an integer >= 1, got ${String(timeoutMs)}`);
+    if (connection.region !== undefined && !/^[a-z0-9-]+$/.test(connection.region)) throw new InvalidArgumentError(`S3 region is a region name such as us-east-1, got ${JSON.stringify(connection.region)}`);
+    this.#attempts = attempts;
+    this.#server = `${base.protocol}//${base.host}${basePath}`;
+    this.#agent = new Agent({ connections, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const given = connection.credentials;
     this.#signer = new SignatureV4({
       service: 's3',
@@ -169,9 +186,9 @@ export class S3Http {
     if (continuationToken !== undefined) query['continuation-token'] = continuationToken;
     if (maxKeys !== undefined) query['max-keys'] = String(maxKeys);
     const r = await this.send({ method: 'GET', key: '', query });
-    if (!r.ok) throw new S3RequestError('GET', `?list-type=2&prefix=${prefix}`, r.status, 'Unexpected', 'listing refused');
+    if (!r.ok) throw new S3RequestError('GET', `s3://${this.#bucket}/?list-type=2&prefix=${prefix}`, r.status, 'Unexpected', `listing refused (server ${this.#server})`);
     const result = (xml.parse(r.body) as { ListBucketResult?: ListBucketResult }).ListBucketResult;
-    if (!result) throw new S3RequestError('GET', `?list-type=2&prefix=${prefix}`, r.status, 'MalformedListing', `not a ListBucketResult: ${r.body.subarray(0, 200).toString()}`);
+    if (!result) throw new S3RequestError('GET', `s3://${this.#bucket}/?list-type=2&prefix=${prefix}`, r.status, 'MalformedListing', `not a ListBucketResult (server ${this.#server}): ${r.body.subarray(0, 200).toString()}`);
     const objects = (result.Contents ?? []).map((c) => ({ key: String(c.Key ?? ''), size: Number(c.Size ?? 0) }));
     const truncated = String(result.IsTruncated) === 'true';
     return { objects, next: truncated && result.NextContinuationToken ? String(result.NextContinuationToken) : undefined };
@@ -189,13 +206,14 @@ export class S3Http {
         const { url, headers, body } = await this.#signed(req);
         const r = await request(url, { method: req.method, headers, body, dispatcher: this.#agent });
         if (r.statusCode < 300) return { status: r.statusCode, ok: true, headers: r.headers, body: await read(r.body) };
-        failure = errorOf(req, r.statusCode, await r.body.arrayBuffer().then((b) => Buffer.from(b), () => Buffer.alloc(0)));
+        failure = errorOf(this.#bucket, this.#server, req, r.statusCode, await r.body.arrayBuffer().then((b) => Buffer.from(b), () => Buffer.alloc(0)));
         const serverDate = Date.parse(String(r.headers.date ?? ''));
         if (failure.s3Code === 'RequestTimeTooSkewed' && Number.isFinite(serverDate)) this.#clockOffsetMs = serverDate - Date.now();
         if (req.accept?.includes(r.statusCode) && failure.s3Code !== 'NoSuchBucket') return { status: r.statusCode, ok: false, headers: r.headers, body: undefined };
       } catch (err) {
+        if (err instanceof SigningError) throw new S3RequestError(req.method, `s3://${this.#bucket}/${req.key}`, 0, 'SigningFailed', `the request could not be signed (no credentials? a provider that failed?): ${(err.cause as Error)?.message ?? String(err.cause)}`, { cause: err.cause });
         const code = (err as { code?: string }).code ?? (err as Error).name ?? 'Error';
-        failure = new S3RequestError(req.method, req.key, 0, code, (err as Error).message, { cause: err });
+        failure = new S3RequestError(req.method, `s3://${this.#bucket}/${req.key}`, 0, code, `${(err as Error).message} (server ${this.#server})`, { cause: err });
       }
       if (!retryable(failure) || attempt >= this.#attempts) throw failure;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** attempt)));
@@ -218,7 +236,13 @@ export class S3Http {
       headers['x-amz-content-sha256'] = EMPTY_SHA256;
     }
     const query = req.query ?? {};
-    const signed = await this.#signer.sign({ method: req.method, protocol: 'https:', hostname: this.#host, path, query: { ...query }, headers, body: undefined }, { signingDate: new Date(Date.now() + this.#clockOffsetMs) });
+    let signed: Awaited<ReturnType<SignatureV4['sign']>>;
+    try {
+      signed = await this.#signer.sign({ method: req.method, protocol: 'https:', hostname: this.#host, path, query: { ...query }, headers, body: undefined }, { signingDate: new Date(Date.now() + this.#clockOffsetMs) });
+    } catch (err) {
+      if (body instanceof Readable) body.destroy();
+      throw new SigningError(err);
+    }
     const search = Object.keys(query).sort().map((k) => `${escapeUri(k)}=${escapeUri(query[k]!)}`).join('&');
     const out = signed.headers as Record<string, string>;
     delete out.host; // undici sets it from the URL
@@ -242,7 +266,14 @@ function escapeUri(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-function errorOf(req: S3Request, status: number, body: Buffer): S3RequestError {
+/** A request that could not be signed (credentials missing or their provider failed): a configuration error, not retried. */
+class SigningError extends Error {
+  constructor(cause: unknown) {
+    super('signing failed', { cause });
+  }
+}
+
+function errorOf(bucket: string, server: string, req: S3Request, status: number, body: Buffer): S3RequestError {
   let code = status === 404 ? 'NotFound' : `Http${status}`;
   let message = '';
   if (body.length > 0) {
@@ -254,7 +285,7 @@ function errorOf(req: S3Request, status: number, body: Buffer): S3RequestError {
       message = body.subarray(0, 200).toString();
     }
   }
-  return new S3RequestError(req.method, req.key, status, code, message || 'no message');
+  return new S3RequestError(req.method, `s3://${bucket}/${req.key}`, status, code, `${message || 'no message'} (server ${server})`);
 }
 
 function retryable(err: S3RequestError): boolean {

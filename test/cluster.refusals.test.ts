@@ -4,6 +4,10 @@ import {
   DataDirError, InvalidArgumentError, MemoryBroker, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
 } from '../src/index.js';
 import { tempDir } from './kit/datasets.js';
+import { Redis } from 'ioredis';
+import { ClusterKeys } from '../src/cluster/keys.js';
+import { checkClusterCheckpoints } from '../src/cluster/membership.js';
+import { openCheckpointStore } from '../src/storage/index.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
 
 /**
@@ -98,6 +102,53 @@ test('a topology partition started by an earlier owner, with no store in this da
   } finally {
     await host.stop();
     await broker.close();
+    cleanup();
+  }
+});
+
+test('a cluster keeps the checkpoint store its partitions ran with: a worker with another store, or none, is refused even when no worker is live', async (t) => {
+  if (await skipWithoutRedis(t)) return;
+  const brokerPrefix = `sftest-${process.pid}-store-record:`;
+  const keyPrefix = `sfc-test-${process.pid}-store-record:`;
+  const broker = await RedisStreamsBroker.connect({ url: REDIS_URL, prefix: brokerPrefix, heartbeatMs: 100, deadAfterMs: 1500, blockMs: 100 });
+  const { dir, cleanup } = tempDir('sf-cluster-store-record-');
+  const { topology } = clusterClickTopology();
+  const options = { cluster: REDIS_URL, clusterName: 'store-record', keyPrefix, broker, leaseMs: 1000, logger: quiet, topology };
+  const redis = new Redis(REDIS_URL);
+  try {
+    // Found by a new user: a click counter stopped, then started on another store with an
+    // empty data dir, counted 0 clicks and said nothing.
+    const a = await startWorker({ ...options, name: 'a', dataDir: `${dir}/a`, checkpoints: `file://${dir}/A` });
+    const deadline = Date.now() + 30_000;
+    while (!(await a.clusterStatus()).partitions.every((p) => p.state === 'running')) {
+      assert.ok(Date.now() < deadline, 'timed out waiting for the partitions');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await a.stop();
+    for (const [checkpoints, shown] of [[`file://${dir}/B`, `file://${dir}/B`], [undefined, 'none']] as const) {
+      await assert.rejects(
+        startWorker({ ...options, name: 'b', dataDir: `${dir}/b`, ...(checkpoints ? { checkpoints } : {}) }),
+        (err: unknown) => err instanceof InvalidArgumentError && err.message.includes(`cluster store-record ran its partitions (8 started) with checkpoint store file://${dir}/A, this worker has ${shown}: a partition it took would start without the state stored there. Give --checkpoints file://${dir}/A`),
+        shown,
+      );
+    }
+    const again = await startWorker({ ...options, name: 'b', dataDir: `${dir}/b`, checkpoints: `file://${dir}/A` });
+    await again.stop();
+
+    // Before any partition started, a worker with another store records its own.
+    const keys = new ClusterKeys('store-record-fresh', keyPrefix);
+    await checkClusterCheckpoints(redis, keys, 'file:///x');
+    await checkClusterCheckpoints(redis, keys, 'file:///y');
+    assert.equal(await redis.get(keys.checkpoints), 'file:///y');
+    // S3 stores of one URL on two servers are two stores.
+    const at = (endpoint: string) => openCheckpointStore('s3://bucket/p', { env: { AWS_ENDPOINT_URL: endpoint } }).location;
+    assert.equal(at('http://127.0.0.1:9000'), 's3://bucket/p at http://127.0.0.1:9000');
+    assert.notEqual(at('http://127.0.0.1:9000'), at('http://10.0.0.2:9000'));
+    assert.equal(openCheckpointStore(`file://${dir}/A`).location, `file://${dir}/A`);
+  } finally {
+    redis.disconnect();
+    await broker.close();
+    await deleteKeys(brokerPrefix, keyPrefix);
     cleanup();
   }
 });

@@ -263,6 +263,13 @@ export interface CheckpointStore {
   /** Where it keeps checkpoints: `file:///DIR` or `s3://BUCKET/PREFIX`. */
   readonly url: string;
   /**
+   * `url`, and the server where the URL does not name it (`s3://BUCKET/PREFIX at
+   * http://127.0.0.1:9000`): two stores are one when their locations are equal. What a
+   * cluster's workers compare (`--checkpoints` with another `AWS_ENDPOINT_URL` is another
+   * store). Absent: `url`.
+   */
+  readonly location?: string;
+  /**
    * Checkpoints `source` under `key` with `sequence`: a `Store` (checkpointed now: a flush,
    * then hard links, `Store.checkpoint`) or a checkpoint directory already made.
    * @throws InvalidArgumentError on a bad key, a sequence not above the key's latest, a

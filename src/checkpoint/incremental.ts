@@ -248,6 +248,7 @@ function isRunning(pid: number): boolean {
 
 export class IncrementalCheckpointStore implements CheckpointStore {
   readonly url: string;
+  readonly location: string;
   readonly #locks = new Map<string, Mutex>();
   /**
    * SHA-256 of SST and blob files already hashed, by device, inode, size and mtime: a
@@ -316,6 +317,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   /** @param hold the manifest-hold test hook (`CheckpointManifestHold`); none by default */
   constructor(private readonly objects: CheckpointObjects, private readonly hold?: CheckpointManifestHold) {
     this.url = objects.url;
+    this.location = objects.server ? `${objects.url} at ${objects.server}` : objects.url;
   }
 
   #lock(key: string): Mutex {

@@ -17,6 +17,8 @@ export interface ListedObject {
 export interface CheckpointObjects {
   /** The store's location as a URL (`file:///DIR`, `s3://BUCKET/PREFIX`), for messages. */
   readonly url: string;
+  /** The server that holds the objects, where `url` does not name it (S3: the endpoint's URL); absent for a directory. */
+  readonly server?: string;
   /**
    * Stores the local file at `localPath` (of `bytes` bytes) as object `name`, replacing any
    * object of that name. The object is visible under `name` only once complete, and durable

@@ -112,6 +112,11 @@ export class S3Http {
   readonly #attempts: number;
   /** For messages: the server's URL. */
   readonly #server: string;
+
+  /** The server's URL (the endpoint, or AWS S3's of the region). */
+  get server(): string {
+    return this.#server;
+  }
   /** Server clock minus ours, ms: set from the Date of an answer that said RequestTimeTooSkewed, as the AWS SDKs correct it. */
   #clockOffsetMs = 0;
 

@@ -53,6 +53,7 @@ export function s3ConnectionFromEnv(env: NodeJS.ProcessEnv): S3Connection {
 
 export class S3Objects implements CheckpointObjects {
   readonly url: string;
+  readonly server: string;
   readonly #http: S3Http;
   readonly #prefix: string;
 
@@ -66,6 +67,7 @@ export class S3Objects implements CheckpointObjects {
     this.#prefix = prefix === '' ? '' : `${prefix}/`;
     this.url = `s3://${bucket}/${prefix}`;
     this.#http = new S3Http(bucket, connection);
+    this.server = this.#http.server;
   }
 
   async putFile(name: string, localPath: string, bytes: number): Promise<void> {

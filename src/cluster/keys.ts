@@ -39,5 +39,7 @@ export class ClusterKeys {
   lease(unit: string): string { return `${this.base}lease:${unit}`; }
   epoch(unit: string): string { return `${this.base}epoch:${unit}`; }
   get started(): string { return `${this.base}started`; }
+  /** The checkpoint store the cluster's partitions were first run with (`CheckpointStore.location`): `checkClusterCheckpoints`. */
+  get checkpoints(): string { return `${this.base}checkpoints`; }
   get standbys(): string { return `${this.base}standbys`; }
 }

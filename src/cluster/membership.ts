@@ -27,7 +27,7 @@ export interface MemberReport {
   /** The broker its partitions consume and publish through (kind, url, scope), so that `clusterStatus` and clients can reach it; null when the broker does not say. */
   readonly broker?: BrokerIdentity | null;
   /**
-   * The checkpoint store its partitions put to and restore from (`CheckpointStore.url`), or
+   * The checkpoint store its partitions put to and restore from (`CheckpointStore.location`), or
    * null without one: every worker of a cluster must give the same, or a partition it takes
    * cannot find its state (`checkClusterCheckpoints`). Absent in reports of older workers.
    */
@@ -100,20 +100,37 @@ export async function checkClusterBroker(redis: Redis, keys: ClusterKeys, broker
 }
 
 /**
- * Refuses a worker whose checkpoint store (`url`, undefined without one) differs from a live
- * member's: a partition it took from them would not find its checkpoints (it would refuse the
- * partition, "no checkpoint of it"), and one it put would be lost to them.
- * @throws InvalidArgumentError naming the other worker and both stores; the connection's errors
+ * Refuses a worker whose checkpoint store (`location`: `CheckpointStore.location`, undefined
+ * without one) differs from a live member's, or from the one the cluster recorded while any
+ * of its partitions has been started: a partition it took would not find its state there
+ * (it would start from nothing, or from a stale copy in its data dir: found by a new user, a
+ * click counter moved to another store restarted at 0), and one it put would be lost to the
+ * others. The first worker with a store records it (`ClusterKeys.checkpoints`); before any
+ * partition started, a worker with another store records its own instead.
+ * @throws InvalidArgumentError naming the other worker or the record and both stores; the connection's errors
  */
-export async function checkClusterCheckpoints(redis: Redis, keys: ClusterKeys, url: string | undefined): Promise<void> {
-  const mine = url ?? null;
+export async function checkClusterCheckpoints(redis: Redis, keys: ClusterKeys, location: string | undefined): Promise<void> {
+  const mine = location ?? null;
+  const name = (u: string | null | undefined) => (u ? u : 'none');
   const other = (await liveMembers(redis, keys)).find((m) => m.checkpoints !== undefined && m.checkpoints !== mine);
   if (other) {
-    const name = (u: string | null | undefined) => (u ? u : 'none');
     throw new InvalidArgumentError(
       `cluster ${keys.clusterName}'s workers use checkpoint store ${name(other.checkpoints)} (worker ${other.id}), this worker ${name(mine)}: give every worker of a cluster the same --checkpoints (or none to all)`,
     );
   }
+  if (location !== undefined) await redis.set(keys.checkpoints, location, 'NX');
+  const recorded = await redis.get(keys.checkpoints);
+  if (recorded === null || recorded === mine) return;
+  const started = await redis.hlen(keys.started);
+  if (started === 0) {
+    if (location !== undefined) await redis.set(keys.checkpoints, location);
+    return;
+  }
+  throw new InvalidArgumentError(
+    `cluster ${keys.clusterName} ran its partitions (${started} started) with checkpoint store ${recorded}, this worker has ${name(mine)}: ` +
+      `a partition it took would start without the state stored there. Give --checkpoints ${recorded.replace(/ at .*$/, '')} (with the same AWS_ENDPOINT_URL); ` +
+      'a cluster keeps its checkpoint store while its partitions hold state (another cluster name starts one afresh; docs/cluster.md, "What survives what")',
+  );
 }
 
 /** The stages recorded for the cluster, or undefined before any worker joined. */

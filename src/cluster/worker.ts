@@ -212,7 +212,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   try {
     await checkClusterTopology(redis, keys, stages);
     await checkClusterBroker(redis, keys, options.broker.identity);
-    await checkClusterCheckpoints(redis, keys, checkpoints?.url);
+    await checkClusterCheckpoints(redis, keys, checkpoints ? (checkpoints.location ?? checkpoints.url) : undefined);
     keeper = await LeaseKeeper.start({
       url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
       membership: { key: keys.member(id), setKey: keys.members, id },
@@ -572,7 +572,7 @@ class ClusterWorker implements Worker {
       failed: Object.fromEntries(this.#failed),
       inspectUrl: this.#host?.inspection?.url ?? null,
       broker: this.options.broker.identity ?? null,
-      checkpoints: this.checkpoints?.store.url ?? null,
+      checkpoints: this.checkpoints ? (this.checkpoints.store.location ?? this.checkpoints.store.url) : null,
       standbyReplicas: this.checkpoints?.standbyReplicas ?? 0,
     };
   }

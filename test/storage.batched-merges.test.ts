@@ -197,9 +197,10 @@ describe('batched merges', () => {
     await store.close();
   });
 
-  // Every combination of the options: the native call sorts (and drops all but the last
-  // merge of a key) through 8-byte integer prefixes taken after the keys' common prefix, so
-  // the keys here share long prefixes, and some are prefixes of others ("1" and "10").
+  // Every combination of the options: the native call drops all but the last merge of a key
+  // (a hash set over both parts) and sorts part by part, which must give the joined keys'
+  // bytewise order: the keys here share long prefixes, and some are prefixes of others ("1"
+  // and "10").
   for (const options of [{ lastPerKey: true, keyOrder: true }, { lastPerKey: true, keyOrder: false }, { lastPerKey: false, keyOrder: true }, { lastPerKey: false, keyOrder: false }]) {
   it(`mergePairRuns with ${JSON.stringify(options)} equals every merge of lww records${options.lastPerKey ? ', one merge per key' : ''}`, async () => {
     const store = await openStore();

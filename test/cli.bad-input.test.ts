@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,10 @@ describe('shardflow CLI on bad input', () => {
     writeFileSync(path.join(dir, 'links.tsv'), 'http://a.test/ http://b.test/\n');
     writeFileSync(path.join(dir, 'three.tsv'), 'http://a.test/\thttp://b.test/\nhttp://a.test/\thttp://b.test/\thttp://c.test/\n');
     writeFileSync(path.join(dir, 'nohost.tsv'), 'http://a.test/\tb.test/x\n');
+    // Found by a new user: bytes that are not UTF-8 were decoded as U+FFFD, so two URLs
+    // differing only there became one page (exit 0); a corrupt .xz gave a TypeError.
+    writeFileSync(path.join(dir, 'latin1.tsv'), Buffer.concat([Buffer.from('http://a.test/\thttp://b.test/\nhttp://a.test/\thttp://b.test/'), Buffer.from([0xe9]), Buffer.from('\n')]));
+    writeFileSync(path.join(dir, 'corrupt.tsv.xz'), Buffer.from('\xfd7zXZ\0 not xz at all'));
     for (const [args, expected] of [
       [['rank', '--pages', path.join(dir, 'nope.txt'), '--links', `${H}/links.tsv`, '--out', out], /shardflow: ENOENT: no such file or directory, open '.*nope\.txt'/],
       [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', path.join(dir, 'no/such/dir.tsv')], /ENOENT.*dir\.tsv/],
@@ -30,12 +34,22 @@ describe('shardflow CLI on bad input', () => {
       // Found by a new user: a third column made a page whose URL held a tab; a URL without a host failed later without its line.
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'three.tsv'), '--out', out], /three\.tsv:2: expected source<TAB>target, found more than two tab-separated fields/],
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'nohost.tsv'), '--out', out], /nohost\.tsv:1: "b\.test\/x" is not an absolute URL \(scheme:\/\/host\.\.\.\)/],
+      [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'latin1.tsv'), '--out', out], /latin1\.tsv:2: not UTF-8/],
+      [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'corrupt.tsv.xz'), '--out', out], /corrupt\.tsv\.xz: not a valid \.xz file/],
     ] as const) {
       const r = run([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, expected);
       assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
     }
+  });
+
+  it('reads .xz graph files (found by a new user: the compiled CLI refused every one with a TypeError)', () => {
+    writeFileSync(path.join(dir, 'good.tsv'), 'http://a.test/\thttp://b.test/\nhttp://b.test/\thttp://a.test/\n');
+    writeFileSync(path.join(dir, 'good.tsv.xz'), execFileSync('xz', ['-c', path.join(dir, 'good.tsv')]));
+    const r = run(['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'good.tsv.xz'), '--out', out, '--partitions', '2']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(readFileSync(out, 'utf8').trim().split('\n').map((l) => l.split('\t')[0]).sort(), ['http://a.test/', 'http://b.test/']);
   });
 
   it('a rank that does not converge says why, exits 1 and leaves --out as it was', () => {

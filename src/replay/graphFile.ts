@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../index.js';
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 
 /**
@@ -44,7 +44,7 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
   n = 0;
   for await (const line of lines(linksFile)) {
     n++;
-    if (line.length === 0) continue;
+    if (field(line).length === 0) continue; // empty, or white space alone (as in pages.txt)
     const tab = line.indexOf('\t');
     if (tab < 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target`);
     if (line.indexOf('\t', tab + 1) >= 0) throw new InvalidArgumentError(`${linksFile}:${n}: expected source<TAB>target, found more than two tab-separated fields`);
@@ -99,13 +99,73 @@ export function field(text: string): string {
   return text.trim();
 }
 
-/** Lines of a text file, `.xz` decompressed on the fly. */
+/**
+ * Lines of a text file, `.xz` decompressed on the fly: split at LF, CRLF or a lone CR (as
+ * `node:readline` splits), each decoded as UTF-8.
+ * @throws InvalidArgumentError `<file>:<line>: not UTF-8 ...` for a line that is not valid
+ *   UTF-8 (decoding it would put U+FFFD in its place, and two URLs differing only in their
+ *   undecodable bytes would become one page); `<file>: not a valid .xz file ...` when the
+ *   decompression fails
+ */
 export async function* lines(file: string): AsyncGenerator<string> {
-  let input: Readable = createReadStream(file);
+  let input: AsyncIterable<Uint8Array> = createReadStream(file);
   if (file.endsWith('.xz')) {
-    const { XzReadableStream } = await import('xz-decompress');
-    const web = new XzReadableStream(Readable.toWeb(input) as unknown as ReadableStream<Uint8Array>);
-    input = Readable.fromWeb(web as unknown as import('node:stream/web').ReadableStream<Uint8Array>);
+    // xz-decompress is a CommonJS bundle: Node's ESM loader gives its exports as `default`
+    // only (tsx's loader gave named ones too).
+    const xz = (await import('xz-decompress')) as typeof import('xz-decompress') & { default?: typeof import('xz-decompress') };
+    const XzReadableStream = xz.XzReadableStream ?? xz.default!.XzReadableStream;
+    const web = new XzReadableStream(Readable.toWeb(input as Readable) as unknown as ReadableStream<Uint8Array>);
+    input = xzErrors(file, Readable.fromWeb(web as unknown as import('node:stream/web').ReadableStream<Uint8Array>));
   }
-  yield* createInterface({ input, crlfDelay: Infinity });
+  let carry: Buffer = Buffer.alloc(0);
+  let line = 0;
+  /** The lines of `bytes` (whole lines, or the file's last part), checked and decoded. */
+  const decode = (bytes: Buffer): string[] => {
+    if (!isUtf8(bytes)) {
+      // Find the line, for the message.
+      let from = 0;
+      for (let k = 1; ; k++) {
+        let end = bytes.indexOf(10, from);
+        if (end < 0) end = bytes.length;
+        if (!isUtf8(bytes.subarray(from, end))) {
+          throw new InvalidArgumentError(`${file}:${line + k}: not UTF-8 (bytes that no UTF-8 decoder reads: re-encode the file as UTF-8, or percent-encode those bytes in the URL)`);
+        }
+        from = end + 1;
+      }
+    }
+    const text = bytes.toString('utf8');
+    const parts = text.includes('\r') ? text.split(LINE_BREAK) : text.split('\n');
+    line += parts.length;
+    return parts;
+  };
+  for await (const chunk of input) {
+    const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const last = bytes.lastIndexOf(10);
+    if (last < 0) {
+      carry = Buffer.from(bytes);
+      continue;
+    }
+    // Whole lines up to the last LF (a CR before it is the CRLF's); the rest waits for more.
+    const parts = decode(bytes.subarray(0, last > 0 && bytes[last - 1] === 13 ? last - 1 : last));
+    carry = Buffer.from(bytes.subarray(last + 1));
+    yield* parts;
+  }
+  if (carry.length > 0) {
+    // The last line, without its break (readline yields no empty line after a final break).
+    const parts = decode(carry);
+    if (parts.at(-1) === '') parts.pop();
+    yield* parts;
+  }
+}
+
+/** Line breaks as `node:readline` reads them: CRLF, LF, or a CR alone. */
+const LINE_BREAK = /\r\n|\n|\r/;
+
+/** Decompressed bytes of an `.xz` file whose failures name the file. */
+async function* xzErrors(file: string, input: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* input;
+  } catch (err) {
+    throw new InvalidArgumentError(`${file}: not a valid .xz file (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+  }
 }

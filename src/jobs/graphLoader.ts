@@ -1,13 +1,60 @@
 import { randomUUID } from 'node:crypto';
 import { topic, topicName, type Broker, type Producer, type Topic } from '../runtime/brokers/index.js';
-import { hostOf, producerId, sequence, type FlowCounters, type PartitionId, type SentStream } from '../index.js';
+import { hostOf, PayloadTooLargeError, producerId, sequence, type FlowCounters, type PartitionId, type SentStream } from '../index.js';
 import { Namespaces } from '../actors/namespaces.js';
 import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import type { WebGraph } from '../replay/graphFile.js';
 import { fetchCodec, type FetchResult, type LinkFeatures, type Outlink } from '../actors/messages.js';
 
-/** Fetch results per `fetches` message of a loader. */
+/** Most fetch results per `fetches` message of a loader. */
 export const PAGES_PER_MESSAGE = 64;
+
+/**
+ * Most bytes of a loader's `fetches` message, estimated by {@link fetchResultBytes}: 1 MiB,
+ * within the brokers' default 5 MiB `maxPayloadBytes` (64 pages of many long URLs were not).
+ */
+export const FETCH_MESSAGE_BYTES = 1 << 20;
+
+/**
+ * A fetch result's share of a loader's message, in bytes, estimated from its URLs (UTF-8
+ * lengths, 16 bytes more for the result and for each outlink): a function of the graph
+ * alone, so that a cluster client counts the messages a load sends without encoding them
+ * ({@link loaderMessageCounts}).
+ */
+export function fetchResultBytes(r: FetchResult): number {
+  let bytes = Buffer.byteLength(r.url) + 16;
+  for (const o of r.outlinks ?? []) bytes += Buffer.byteLength(o.target) + 16;
+  return bytes;
+}
+
+/** Splits a partition's fetch results into messages: true when `r` must start a new one after `pending` results of `bytes`. */
+function startsMessage(pending: number, bytes: number, r: number): boolean {
+  return pending >= PAGES_PER_MESSAGE || (pending > 0 && bytes + r > FETCH_MESSAGE_BYTES);
+}
+
+/**
+ * The `fetches` messages {@link publishFetches} sends for `results`, per partition (indexed
+ * by partition number): what a cluster client expects a load to have sent.
+ */
+export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<FetchResult>): number[] {
+  const counts = new Array<number>(partitioner.partitions).fill(0);
+  const open = new Map<PartitionId, { pending: number; bytes: number }>();
+  for (const r of results) {
+    const p = partitioner.forUrl(r.url);
+    let out = open.get(p);
+    if (!out) open.set(p, (out = { pending: 0, bytes: 0 }));
+    const b = fetchResultBytes(r);
+    if (startsMessage(out.pending, out.bytes, b)) {
+      counts[p]!++;
+      out.pending = 0;
+      out.bytes = 0;
+    }
+    out.pending++;
+    out.bytes += b;
+  }
+  for (const [p, out] of open) if (out.pending > 0) counts[p]!++;
+  return counts;
+}
 
 /**
  * A page of a graph file as a fetch result: status 200 with its distinct outlinks (no HTML),
@@ -28,8 +75,9 @@ const SAME_HOST: LinkFeatures = Object.freeze({ anchor: '', position: 0, rel: Ob
 const OTHER_HOST: LinkFeatures = Object.freeze({ ...SAME_HOST, sameHost: false });
 
 /**
- * Publishes fetch results to `fetches/<p>` (p the partition of each URL), 64 per message,
- * in order per partition, as producer `producer` (default: a fresh `loader/<uuid>`), with
+ * Publishes fetch results to `fetches/<p>` (p the partition of each URL), at most 64 and
+ * about FETCH_MESSAGE_BYTES per message (one result at least; {@link loaderMessageCounts}
+ * counts them), in order per partition, as producer `producer` (default: a fresh `loader/<uuid>`), with
  * sequences from 0 per topic. `results` is consumed as it is iterated (at most 64 results
  * per partition are held), so a generator loads a graph without materialising every fetch
  * result first. Counts what it sends in `counters` so that quiescence detection waits for it.
@@ -43,11 +91,21 @@ const OTHER_HOST: LinkFeatures = Object.freeze({ ...SAME_HOST, sameHost: false }
  */
 export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>, producer?: string): Promise<SentStream[]> {
   const name = producerId(producer ?? `loader/${randomUUID()}`);
-  const open = new Map<PartitionId, { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }>();
-  const flush = async (out: { topic: Topic; producer: Producer; pending: FetchResult[]; seq: number }) => {
+  type Open = { topic: Topic; producer: Producer; pending: FetchResult[]; bytes: number; seq: number };
+  const open = new Map<PartitionId, Open>();
+  const flush = async (out: Open) => {
     const key = { producer: name, topic: topicName(out.topic), sequence: out.seq };
-    await counters.sending(Namespaces.fetches, key, () => out.producer.send(fetchCodec.encode({ type: 'fetches', results: out.pending }), { sequence: sequence(out.seq) }));
+    try {
+      await counters.sending(Namespaces.fetches, key, () => out.producer.send(fetchCodec.encode({ type: 'fetches', results: out.pending }), { sequence: sequence(out.seq) }));
+    } catch (err) {
+      if (err instanceof PayloadTooLargeError && out.pending.length === 1) {
+        const page = out.pending[0]!;
+        throw new PayloadTooLargeError(`page ${page.url.slice(0, 200)}: its ${page.outlinks?.length ?? 0} outlinks make a fetches message of ${err.bytes} bytes, over the broker's maxPayloadBytes (${err.limit}): drop some of its links, or use a broker that takes larger messages`, err.bytes, err.limit, { cause: err });
+      }
+      throw err;
+    }
     out.pending = [];
+    out.bytes = 0;
     out.seq++;
   };
   let failed = false;
@@ -57,10 +115,12 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
       let out = open.get(p);
       if (!out) {
         const t = topic(Namespaces.fetches, p);
-        open.set(p, (out = { topic: t, producer: await broker.producer(t, { producer: name }), pending: [], seq: 0 }));
+        open.set(p, (out = { topic: t, producer: await broker.producer(t, { producer: name }), pending: [], bytes: 0, seq: 0 }));
       }
+      const b = fetchResultBytes(r);
+      if (startsMessage(out.pending.length, out.bytes, b)) await flush(out);
       out.pending.push(r);
-      if (out.pending.length >= PAGES_PER_MESSAGE) await flush(out);
+      out.bytes += b;
     }
     for (const out of open.values()) if (out.pending.length > 0) await flush(out);
     return [...open.values()].map((out) => ({ producer: name, topic: topicName(out.topic), next: out.seq }));

@@ -57,13 +57,13 @@ export class JobWatchdog {
     this.#events = this.index.system.events$.subscribe((event) => {
       if (event.type !== '@shardflow.failed' && event.type !== '@shardflow.escalated') return;
       const reason = event.reason as { code?: unknown; message?: unknown } | undefined;
-      const text = `${event.path}: ${String(reason?.message ?? reason)}`;
+      const text = `${event.path}: ${causeChain(reason)}`;
       this.#lastFailure = text;
       if (reason?.code === 'SF_ERR_BROKER_DATA_LOST') {
         this.#brokerDataLost = true;
         this.#fail(new JobStalledError(`the broker lost messages this run waits for (${text}); run the same command again: the data dir is repaired from its stores`));
       } else if (event.type === '@shardflow.escalated' && event.path.split('/').filter(Boolean).length <= 1) {
-        this.#fail(new JobStalledError(`a failure escalated to the root and the actor system stopped (${text})`));
+        this.#fail(new JobStalledError(`a failure escalated to the root and the actor system stopped (${text})`, { cause: reason }));
       }
     });
     this.#timer = setInterval(() => {
@@ -158,4 +158,20 @@ export function startOptions(options: JobLifecycleOptions): Pick<JobLifecycleOpt
     ...(options.onResumed ? { onResumed: options.onResumed } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   };
+}
+
+/**
+ * An error's message followed by its causes' (`: `-joined, each once: a restart-intensity
+ * error's own message does not hold its cause's), at most 2,000 characters: the first
+ * failure is what to fix ("more than 3 restarts" alone said nothing).
+ */
+function causeChain(reason: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = reason, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    const message = String((e as { message?: unknown }).message ?? e);
+    if (!parts.some((p) => p.includes(message))) parts.push(message);
+    e = (e as { cause?: unknown }).cause;
+  }
+  const text = parts.join(': ');
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
 }

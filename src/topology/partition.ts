@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Mutex } from 'async-mutex';
 import type { Logger } from 'pino';
-import { onFenced, partitionId, recordOwnerEpoch, SupervisorStrategy, type Behavior, type FlowCounters, type PartitionCheckpointer, type PartitionFence } from '../index.js';
+import { onFenced, partitionId, PayloadTooLargeError, recordOwnerEpoch, SupervisorStrategy, type Behavior, type FlowCounters, type PartitionCheckpointer, type PartitionFence } from '../index.js';
 import type { Broker } from '../runtime/brokers/index.js';
 import { CHECKPOINTED_STORE_OPTIONS, type SharedResources } from '../storage/index.js';
 import { AdjacencyCache } from '../actors/metrics/adjacencyCache.js';
@@ -41,15 +41,23 @@ export interface PartitionOptions {
 /**
  * The children of a partition restart on their own (one-for-one) with exponential backoff
  * from 10 ms to 1 s; more than 100 failures in 10 s escalate to the partition, whose own
- * supervisor then restarts the whole partition (store closed and reopened).
+ * supervisor then restarts the whole partition (store closed and reopened). A
+ * PayloadTooLargeError escalates at once: a committed outbox row over the broker's
+ * `maxPayloadBytes` stays first in its topic's queue, and no restart sends it (with restarts
+ * a rank ran for ever, the child failing some 7 times a second: found by a new user).
  */
-export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
+export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 })
+  .withLimit(100, 10_000)
+  .on(PayloadTooLargeError, 'escalate');
 
 /**
  * The strategy of the `partitions` supervisor: a failed partition restarts (store closed and
- * reopened) with backoff from 50 ms to 5 s; more than 10 restarts in a minute escalate.
+ * reopened) with backoff from 50 ms to 5 s; more than 10 restarts in a minute escalate, and a
+ * PayloadTooLargeError at once (see {@link defaultChildStrategy}): the web index stops with it.
  */
-export const partitionSupervision: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 }).withLimit(10, 60_000);
+export const partitionSupervision: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 })
+  .withLimit(10, 60_000)
+  .on(PayloadTooLargeError, 'escalate');
 
 /** What the partitions of one process share, for {@link partitionEnv}. */
 export interface SharedPartitionParts {

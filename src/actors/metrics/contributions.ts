@@ -10,6 +10,15 @@ import { contributionCodec, type CopyRuns } from '../messages.js';
 export const CONTRIBUTIONS_PER_MESSAGE = 4096;
 
 /**
+ * Most key bytes (URLs, UTF-8) in one section of a `metrics/<q>` message, 1 MiB: a message's
+ * contributions and its copies each stay under it (a single key over it travels alone), so a
+ * message stays under 2.2 MiB, within the brokers' default 5 MiB `maxPayloadBytes`, whatever
+ * the URLs' lengths. 4,096 entries of 1.4 KB URLs made 6.7 MB messages that no broker took:
+ * the metric actor failed and restarted for ever (found by a new user).
+ */
+export const KEY_BYTES_PER_MESSAGE = 1 << 20;
+
+/**
  * Contributions to the pages of one partition: `deltas[i]` for the page keyed `keys[i]`
  * (the corrections of graph changes), or for target `indexes[i]` of the sender's
  * dictionary (metric rounds), whose key is in the sender's KeyArena of targets.
@@ -44,7 +53,7 @@ export function groupByPartition(partitioner: Partitioner, combined: ReadonlyMap
 
 /**
  * Enqueues per-partition contributions as `metrics/<q>` messages of `round` (at most
- * CONTRIBUTIONS_PER_MESSAGE entries each) in `batch`'s outbox. Round 0 carries the
+ * CONTRIBUTIONS_PER_MESSAGE entries and KEY_BYTES_PER_MESSAGE key bytes each) in `batch`'s outbox. Round 0 carries the
  * corrections of graph changes, outside rounds. Contributions by target id need `source`:
  * the sender's AdjacencyCache dictionary name (each message names its targets by their
  * index in it) and its KeyArena of target keys.
@@ -67,14 +76,20 @@ export async function enqueuePartitionContributions(
   for (let q = 0; q < per.length; q++) {
     const part = per[q]!;
     const { deltas } = part;
-    for (let i = 0; i < deltas.length; i += CONTRIBUTIONS_PER_MESSAGE) {
-      const end = Math.min(deltas.length, i + CONTRIBUTIONS_PER_MESSAGE);
+    if (!('keys' in part) && !source) throw new Error('contributions by target id need the source dictionary');
+    const keyBytes = 'keys' in part ? (k: number) => part.keys[k]!.length : (k: number) => source!.targetKeys.end(part.ids[k]!) - source!.targetKeys.start(part.ids[k]!);
+    for (let i = 0, end = 0; i < deltas.length; i = end) {
+      // At most CONTRIBUTIONS_PER_MESSAGE entries and KEY_BYTES_PER_MESSAGE key bytes (one at least).
+      end = i;
+      for (let bytes = 0; end < deltas.length && end - i < CONTRIBUTIONS_PER_MESSAGE; end++) {
+        bytes += keyBytes(end);
+        if (bytes > KEY_BYTES_PER_MESSAGE && end > i) break;
+      }
       let keys: PackedKeys;
       let named = {};
       if ('keys' in part) keys = packKeys(part.keys.slice(i, end));
       else {
-        if (!source) throw new Error('contributions by target id need the source dictionary');
-        const arena = source.targetKeys;
+        const arena = source!.targetKeys;
         const starts = new Uint32Array(end - i);
         const ends = new Uint32Array(end - i);
         const indexes = new Uint32Array(end - i);
@@ -85,7 +100,7 @@ export async function enqueuePartitionContributions(
           indexes[k - i] = part.indexes[k]!;
         }
         keys = gatherKeys(arena.bytes, starts, ends);
-        named = { source: { dictionary: source.dictionary, indexes } };
+        named = { source: { dictionary: source!.dictionary, indexes } };
       }
       const chunk = new Float64Array(end - i);
       for (let k = i; k < end; k++) chunk[k - i] = deltas[k]!;

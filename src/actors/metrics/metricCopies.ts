@@ -7,7 +7,7 @@ import { ColumnFamilies } from '../partition/schema.js';
 import { copyStale, encodeBacklinkCopies } from '../backlinks/backlinkValue.js';
 import type { AdjacencyCache, Adjacency } from './adjacencyCache.js';
 import type { KeyArena } from './keyArena.js';
-import { CONTRIBUTIONS_PER_MESSAGE } from './contributions.js';
+import { CONTRIBUTIONS_PER_MESSAGE, KEY_BYTES_PER_MESSAGE } from './contributions.js';
 
 /**
  * The copies bound for one partition, in runs (CopyRuns): each source page's slot once,
@@ -112,8 +112,9 @@ export class MetricCopies {
 
   /**
    * The next copies for partition `q` (whole runs, closed once they hold
-   * CONTRIBUTIONS_PER_MESSAGE copies or more), taken from those left to send; undefined when
-   * none is left. Keys are picked out of the cache's arenas (offsets): encode them before
+   * CONTRIBUTIONS_PER_MESSAGE copies or more, or before their keys pass KEY_BYTES_PER_MESSAGE;
+   * a run alone over that is split), taken from those left to send; undefined when none is
+   * left. Keys are picked out of the cache's arenas (offsets): encode them before
    * the next await (the codec packs them; a target named by several runs travels once).
    */
   take(q: number): CopyRuns | undefined {
@@ -121,9 +122,35 @@ export class MetricCopies {
     const r0 = part.takenRuns;
     const t0 = part.takenTargets;
     if (r0 >= part.runs.length) return undefined;
+    const { slotKeys, targetKeys } = this.cache;
+    const bytesOf = (arena: KeyArena, id: number) => arena.end(id) - arena.start(id);
     let r1 = r0;
     let t1 = t0;
-    while (r1 < part.runs.length && t1 - t0 < CONTRIBUTIONS_PER_MESSAGE) t1 += part.runs[r1++]!;
+    for (let bytes = 0; r1 < part.runs.length && t1 - t0 < CONTRIBUTIONS_PER_MESSAGE; ) {
+      const n = part.runs[r1]!;
+      let run = bytesOf(slotKeys, part.slots[r1]!);
+      for (let k = t1; k < t1 + n; k++) run += bytesOf(targetKeys, part.targets[k]!);
+      if (bytes + run <= KEY_BYTES_PER_MESSAGE) {
+        bytes += run;
+        t1 += n;
+        r1++;
+        continue;
+      }
+      if (r1 > r0) break; // the run starts the next message
+      // A run alone over the key bytes of a message (a page with many long outlinks): its
+      // first targets that fit (one at least) go now, the rest as a run of the same source.
+      let k = 1;
+      for (run = bytesOf(slotKeys, part.slots[r1]!) + bytesOf(targetKeys, part.targets[t1]!); k < n && run + bytesOf(targetKeys, part.targets[t1 + k]!) <= KEY_BYTES_PER_MESSAGE; k++) run += bytesOf(targetKeys, part.targets[t1 + k]!);
+      if (k < n) {
+        part.slots.splice(r1 + 1, 0, part.slots[r1]!);
+        part.values.splice(r1 + 1, 0, part.values[r1]!);
+        part.runs.splice(r1 + 1, 0, n - k);
+        part.runs[r1] = k;
+      }
+      t1 += k;
+      r1++;
+      break;
+    }
     part.takenRuns = r1;
     part.takenTargets = t1;
     return {

@@ -10,7 +10,8 @@ export const LINK_OPS_PER_MESSAGE = 512;
 
 /**
  * Enqueues link operations in `batch`'s outbox as `links/<q>` messages, q the partition
- * that owns each target's host, at most LINK_OPS_PER_MESSAGE per message, in order per
+ * that owns each target's host, at most LINK_OPS_PER_MESSAGE per message and
+ * LINK_OPS_MESSAGE_BYTES bytes (a message of one operation may be larger), in order per
  * partition. Used by every writer of outlinks (the indexer, the garbage collector).
  */
 export async function enqueueLinkOps(outbox: StreamOutbox, batch: WriteBatch, partitioner: Partitioner, ops: readonly LinkOp[]): Promise<void> {
@@ -23,7 +24,21 @@ export async function enqueueLinkOps(outbox: StreamOutbox, batch: WriteBatch, pa
   }
   for (const [q, list] of byPartition) {
     for (let i = 0; i < list.length; i += LINK_OPS_PER_MESSAGE) {
-      await outbox.enqueue(batch, topic(Namespaces.links, partitionId(q)), linkOpCodec.encode({ type: 'links', ops: list.slice(i, i + LINK_OPS_PER_MESSAGE) }));
+      for (const payload of encodeWithin(list.slice(i, i + LINK_OPS_PER_MESSAGE))) await outbox.enqueue(batch, topic(Namespaces.links, partitionId(q)), payload);
     }
   }
+}
+
+/**
+ * Most payload bytes of a `links/<q>` message, 1 MiB (within the brokers' default 5 MiB
+ * `maxPayloadBytes`): 512 operations of 10 KB URLs would not be.
+ */
+export const LINK_OPS_MESSAGE_BYTES = 1 << 20;
+
+/** `ops` encoded as one message, or halved until each part is under LINK_OPS_MESSAGE_BYTES (one operation at least), in order. */
+function encodeWithin(ops: readonly LinkOp[]): Uint8Array[] {
+  const payload = linkOpCodec.encode({ type: 'links', ops });
+  if (payload.length <= LINK_OPS_MESSAGE_BYTES || ops.length === 1) return [payload];
+  const half = ops.length >> 1;
+  return [...encodeWithin(ops.slice(0, half)), ...encodeWithin(ops.slice(half))];
 }

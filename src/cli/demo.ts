@@ -138,6 +138,7 @@ export function demoCommand(setExit: (code: number) => void): Command {
         console.log(`\nsupervision tree:\n${foldIdlePartitions(result.tree, new Set(result.counts.flatMap((c, p) => (c.pages > 0 ? [p] : []))))}`);
         console.log(`\n(pushes: pages whose residual rank was passed on to their outlinks; a round is one push per partition and the messages between them)`);
         console.log(`done in ${elapsed.toFixed(2)} s: ${result.pages} pages, ${result.outlinks} links and backlinks, metric ${result.converge.converged ? 'converged' : 'NOT converged'} in ${result.converge.rounds} rounds`);
+        if (result.converge.converged && complete) run.completed();
         setExit(result.converge.converged && complete ? 0 : 1);
       } finally {
         await inspection?.close();

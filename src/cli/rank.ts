@@ -118,6 +118,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
           return;
         }
         await out.write(result.scores);
+        run.completed();
         console.error(`ranked ${result.pages} pages, ${result.outlinks} links, ${result.backlinks} backlinks in ${result.converge.rounds} rounds, ${result.converge.pushes} pushes, ${result.converge.messages} messages (load ${result.loadSeconds.toFixed(2)} s, converge ${result.convergeSeconds.toFixed(2)} s)`);
         setExit(0);
       } finally {

@@ -72,6 +72,14 @@ export interface DataDirRecord {
   readonly partitioner: string;
   readonly broker: BrokerIdentity;
   readonly input?: JobInput;
+  /**
+   * False from the start of a run whose input differs from the recorded one (another digest,
+   * or the first) until a run completes with it (`markInputApplied`): a run stopped or killed
+   * before that leaves the input partly applied, and a run with other input is refused
+   * until the same input is run again (`inputPending`). Absent in records written before it:
+   * taken as applied.
+   */
+  readonly inputApplied?: boolean;
   readonly state: 'running' | 'quiet';
   /** True from the start of a repair until it completed; a run killed during one repairs again. */
   readonly repairing: boolean;
@@ -266,6 +274,9 @@ export class DataDir {
    * identity it uses, its input, and `repairing` when it repairs.
    */
   markRunning(broker: BrokerIdentity, input: JobInput | undefined, repairing: boolean): void {
+    const held = this.#record?.input;
+    const same = input === undefined || (held !== undefined && held.kind === input.kind && held.digest === input.digest);
+    const applied = same ? this.#record?.inputApplied : false;
     this.#write({
       format: 1,
       ...(this.#record?.id ? { id: this.#record.id } : {}),
@@ -274,11 +285,25 @@ export class DataDir {
       partitioner: this.options.partitioner,
       broker,
       ...(input ?? this.#record?.input ? { input: (input ?? this.#record?.input)! } : {}),
+      ...(applied !== undefined ? { inputApplied: applied } : {}),
       state: 'running',
       repairing,
       runs: (this.#record?.runs ?? 0) + 1,
       updatedAt: new Date().toISOString(),
     });
+  }
+
+  /** Records that a run completed with the recorded input (see `DataDirRecord.inputApplied`). */
+  markInputApplied(): void {
+    if (this.#record && this.#record.inputApplied !== true) this.#write({ ...this.#record, inputApplied: true, updatedAt: new Date().toISOString() });
+  }
+
+  /**
+   * The recorded input when a run with it was stopped or killed before it completed (so it
+   * is partly applied), else undefined.
+   */
+  get inputPending(): JobInput | undefined {
+    return this.#record?.inputApplied === false ? this.#record.input : undefined;
   }
 
   /** Records that the repair completed. */

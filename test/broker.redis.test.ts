@@ -165,6 +165,62 @@ test('redis: a failover holder SIGKILLed after refreshing its liveness but befor
   }
 });
 
+test('redis: a failover holder paused past its lease (SIGSTOP) reads nothing once it wakes: the next holder gets every entry, in order', { timeout: 60_000 }, async (t) => {
+  let b: RedisStreamsBroker;
+  try {
+    b = await RedisStreamsBroker.connect(options);
+  } catch (err) {
+    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw err;
+    t.skip(`redis unavailable: ${(err as Error).message}`);
+    return;
+  }
+  const r = new Redis(url);
+  const top = topic('links', partitionId(900_000_000 + ((Date.now() + 7) % 1_000_000)));
+  const keys = subscriptionKeys(prefix, top, 'paused-holder');
+  // Found by a new user: a worker SIGSTOPped for 15 s and woken lost entries. Woken, its fetch
+  // loop read new entries before its heartbeat saw the lock gone; they sat in its pending list
+  // and reached the next holder after newer ones, which per-producer marks drop.
+  const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `
+    const { RedisStreamsBroker } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/brokers/redis-streams.ts', import.meta.url)))});
+    const { topic } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/topics.ts', import.meta.url)))});
+    const { partitionId } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/ids.ts', import.meta.url)))});
+    const b = await RedisStreamsBroker.connect(${JSON.stringify(options)});
+    const c = await b.subscribe(topic('links', partitionId(${top.partition})), { subscription: 'paused-holder', type: 'failover', receiverQueueSize: 40 });
+    for (;;) for (const m of await c.receive(40, 1000)) { await c.ack(m); process.stdout.write('got ' + Buffer.from(m.payload).toString() + '\\n'); }
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  holder.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    const p = await b.producer(top, { producer: producerId('p') });
+    for (let i = 0; i < 10; i++) await p.send(text('o', i));
+    await p.flush();
+    await eventually(async () => out, (o) => o.includes('got o:9'), 20_000, 'the holder got the first 10');
+    const first = await r.get(keys.lock);
+    holder.kill('SIGSTOP');
+    const standby = await b.subscribe(top, { subscription: 'paused-holder', type: 'failover', receiverQueueSize: 40 });
+    // The lease (deadAfterMs, 1.5 s) runs out; the standby takes the lock at a heartbeat.
+    await eventually(() => r.get(keys.lock), (l) => l !== null && l !== first, 10_000, 'the standby takes the lock');
+    for (let i = 10; i < 30; i++) await p.send(text('o', i));
+    await p.flush();
+    const before = out;
+    holder.kill('SIGCONT');
+    for (let i = 30; i < 50; i++) await p.send(text('o', i));
+    await p.flush();
+    await p.close();
+    const got = await pullAck(standby, 40, 20_000);
+    assert.deepEqual(got.map(str), Array.from({ length: 40 }, (_, i) => `o:${i + 10}`), 'every entry sent after the pause, in order, to the next holder');
+    await new Promise((done) => setTimeout(done, 300));
+    assert.equal(out, before, 'the woken holder read nothing');
+    await standby.close();
+  } finally {
+    holder.kill('SIGKILL');
+    const left = await r.keys(`${prefix}${topicName(top)}*`);
+    if (left.length > 0) await r.del(...left);
+    r.disconnect();
+    await b.close();
+  }
+});
+
 test('redis: a handover scores entries by id, so claims take them oldest first with a range read (no sort of every due id)', async (t) => {
   const r = new Redis(url);
   try {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PartitionCheckpointer } from '../src/index.js';
+import { FencedError, PartitionCheckpointer } from '../src/index.js';
 import { openCheckpointStore, Store, type CheckpointStore } from '../src/storage/index.js';
 import { DirectoryObjects } from '../src/checkpoint/directoryObjects.js';
 import { IncrementalCheckpointStore } from '../src/checkpoint/incremental.js';
@@ -53,6 +53,17 @@ test('a collect stopped by its signal after removing the old manifests leaves th
 
     await assert.rejects(checkpoints.collect(key, 1, { signal: AbortSignal.abort(new Error('at once')) }), /at once/);
     assert.deepEqual(await checkpoints.list(key), [1, 2, 3, 4, 5], 'an aborted signal removes nothing');
+    // A fenced writer's lease check before each delete (found by a new user: an owner paused
+    // past its lease woke in a collect and removed an SST of the next owner's checkpoint).
+    let checks = 0;
+    const leaseGone = () => {
+      checks++;
+      throw new FencedError('the lease ran out on the local clock');
+    };
+    await assert.rejects(checkpoints.collect(key, 1, { fence: leaseGone }), FencedError);
+    assert.equal(checks, 1);
+    assert.equal(deletes, 0, 'a fence that throws: no delete is sent');
+    assert.deepEqual(await checkpoints.list(key), [1, 2, 3, 4, 5]);
 
     await assert.rejects(checkpoints.collect(key, 1, { signal: stop.signal }), /a checkpoint was asked for/);
     assert.equal(deletes, 1, 'stopped before the files');

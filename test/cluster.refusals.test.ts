@@ -106,6 +106,41 @@ test('a topology partition started by an earlier owner, with no store in this da
   }
 });
 
+test('with checkpoints, a first start puts one before consuming, and a partition started before with neither a store nor a checkpoint is refused', async () => {
+  // Found by a new user: a stage partition whose checkpoints were removed (and its worker's
+  // data dir wiped) started empty, reported running, and answered 0 accounts.
+  const { dir, cleanup } = tempDir('sf-cluster-started-before-cp-');
+  const broker = new MemoryBroker();
+  const { topology } = clusterClickTopology();
+  const store = openCheckpointStore(`file://${dir}/checkpoints`);
+  const checkpoints = { store, keyPrefix: 'refusals', intervalMs: 60_000 };
+  const host = await startPartitionHost(topology, { broker, dataDir: `${dir}/a`, logger: quiet, checkpoints });
+  const other = await startPartitionHost(topology, { broker, dataDir: `${dir}/b`, logger: quiet, checkpoints });
+  try {
+    await host.startPartition('count', 2, { epoch: 1, check() {}, startedBefore: false });
+    assert.equal((await store.list('refusals/count/p2')).length, 1, 'the first start put the empty store');
+    await host.stopPartition('count', 2);
+    // Another worker restores it from that checkpoint.
+    await other.startPartition('count', 2, { epoch: 2, check() {}, startedBefore: true });
+    await other.stopPartition('count', 2);
+    await store.remove('refusals/count/p2');
+    const moved = { epoch: 3, check() {}, startedBefore: true };
+    const third = await startPartitionHost(topology, { broker, dataDir: `${dir}/c`, logger: quiet, checkpoints });
+    try {
+      await assert.rejects(third.startPartition('count', 2, moved), (err: unknown) => err instanceof DataDirError && /partition 2 of stage count was started by an earlier owner \(this ownership is epoch 3\) but its store .*count\/p2 is not in this worker's data dir and the checkpoint store has no checkpoint of it \(refusals\/count\/p2\): the checkpoints were removed/.test((err as Error).message));
+      assert.deepEqual(third.partitions(), []);
+    } finally {
+      await third.stop();
+    }
+  } finally {
+    await host.stop();
+    await other.stop();
+    await store.close();
+    await broker.close();
+    cleanup();
+  }
+});
+
 test('a cluster keeps the checkpoint store its partitions ran with: a worker with another store, or none, is refused even when no worker is live', async (t) => {
   if (await skipWithoutRedis(t)) return;
   const brokerPrefix = `sftest-${process.pid}-store-record:`;

@@ -231,6 +231,14 @@ export interface CheckpointCollectOptions {
    * collect when a checkpoint is asked for, so that the put does not wait behind it.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Called before each delete request (a slice of deletes): throws to stop the collect, which
+   * rejects with that error. A fenced writer passes its lease check: a process paused past its
+   * lease (SIGSTOP, a VM stall) that wakes in the middle of a collect must not delete what the
+   * next owner's checkpoints use (found by a new user: a woken owner's collect removed an SST
+   * of the next owner's newest checkpoint).
+   */
+  readonly fence?: () => void;
 }
 
 /** What one `collect` removed. */

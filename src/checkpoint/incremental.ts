@@ -1335,7 +1335,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   async collect(key: string, keep: number, options: CheckpointCollectOptions = {}): Promise<CheckpointCollectReport> {
     checkKey(key);
     if (!Number.isSafeInteger(keep) || keep < 1) throw new InvalidArgumentError(`collect keeps at least 1 checkpoint, got keep = ${String(keep)}`);
-    const { signal } = options;
+    const { signal, fence } = options;
     signal?.throwIfAborted();
     return this.#lock(key).runExclusive(async () => {
       signal?.throwIfAborted();
@@ -1382,6 +1382,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
       const remove = async (names: string[]) => {
         for (let i = 0; i < names.length; i += COLLECT_DELETE_SLICE) {
           signal?.throwIfAborted();
+          fence?.();
           const slice = names.slice(i, i + COLLECT_DELETE_SLICE);
           for (const n of slice) attempted.add(n);
           await this.objects.delete(slice);

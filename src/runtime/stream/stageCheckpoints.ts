@@ -350,13 +350,21 @@ export class PartitionCheckpointPuts {
    * Removes all but the `keep` newest checkpoints of the key and the files only they list; a
    * failure is logged (the next collect removes them).
    * @param signal stops the collect between its steps (`CheckpointCollectOptions`)
+   * Under a fence, the lease is checked before each delete request: a collect that finds it
+   * gone stops (`CheckpointCollectOptions.fence`).
    * @returns false when `signal` stopped it (what it left, the next collect removes), else true
    */
   async collect(logger: Logger, signal?: AbortSignal): Promise<boolean> {
     try {
-      await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT, signal ? { signal } : {});
+      const fence = this.fence;
+      await this.checkpointing.store.collect(this.key, this.checkpointing.keep ?? CHECKPOINTS_KEPT, { ...(signal ? { signal } : {}), ...(fence ? { fence: () => fence.check() } : {}) });
     } catch (err) {
       if (signal?.aborted && err === signal.reason) return false;
+      if (isFenced(err)) {
+        // The lease ran out (a pause): this owner deletes nothing more; its next put is fenced too.
+        logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} stopped: the lease is no longer held`);
+        return true;
+      }
       logger.warn({ key: this.key, err }, `collect of checkpoint ${this.key} failed (the next put collects again)`);
     }
     return true;

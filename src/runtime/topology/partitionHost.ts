@@ -13,7 +13,8 @@ import type { FlowCounters } from '../stream/flowCounters.js';
 import { recordOwnerEpoch, type PartitionFence } from '../stream/ownerEpoch.js';
 import { stageColumnFamilies } from '../stream/reserved.js';
 import { stagePartition, stageShape, type StageMessage, type StagePartitionCheckpoints } from '../stream/stageActor.js';
-import { restoreStageStoreIfBehind, type StageCheckpointing } from '../stream/stageCheckpoints.js';
+import { PartitionCheckpointPuts, restoreStageStoreIfBehind, stageCheckpointKey, type StageCheckpointing } from '../stream/stageCheckpoints.js';
+import { StreamColumnFamilies } from '../stream/reserved.js';
 import { checkStageShape } from '../stream/stageShape.js';
 import { SupervisorStrategy } from '../supervision/strategy.js';
 import { askStageQuery } from '../stream/queryFailure.js';
@@ -221,27 +222,38 @@ class PartitionHostImpl<S extends Record<string, StageTypes>> implements Partiti
       ? await restoreStageStoreIfBehind(checkpointing, stage, p, storePath, (path) => Store.open({ path, columnFamilies, resources: this.#resources, createIfMissing: false }))
       : undefined;
     fence?.check();
-    // Without checkpoints, a unit an earlier ownership started holds state in that owner's
-    // store, and its input was acked as it was applied. With no store of it here (another
-    // machine's data dir, or a wiped one) it would start from nothing and every count after
-    // would be wrong in silence: refuse, with the reason (the worker reports the unit failed),
-    // as the web index's partitions do. (With checkpoints, a unit with no checkpoint yet acked
-    // and published nothing, since both wait for a checkpoint: the broker delivers all its
-    // input again to an empty store.)
-    if (!checkpointing && fence?.startedBefore === true && !existsSync(storePath)) {
+    // A unit an earlier ownership started holds state: in that owner's store (its input acked
+    // as it was applied), or, with checkpoints, in its checkpoints (a first start puts one
+    // before consuming). With neither here (another machine's data dir, a wiped one, removed
+    // checkpoints) it would start from nothing and every count after would be wrong in
+    // silence: refuse, with the reason (the worker reports the unit failed), as the web
+    // index's partitions do. Found by a new user: a stage partition whose checkpoints were
+    // removed started empty, "running", and answered 0 accounts.
+    if (fence?.startedBefore === true && !existsSync(storePath)) {
       throw new DataDirError(
-        `partition ${p} of stage ${stage} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir: ` +
-          "its state is in another machine's data dir (give the workers a checkpoint store, --checkpoints, to move it; or run them on one data dir), or the data dir was wiped",
+        checkpointing
+          ? `partition ${p} of stage ${stage} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir and the checkpoint store has no checkpoint of it (${stageCheckpointKey(checkpointing.keyPrefix, stage, p)}): the checkpoints were removed, or it was started by a build that put no checkpoint at a first start`
+          : `partition ${p} of stage ${stage} was started by an earlier owner (this ownership is epoch ${fence.epoch}) but its store ${storePath} is not in this worker's data dir: ` +
+            "its state is in another machine's data dir (give the workers a checkpoint store, --checkpoints, to move it; or run them on one data dir), or the data dir was wiped",
       );
     }
     const store = await Store.open({ path: storePath, columnFamilies, resources: this.#resources });
+    let firstPut: number | undefined;
     try {
       await checkStageShape(store, stageShape(stage, s.def, p));
       if (fence) await recordOwnerEpoch(store, fence.epoch);
+      // A cluster partition's first start (no earlier owner, nothing restored) puts its store
+      // before it consumes anything, and before this resolves (the worker then records the
+      // start), as the web index's partitions do: a next owner that finds neither a store nor
+      // a checkpoint of a partition started before refuses it (above) instead of starting
+      // from nothing.
+      if (checkpointing && fence?.startedBefore === false && restored === undefined) {
+        firstPut = await new PartitionCheckpointPuts(checkpointing, stage, p, fence, undefined, StreamColumnFamilies.meta).put(store, this.system.logger);
+      }
     } finally {
       await store.close();
     }
-    const checkpoints = checkpointing ? { checkpointing, restoredSequence: restored?.sequence, handBack: false } : undefined;
+    const checkpoints = checkpointing ? { checkpointing, restoredSequence: restored?.sequence ?? firstPut, handBack: false } : undefined;
     const behavior = stagePartition({ stage, partition: p, def: s.def, broker: this.#broker, counters: this.counters, storePath, resources: this.#resources, fence, ...(checkpoints ? { checkpoints } : {}) });
     const supervision = stopWhenFenced(s.def.supervision ?? DEFAULT_STAGE_SUPERVISION);
     const ref = (await this.#hosts.get(stage)!.ask({ type: 'spawn', name: `p${p}`, behavior, options: { supervision } })) as ActorRef<StageMessage, unknown>;

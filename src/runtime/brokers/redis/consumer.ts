@@ -89,7 +89,10 @@ export interface RedisConsumerConfig {
  * dead.
  *
  * Exclusive and failover: only the holder of the lock key (`SET NX PX deadAfterMs`, renewed
- * each heartbeat) reads. A failover standby polls the lock each heartbeat; on taking it, it
+ * each heartbeat) reads, and it claims and reads in scripts that check the lock first
+ * (`sfClaimReady` with the lock, `sfReadHeld`), waiting for new entries with a plain
+ * `XREAD BLOCK` that changes nothing in the group: a holder paused past its lease reads
+ * nothing once it wakes, and no blocked read of it is served meanwhile. A failover standby polls the lock each heartbeat; on taking it, it
  * hands every other consumer's pending entries to `ready` first, live or not (a holder
  * killed between refreshing its liveness key and renewing the lock outlives its lock), so the
  * old holder's entries come before new ones: receivers that keep a mark per producer
@@ -309,13 +312,21 @@ export class RedisConsumer implements Consumer {
   /** One round: claim due entries, then read new ones (blocking when nothing was claimed). */
   async #fetch(): Promise<void> {
     const { redis, blocking, keys, subscription, name, timings } = this.#c;
+    const locked = this.#c.type === 'exclusive' || this.#c.type === 'failover';
     await this.#bury();
-    const reply = (await runScript(redis, 'sfClaimReady', [keys.stream, keys.ready], [subscription, name, this.#delivery.free], true)) as [
+    const reply = (await runScript(redis, 'sfClaimReady', locked ? [keys.stream, keys.ready, keys.lock] : [keys.stream, keys.ready], [subscription, name, this.#delivery.free], true)) as [
       Array<[Buffer, Buffer[], number]>,
       Buffer | null,
       number,
+      number,
     ];
-    const [claimed, nextDue, dueLeft] = reply;
+    const [claimed, nextDue, dueLeft, held] = reply;
+    if (held === 0) {
+      // The lock is gone (a pause past the lease, or Redis down longer than it): read nothing
+      // more; the heartbeat takes the lock again when it is free.
+      this.#active = false;
+      return;
+    }
     claimed.sort((a, b) => compareIds(a[0].toString(), b[0].toString()));
     for (const [id, fields, count] of claimed) this.#take(id.toString(), fields, count);
     await this.#bury();
@@ -325,6 +336,18 @@ export class RedisConsumer implements Consumer {
     if (free === 0 || this.#closed || dueLeft === 1) return;
     let block = timings.blockMs;
     if (nextDue) block = Math.max(1, Math.min(block, Number(nextDue.toString()) - Date.now()));
+    if (locked) {
+      // Read under the lock, atomically; then wait with a plain XREAD, which gives the group nothing.
+      const [ok, entries, lastId] = (await runScript(redis, 'sfReadHeld', [keys.stream, keys.lock], [subscription, name, free], true)) as [number, Array<[Buffer, Buffer[]]>, Buffer | null];
+      if (ok === 0) {
+        this.#active = false;
+        return;
+      }
+      for (const [id, fields] of entries) this.#take(id.toString(), fields, 1);
+      await this.#bury();
+      if (entries.length === 0 && claimed.length === 0 && lastId) await blocking.callBuffer('XREAD', 'COUNT', 1, 'BLOCK', block, 'STREAMS', keys.stream, lastId.toString());
+      return;
+    }
     const args: Array<string | number> = ['GROUP', subscription, name, 'COUNT', free];
     if (claimed.length === 0) args.push('BLOCK', block);
     args.push('STREAMS', keys.stream, '>');

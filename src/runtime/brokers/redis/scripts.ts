@@ -81,17 +81,19 @@ export const scripts = {
   /**
    * Claims up to `count` due entries from `ready` for `consumer` in score order: handed-over
    * entries oldest id first, then nacked entries by due time (one range read of count + 1).
-   * KEYS: stream, ready. ARGV: group, consumer, count.
-   * Returns `[entries, nextDueMs|false, dueLeft]`, entries as `[id, fields, deliveryCount]`,
+   * KEYS: stream, ready[, lock]. ARGV: group, consumer, count.
+   * Returns `[entries, nextDueMs|false, dueLeft, held]`, entries as `[id, fields, deliveryCount]`,
    * `dueLeft` 1 when due entries were left for a later claim (the caller then reads no new
    * entries yet: a handed-over backlog comes before them); ids no longer pending (acked
-   * meanwhile) or trimmed away are dropped from `ready` silently.
+   * meanwhile) or trimmed away are dropped from `ready` silently. With a lock key (exclusive
+   * and failover subscriptions) nothing is claimed unless `consumer` holds the lock: `held` 0.
    */
   sfClaimReady: {
     numberOfKeys: 2,
     lua: `${NOW}
-local stream, ready = KEYS[1], KEYS[2]
+local stream, ready, lock = KEYS[1], KEYS[2], KEYS[3]
 local group, consumer, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if lock and redis.call('GET', lock) ~= consumer then return {{}, false, 0, 0} end
 local now = now_ms()
 -- Handed-over entries first, oldest id first (their scores), then nacked ones by due time.
 local ids = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, count + 1)
@@ -106,7 +108,33 @@ for i = 1, math.min(#ids, count) do
   end
 end
 local nxt = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-return {out, nxt[2] or false, #ids > count and 1 or 0}
+return {out, nxt[2] or false, #ids > count and 1 or 0, 1}
+`,
+  },
+
+  /**
+   * Reads up to `count` new entries (`XREADGROUP ... >`, not blocking) for `consumer` only if
+   * it holds the subscription's lock: the read of an exclusive or failover subscription. A
+   * holder paused past its lease (SIGSTOP, a VM stall) that wakes reads nothing more, and a
+   * blocked XREADGROUP of a paused process, which Redis serves all the same, is never
+   * registered: such entries went to the paused holder's pending list and reached the next
+   * holder after newer ones, which per-producer applied marks dropped (found by a new user).
+   * KEYS: stream, lock. ARGV: group, consumer, count.
+   * Returns `[held, entries, lastId]`: held 0 when `consumer` does not hold the lock (nothing
+   * read); entries as `[id, fields]`; lastId the stream's last id when nothing was read (what a
+   * plain `XREAD BLOCK` then waits after), else false.
+   */
+  sfReadHeld: {
+    numberOfKeys: 2,
+    lua: `
+local stream, lock = KEYS[1], KEYS[2]
+local group, consumer, count = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('GET', lock) ~= consumer then return {0, {}, false} end
+local read = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>')
+local entries = (read and read[1] and read[1][2]) or {}
+if #entries > 0 then return {1, entries, false} end
+local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+return {1, {}, (last[1] and last[1][1]) or '0-0'}
 `,
   },
 

@@ -1181,7 +1181,7 @@ export class IncrementalCheckpointStore implements CheckpointStore {
   /** The error of file `f` of `m` being damaged, saying `why` and what to do about it. */
   #damaged(m: CheckpointManifest, f: CheckpointFile): (why: string) => CheckpointDamagedError {
     return (why) =>
-      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; remove its manifest so that the one before is the latest (docs/checkpoints.md, "What survives what"), or take a new one`, m.key, m.sequence, f.name);
+      new CheckpointDamagedError(`checkpoint ${m.key}@${m.sequence} in ${this.url} is damaged: ${f.name} ${why}; put the file back (from a copy) and start again: the checkpoint before it lacks what was acked since (docs/checkpoints.md, "What survives what", damaged latest checkpoint)`, m.key, m.sequence, f.name);
   }
 
   /**

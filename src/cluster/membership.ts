@@ -129,7 +129,7 @@ export async function checkClusterCheckpoints(redis: Redis, keys: ClusterKeys, l
   throw new InvalidArgumentError(
     `cluster ${keys.clusterName} ran its partitions (${started} started) with checkpoint store ${recorded}, this worker has ${name(mine)}: ` +
       `a partition it took would start without the state stored there. Give --checkpoints ${recorded.replace(/ at .*$/, '')} (with the same AWS_ENDPOINT_URL); ` +
-      'a cluster keeps its checkpoint store while its partitions hold state (another cluster name starts one afresh; docs/cluster.md, "What survives what")',
+      'a cluster keeps its checkpoint store while its partitions hold state (another cluster name starts one afresh; docs/checkpoints.md, "What survives what")',
   );
 }
 

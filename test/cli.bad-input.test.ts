@@ -26,6 +26,7 @@ describe('shardflow CLI on bad input', () => {
     // differing only there became one page (exit 0); a corrupt .xz gave a TypeError.
     writeFileSync(path.join(dir, 'latin1.tsv'), Buffer.concat([Buffer.from('http://a.test/\thttp://b.test/\nhttp://a.test/\thttp://b.test/'), Buffer.from([0xe9]), Buffer.from('\n')]));
     writeFileSync(path.join(dir, 'corrupt.tsv.xz'), Buffer.from('\xfd7zXZ\0 not xz at all'));
+    writeFileSync(path.join(dir, 'empty.txt'), '');
     for (const [args, expected] of [
       [['rank', '--pages', path.join(dir, 'nope.txt'), '--links', `${H}/links.tsv`, '--out', out], /shardflow: ENOENT: no such file or directory, open '.*nope\.txt'/],
       [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', path.join(dir, 'no/such/dir.tsv')], /ENOENT.*dir\.tsv/],
@@ -36,6 +37,7 @@ describe('shardflow CLI on bad input', () => {
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'nohost.tsv'), '--out', out], /nohost\.tsv:1: "b\.test\/x" is not an absolute URL \(scheme:\/\/host\.\.\.\)/],
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'latin1.tsv'), '--out', out], /latin1\.tsv:2: not UTF-8/],
       [['rank', '--pages', path.join(dir, 'pages.txt'), '--links', path.join(dir, 'corrupt.tsv.xz'), '--out', out], /corrupt\.tsv\.xz: not a valid \.xz file/],
+      [['rank', '--pages', path.join(dir, 'empty.txt'), '--links', path.join(dir, 'empty.txt'), '--out', out], /empty\.txt hold no page: nothing to rank/],
     ] as const) {
       const r = run([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);

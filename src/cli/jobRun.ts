@@ -100,8 +100,9 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
   }
   if (held?.digest && input.digest && held.digest !== input.digest && !options.update) {
     abandon();
+    const changed = held.description === input.description ? ' (the same files, changed since: their content differs)' : '';
     throw new DataDirError(
-      `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}: ` +
+      `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}${changed}: ` +
         'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
     );
   }

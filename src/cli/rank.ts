@@ -37,6 +37,8 @@ export function rankCommand(setExit: (code: number) => void): Command {
         }
       }
       let graph: WebGraph | undefined = await readGraph(opts.pages, opts.links);
+      // Found by a new user: two empty files ranked nothing and exited 0 with an empty --out.
+      if (graph.pages.length === 0) throw new InvalidArgumentError(`${opts.pages} and ${opts.links} hold no page: nothing to rank`);
       // Written beside --out and renamed over it once complete (ScoresFile); opened first: a
       // folder that does not exist fails now, not after the ranking.
       const out = await ScoresFile.open(opts.out);

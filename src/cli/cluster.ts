@@ -76,11 +76,14 @@ export function renderClusterStatus(s: ClusterStatus): string {
     table([
       ['PARTITION', 'OWNER', 'ASSIGNED', 'EPOCH', 'LEASE-MS', 'STATE', 'BACKLOG', ...(standbys ? ['STANDBYS'] : [])],
       ...s.partitions.map((p) => [
-        p.unit, p.owner ?? '-', p.assignedTo ?? '-', String(p.epoch), p.leaseMsLeft === undefined ? '-' : String(p.leaseMsLeft), p.state + (p.reason ? ` (${p.reason})` : ''), p.backlog === undefined ? '-' : String(p.backlog),
+        p.unit, p.owner ?? '-', p.assignedTo ?? '-', String(p.epoch), p.leaseMsLeft === undefined ? '-' : String(p.leaseMsLeft), p.state + (p.reason ? ' (see below)' : ''), p.backlog === undefined ? '-' : String(p.backlog),
         ...(standbys ? [p.standbys.join(',') || '-'] : []),
       ]),
     ]),
   ];
+  // Reasons after the table, one a line: a long one widened every row (found by a new user).
+  const reasons = s.partitions.filter((p) => p.reason);
+  if (reasons.length > 0) lines.push('', ...reasons.map((p) => `${p.unit} ${p.state}: ${p.reason}`));
   return lines.join('\n');
 }
 

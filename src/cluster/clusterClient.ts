@@ -314,11 +314,22 @@ class RemoteAskClient implements ClusterClient {
       // and it is named as busy (unowned, or its owner stopped).
       const askMs = Math.max(Math.min(QUIESCENCE_LAST_ASK_MS, timeoutMs), Math.min(MAX_TIMEOUT_MS, deadline - Date.now()));
       const busy: string[] = [];
+      const silent: Array<{ stage: string; partition: number }> = [];
       const reports = (await Promise.all(stages.flatMap((st) => Array.from({ length: st.partitions }, (_, p) => this.ask(st.name, p, STAGE_FLOW_REQUEST, { timeoutMs: askMs }).catch((err: unknown) => {
         if (!(err instanceof AskTimeoutError)) throw err;
-        busy.push(`${st.name}/${p} did not report its flow within ${askMs} ms (no owner, or its owner stopped)`);
+        silent.push({ stage: st.name, partition: p });
         return undefined;
       }))))) as Array<StreamFlowReport | undefined>;
+      if (silent.length > 0) {
+        // Why, when the cluster's status knows (found by a new user: a partition refused for a
+        // damaged checkpoint was reported as "no owner, or its owner stopped").
+        const known = await this.status().then((st) => st.partitions, () => []);
+        for (const { stage, partition } of silent) {
+          const unit = known.find((u) => u.stage === stage && u.partition === partition);
+          const why = unit && unit.state !== 'running' ? `${unit.state}${unit.owner ? ` on ${unit.owner}` : ''}${unit.reason ? `: ${unit.reason}` : ''}` : 'no owner, or its owner stopped';
+          busy.push(`${stage}/${partition} did not report its flow within ${askMs} ms (${why})`);
+        }
+      }
       // The first consumer of each topic is waitStreamsQuiet's; the others (a namespace several stages consume) are checked here.
       for (let k = 1; stages.some((st) => stages.filter((o) => o.namespace === st.namespace).length > k); k++) {
         for (const u of unappliedStreams(reports, { receiver: (topic) => consumers(topic)[k], external })) {

@@ -16,14 +16,15 @@ export const PAGES_PER_MESSAGE = 64;
 export const FETCH_MESSAGE_BYTES = 1 << 20;
 
 /**
- * A fetch result's share of a loader's message, in bytes, estimated from its URLs (UTF-8
- * lengths, 16 bytes more for the result and for each outlink): a function of the graph
+ * A fetch result's share of a loader's message, in bytes, estimated from its URLs' lengths
+ * (UTF-16 code units, at most 3 UTF-8 bytes each: a message of 1 MiB estimated stays under
+ * 3 MiB of URLs), 16 bytes more for the result and for each outlink: a function of the graph
  * alone, so that a cluster client counts the messages a load sends without encoding them
  * ({@link loaderMessageCounts}).
  */
 export function fetchResultBytes(r: FetchResult): number {
-  let bytes = Buffer.byteLength(r.url) + 16;
-  for (const o of r.outlinks ?? []) bytes += Buffer.byteLength(o.target) + 16;
+  let bytes = r.url.length + 16;
+  for (const o of r.outlinks ?? []) bytes += o.target.length + 16;
   return bytes;
 }
 

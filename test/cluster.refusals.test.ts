@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  DataDirError, InvalidArgumentError, MemoryBroker, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
+  AskTimeoutError, DataDirError, InvalidArgumentError, MemoryBroker, connectClusterClient, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
 } from '../src/index.js';
 import { tempDir } from './kit/datasets.js';
 import { Redis } from 'ioredis';
@@ -74,6 +74,14 @@ test('a worker refuses another topology, and a partition store of another shape 
     const failed = events.find((e) => e.type === 'failed');
     assert.ok(failed && failed.type === 'failed' && failed.unit === 'count/0' && /partition 0 of 4/.test(failed.reason));
     assert.equal(worker.partitions().length, 7, 'the other units run');
+    // A client's ask of the refused unit times out naming the refusal (found by a new user:
+    // it said "the unit unowned, or its owner busy" while the status knew why).
+    const client = await connectClusterClient({ cluster: REDIS_URL, clusterName: 'refusals', keyPrefix, broker });
+    try {
+      await assert.rejects(client.ask('count', 0, 'x', { timeoutMs: 1000 }), (err: unknown) => err instanceof AskTimeoutError && /no answer from count\/0 within 1000 ms \(failed.*: .*partition 0 of 4/.test((err as Error).message));
+    } finally {
+      await client.close();
+    }
   } finally {
     await worker.stop();
     await broker.close();

@@ -243,7 +243,11 @@ class RemoteAskClient implements ClusterClient {
     const answer = new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(id);
-        reject(new AskTimeoutError(`cluster ${this.keys.clusterName}: no answer from ${stage}/${partition} within ${timeoutMs} ms (no worker ran it: the unit unowned, or its owner busy)`));
+        // Why, when the cluster's status knows (found by a new user: a partition refused for a
+        // missing checkpoint timed out as "unowned, or its owner busy").
+        void this.#unitState(stage, partition).then((why) =>
+          reject(new AskTimeoutError(`cluster ${this.keys.clusterName}: no answer from ${stage}/${partition} within ${timeoutMs} ms (${why ?? 'no worker ran it: the unit unowned, or its owner busy'})`)),
+        );
       }, timeoutMs);
       this.#waiting.set(id, { stage, partition, resolve, reject, timer });
     });
@@ -314,22 +318,12 @@ class RemoteAskClient implements ClusterClient {
       // and it is named as busy (unowned, or its owner stopped).
       const askMs = Math.max(Math.min(QUIESCENCE_LAST_ASK_MS, timeoutMs), Math.min(MAX_TIMEOUT_MS, deadline - Date.now()));
       const busy: string[] = [];
-      const silent: Array<{ stage: string; partition: number }> = [];
       const reports = (await Promise.all(stages.flatMap((st) => Array.from({ length: st.partitions }, (_, p) => this.ask(st.name, p, STAGE_FLOW_REQUEST, { timeoutMs: askMs }).catch((err: unknown) => {
         if (!(err instanceof AskTimeoutError)) throw err;
-        silent.push({ stage: st.name, partition: p });
+        // The ask's error says why when the cluster's status knows (a refused partition).
+        busy.push(`${st.name}/${p} did not report its flow: ${err.message}`);
         return undefined;
       }))))) as Array<StreamFlowReport | undefined>;
-      if (silent.length > 0) {
-        // Why, when the cluster's status knows (found by a new user: a partition refused for a
-        // damaged checkpoint was reported as "no owner, or its owner stopped").
-        const known = await this.status().then((st) => st.partitions, () => []);
-        for (const { stage, partition } of silent) {
-          const unit = known.find((u) => u.stage === stage && u.partition === partition);
-          const why = unit && unit.state !== 'running' ? `${unit.state}${unit.owner ? ` on ${unit.owner}` : ''}${unit.reason ? `: ${unit.reason}` : ''}` : 'no owner, or its owner stopped';
-          busy.push(`${stage}/${partition} did not report its flow within ${askMs} ms (${why})`);
-        }
-      }
       // The first consumer of each topic is waitStreamsQuiet's; the others (a namespace several stages consume) are checked here.
       for (let k = 1; stages.some((st) => stages.filter((o) => o.namespace === st.namespace).length > k); k++) {
         for (const u of unappliedStreams(reports, { receiver: (topic) => consumers(topic)[k], external })) {
@@ -347,6 +341,17 @@ class RemoteAskClient implements ClusterClient {
     if (!s) throw new InvalidArgumentError(`cluster ${this.keys.clusterName} has no stage ${JSON.stringify(stage)} (its stages: ${this.#stages.map((x) => x.name).join(', ')})`);
     const lists = await Promise.all(Array.from({ length: s.partitions }, (_, p) => this.options.broker.deadLetters(topic(s.namespace, partitionId(p)), s.subscription ?? s.name)));
     return lists.flat();
+  }
+
+  /** A unit's state and reason from the cluster's status when it is not running (undefined when running, unknown, or the status cannot be read). */
+  async #unitState(stage: string, partition: number): Promise<string | undefined> {
+    try {
+      const unit = (await this.status()).partitions.find((u) => u.stage === stage && u.partition === partition);
+      if (!unit || unit.state === 'running') return undefined;
+      return `${unit.state}${unit.owner ? ` on ${unit.owner}` : unit.assignedTo ? ` (assigned to ${unit.assignedTo})` : ''}${unit.reason ? `: ${unit.reason}` : ''}`;
+    } catch {
+      return undefined;
+    }
   }
 
   status(): Promise<ClusterStatus> {

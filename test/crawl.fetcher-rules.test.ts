@@ -101,6 +101,12 @@ test('HttpFetcher: redirects become links, charset, noindex, X-Robots-Tag, non-H
     '/data.json': html('{"a":1}', 'application/json'),
     '/big.html': html(`<p>${'x'.repeat(5000)}</p>`),
     '/slow.html': never,
+    // Found by a new user: a body cut off was a fetched page without links, next fetched a week later.
+    '/cut.html': (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'content-length': '5000' });
+      res.write('<a href="a.html">a</a>');
+      setTimeout(() => req.socket.destroy(), 50);
+    },
     '/robots.txt': (_req, res) => { res.writeHead(301, { location: '/real-robots.txt' }); res.end(); },
     '/real-robots.txt': html('User-agent: *\nDisallow: /private/\n', 'text/plain'),
   });
@@ -139,6 +145,11 @@ test('HttpFetcher: redirects become links, charset, noindex, X-Robots-Tag, non-H
     assert.equal(slow.status, 0);
     assert.match(slow.error ?? '', /fetch failed/);
     assert.ok(performance.now() - t0 < 5000, 'the timeout ends a fetch that gets no answer');
+
+    const cut = await fetcher.fetch('http://site.test/cut.html', 1);
+    assert.equal(cut.status, 0, 'an answer cut off is a failed fetch (retried), not a page');
+    assert.match(cut.error ?? '', /body read failed \(HTTP 200\): /);
+    assert.equal(cut.outlinks, undefined);
 
     const robots = await fetcher.fetchRobots('http://site.test', 7);
     assert.equal(robots.status, 200);

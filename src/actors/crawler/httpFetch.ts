@@ -332,7 +332,10 @@ export class HttpFetcher {
         chunks.push(c);
       }
     } catch (err) {
-      if (!(truncate && size >= maxBytes)) return { status, headers, error: `body read failed: ${describeFailure(err)}` };
+      // An answer cut off (the connection closed or timed out mid-body) is no answer: the
+      // fetch failed and is retried like one, and listed (found by a new user: stored as a
+      // fetched page without links, its next fetch a week later, in no list).
+      if (!(truncate && size >= maxBytes)) return { status: 0, error: `body read failed (HTTP ${status}): ${describeFailure(err)}` };
     }
     return { status, headers, body: Buffer.concat(chunks) };
   }

@@ -122,6 +122,16 @@ test('a changed page, recrawled, moves its backlinks on the other partition and 
     for (const target of [`${A}/p3.html`, `${B}/x.html`, `${B}/z.html`]) {
       assert.ok(!(await sources(target)).has(`${A}/p2.html`), `backlink p2 -> ${target} is gone`);
     }
+    // Found by a new user: the next recrawl of a deleted page that answers 410 again stored
+    // it as a live page (status 410, with a score), and the one after deleted it again.
+    const pagesBefore = (await index.counts()).reduce((a, c) => a + c.pages, 0);
+    await index.recrawl([`${A}/p2.html`]);
+    await index.quiescence();
+    assert.equal(server.requests.get(`${A}/p2.html`), 4);
+    const still = await service.page(`${A}/p2.html`);
+    assert.equal(still.found, false, 'a deleted page that answers 410 again stays deleted');
+    assert.match(still.found ? '' : still.reason, /deleted/);
+    assert.equal((await index.counts()).reduce((a, c) => a + c.pages, 0), pagesBefore);
     assert.ok((await index.converge({ thresholdFactor: 0 })).converged);
     const after = new Map(await index.scores());
     assert.ok(!after.has(`${A}/p2.html`), 'a deleted page has no score');

@@ -185,7 +185,12 @@ function crawlExitCode(summary: { readonly pages: number; readonly converged: bo
     process.stderr.write('shardflow crawl: no page was stored (see "not fetched with an answer" and the refused seeds above); exit 1\n');
     return 1;
   }
-  return summary.converged === false ? 1 : 0;
+  if (summary.converged === false) {
+    // Found by a new user: exit 1 and nothing said.
+    process.stderr.write('shardflow crawl: the pages are stored, but the link metric did not converge within its round limit (1,000 rounds): the scores are not within the tolerance; exit 1 (--no-rank skips the metric)\n');
+    return 1;
+  }
+  return 0;
 }
 
 /** Parses `host=address:port` of `--map`. @throws commander's InvalidArgumentError */

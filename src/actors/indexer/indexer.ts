@@ -173,7 +173,15 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
     let missCount = 0;
     let deleted = false;
     let found: number | undefined;
-    if (result.status === 404 || result.status === 410) {
+    // A deleted page that answers 404 or 410 again stays deleted (found by a new user: each
+    // --recrawl stored the deleted pages again as live pages of status 404, and the next one
+    // deleted them again: the page count swung between 80 and 65).
+    const staysDeleted = previous?.record.deleted === true && (result.status === 404 || result.status === 410);
+    if (staysDeleted) {
+      missCount = previous.record.missCount ?? deleteAfter;
+      deleted = true;
+      next = [];
+    } else if (result.status === 404 || result.status === 410) {
       missCount = (live ? previous.record.missCount ?? 0 : 0) + 1;
       // A page that is gone `deleteAfter` times in a row leaves the graph; before that
       // its outlinks are kept (a transient fault must not move rank around).
@@ -270,7 +278,7 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
     // counts pages with a score (not aliases).
     const stored = live ? previous.record : undefined;
     const dt = teleportOf(record, options.teleport) - teleportOf(stored, options.teleport);
-    if (!live || dt !== 0) {
+    if ((!live && !staysDeleted) || dt !== 0) {
       batch.merge(ColumnFamilies.ranks, url, encodeFloat64s(0, dt));
       env.adjacency.ranksChanged();
     }

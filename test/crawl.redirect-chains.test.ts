@@ -52,3 +52,28 @@ test('a redirect loop and an over-long chain are errors on their pages, with no 
     await crawl.done();
   }
 });
+
+// Found by a new user: 57 pages, one linking to 10,003 out-of-scope URLs (link targets that
+// are not pages, each left a residual far under the floor) and a 301 -> 302 chain (its hops
+// shrink the floor and weigh the bound): the metric ran 1,000 rounds that pushed nothing and
+// the crawl exited 1. A round at the floor that pushes nothing is followed by one that pushes
+// every nonzero residual.
+test('many out-of-scope link targets and a redirect chain: the metric converges', { timeout: 120_000 }, async () => {
+  const many = Array.from({ length: 10_000 }, (_, i) => `<a href="http://out${i % 50}.test/p${i}">x</a>`).join(' ');
+  const pages: Record<string, PageAnswer> = {
+    '/': { body: `<a href="/many">many</a> <a href="/r301">chain</a> <a href="/p1">p1</a>` },
+    '/many': { body: many },
+    '/r301': to(301, '/r302'),
+    '/r302': to(302, '/end'),
+    '/end': { body: '<a href="/">home</a> <a href="/p1">p1</a>' },
+    '/p1': { body: '<a href="/">home</a> <a href="/r301">chain</a>' },
+  };
+  const crawl = await crawlPageSites({ 'rd.test': pages }, [`${H}/`]);
+  try {
+    assert.equal(crawl.result.converged, true);
+    const top = await crawl.service.topPages({ limit: 10 });
+    assert.ok(Math.abs(top.top.reduce((a, p) => a + p.score, 0) - 1) < 1e-6, 'the scores sum to 1');
+  } finally {
+    await crawl.done();
+  }
+});

@@ -68,6 +68,7 @@ test('through the pipeline: a redirect is a stored link whose target is crawled 
     const nofollow = await service.page(`${H}/nofollow.html`);
     assert.ok(nofollow.found);
     assert.equal(nofollow.body.counts.outlinks, 0);
+    assert.match(nofollow.body.error ?? '', /nofollow \(meta robots\)/, 'says why it has no links (found by a new user: it said nothing)');
     const csv = await service.page(`${H}/data.csv`);
     assert.ok(csv.found);
     assert.equal(csv.body.contentType, 'text/csv');

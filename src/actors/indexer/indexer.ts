@@ -206,6 +206,8 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
       next = extracted.outlinks;
       found = extracted.truncated?.found;
       const notes: string[] = [];
+      // As the X-Robots-Tag one is (found by a new user: the meta's links went with no word).
+      if (extracted.noFollow) notes.push('nofollow (meta robots)');
       if (extracted.impliedEndTags > 0) notes.push(`malformed HTML: ${extracted.impliedEndTags} implied end tags`);
       if (extracted.rejected.length > 0) notes.push(`${extracted.rejected.length} hrefs rejected (first: ${extracted.rejected[0]!.reason})`);
       if (notes.length > 0) {

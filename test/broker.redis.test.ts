@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { test } from 'node:test';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -109,30 +109,43 @@ test('redis: the dead-letter stream is capped at about maxDeadLetters (XADD MAXL
   }
 });
 
-test('redis: a failover holder SIGKILLed after refreshing its liveness but before renewing its lock: its backlog comes first', { timeout: 60_000 }, async (t) => {
-  let b: RedisStreamsBroker;
+/** The test's broker, or undefined once the test is skipped because Redis is not there (a failure with SHARDFLOW_REQUIRE_BROKERS=1). */
+async function brokerOrSkip(t: TestContext): Promise<RedisStreamsBroker | undefined> {
   try {
-    b = await RedisStreamsBroker.connect(options);
+    return await RedisStreamsBroker.connect(options);
   } catch (err) {
     if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw err;
     t.skip(`redis unavailable: ${(err as Error).message}`);
-    return;
+    return undefined;
   }
+}
+
+/** A process holding failover subscription `subscription` of `top` (`c`, its consumer, in `body`). */
+function holderProcess(top: Topic, subscription: string, receiverQueueSize: number, body: string): ChildProcess {
+  const module = (path: string) => JSON.stringify(fileURLToPath(new URL(path, import.meta.url)));
+  return spawn(process.execPath, ['--import', 'tsx', '-e', `
+    const { RedisStreamsBroker } = await import(${module('../src/runtime/brokers/redis-streams.ts')});
+    const { topic } = await import(${module('../src/runtime/topics.ts')});
+    const { partitionId } = await import(${module('../src/runtime/ids.ts')});
+    const b = await RedisStreamsBroker.connect(${JSON.stringify(options)});
+    const c = await b.subscribe(topic('links', partitionId(${top.partition})), { subscription: '${subscription}', type: 'failover', receiverQueueSize: ${receiverQueueSize} });
+    ${body}
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+test('redis: a failover holder SIGKILLed after refreshing its liveness but before renewing its lock: its backlog comes first', { timeout: 60_000 }, async (t) => {
+  const b = await brokerOrSkip(t);
+  if (!b) return;
   const r = new Redis(url);
   const top = topic('links', partitionId(900_000_000 + (Date.now() % 1_000_000)));
   const keys = subscriptionKeys(prefix, top, 'killed-holder');
   // The holder: another process that takes 40 entries without acking them, then is killed.
-  const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `
-    const { RedisStreamsBroker } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/brokers/redis-streams.ts', import.meta.url)))});
-    const { topic } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/topics.ts', import.meta.url)))});
-    const { partitionId } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/ids.ts', import.meta.url)))});
-    const b = await RedisStreamsBroker.connect(${JSON.stringify(options)});
-    const c = await b.subscribe(topic('links', partitionId(${top.partition})), { subscription: 'killed-holder', type: 'failover', receiverQueueSize: 40 });
+  const holder = holderProcess(top, 'killed-holder', 40, `
     let n = 0;
     while (n < 40) n += (await c.receive(40 - n, 1000)).length;
     process.stdout.write('held ' + n + '\\n');
     setInterval(() => {}, 1 << 30);
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  `);
   try {
     const p = await b.producer(top, { producer: producerId('p') });
     for (let i = 0; i < 40; i++) await p.send(text('o', i));
@@ -166,28 +179,17 @@ test('redis: a failover holder SIGKILLed after refreshing its liveness but befor
 });
 
 test('redis: a failover holder paused past its lease (SIGSTOP) reads nothing once it wakes: the next holder gets every entry, in order', { timeout: 60_000 }, async (t) => {
-  let b: RedisStreamsBroker;
-  try {
-    b = await RedisStreamsBroker.connect(options);
-  } catch (err) {
-    if (process.env.SHARDFLOW_REQUIRE_BROKERS === '1') throw err;
-    t.skip(`redis unavailable: ${(err as Error).message}`);
-    return;
-  }
+  const b = await brokerOrSkip(t);
+  if (!b) return;
   const r = new Redis(url);
   const top = topic('links', partitionId(900_000_000 + ((Date.now() + 7) % 1_000_000)));
   const keys = subscriptionKeys(prefix, top, 'paused-holder');
   // Found by a new user: a worker SIGSTOPped for 15 s and woken lost entries. Woken, its fetch
   // loop read new entries before its heartbeat saw the lock gone; they sat in its pending list
   // and reached the next holder after newer ones, which per-producer marks drop.
-  const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `
-    const { RedisStreamsBroker } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/brokers/redis-streams.ts', import.meta.url)))});
-    const { topic } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/topics.ts', import.meta.url)))});
-    const { partitionId } = await import(${JSON.stringify(fileURLToPath(new URL('../src/runtime/ids.ts', import.meta.url)))});
-    const b = await RedisStreamsBroker.connect(${JSON.stringify(options)});
-    const c = await b.subscribe(topic('links', partitionId(${top.partition})), { subscription: 'paused-holder', type: 'failover', receiverQueueSize: 40 });
+  const holder = holderProcess(top, 'paused-holder', 40, `
     for (;;) for (const m of await c.receive(40, 1000)) { await c.ack(m); process.stdout.write('got ' + Buffer.from(m.payload).toString() + '\\n'); }
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  `);
   let out = '';
   holder.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   try {

@@ -133,6 +133,15 @@ function holderProcess(top: Topic, subscription: string, receiverQueueSize: numb
   `], { stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
+/** Kills the holder, removes the topic's keys, closes the connections. */
+async function endHolderTest(holder: ChildProcess, r: Redis, top: Topic, b: RedisStreamsBroker): Promise<void> {
+  holder.kill('SIGKILL');
+  const left = await r.keys(`${prefix}${topicName(top)}*`);
+  if (left.length > 0) await r.del(...left);
+  r.disconnect();
+  await b.close();
+}
+
 test('redis: a failover holder SIGKILLed after refreshing its liveness but before renewing its lock: its backlog comes first', { timeout: 60_000 }, async (t) => {
   const b = await brokerOrSkip(t);
   if (!b) return;
@@ -170,11 +179,7 @@ test('redis: a failover holder SIGKILLed after refreshing its liveness but befor
     assert.deepEqual(got.map(str), Array.from({ length: 50 }, (_, i) => `o:${i}`), 'the killed holder\'s backlog, in order, before what was sent after');
     await standby.close();
   } finally {
-    holder.kill('SIGKILL');
-    const left = await r.keys(`${prefix}${topicName(top)}*`);
-    if (left.length > 0) await r.del(...left);
-    r.disconnect();
-    await b.close();
+    await endHolderTest(holder, r, top, b);
   }
 });
 
@@ -215,11 +220,7 @@ test('redis: a failover holder paused past its lease (SIGSTOP) reads nothing onc
     assert.equal(out, before, 'the woken holder read nothing');
     await standby.close();
   } finally {
-    holder.kill('SIGKILL');
-    const left = await r.keys(`${prefix}${topicName(top)}*`);
-    if (left.length > 0) await r.del(...left);
-    r.disconnect();
-    await b.close();
+    await endHolderTest(holder, r, top, b);
   }
 });
 

@@ -78,6 +78,12 @@ export interface FetchResult {
   readonly outlinks?: readonly Outlink[];
   /** Why the page has no content: network error, oversized body, invalid URL, ... */
   readonly error?: string;
+  /**
+   * A graph file's URL named only as a link target (not in its pages file, no links of its
+   * own): stored as a page without outlinks when the partition holds no page of that URL; a
+   * page already stored (live or deleted) is left as it is, its outlinks kept (`rank --update`).
+   */
+  readonly ifAbsent?: true;
 }
 
 /** A batch of fetch results for partition p. */

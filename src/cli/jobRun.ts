@@ -103,7 +103,7 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     const changed = held.description === input.description ? ' (the same files, changed since: their content differs)' : '';
     throw new DataDirError(
       `data dir ${data.dir} holds ${held.kind} ${held.description}; this run gives ${input.description}${changed}: ` +
-        'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (URLs it names get the outlinks it gives them, others are kept)',
+        'give a fresh --data-dir, or pass --update to apply it as a change of what the data dir holds (the pages it lists and the sources of its links get the outlinks it gives them, others are kept)',
     );
   }
   if (held?.weights !== undefined && input.weights !== undefined && held.weights !== input.weights) {

@@ -20,7 +20,7 @@ export function rankCommand(setExit: (code: number) => void): Command {
       .requiredOption('--pages <file>', '(required) pages.txt (one URL per line; .xz accepted)')
       .requiredOption('--links <file>', '(required) links.tsv (source<TAB>target; .xz accepted)')
       .requiredOption('--out <file>', '(required) output: url<TAB>score lines, scores summing to 1')
-      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: every URL it names (as a page or a link target) gets the outlinks it gives (none for a target only), URLs it does not name are kept')
+      .option('--update', 'on a --data-dir that holds another graph: apply this one as a change of it: a URL its pages file lists or that has links in it gets the outlinks it gives (none if it has no links), a URL named only as a link target keeps its outlinks (a new one is a page without any), URLs it does not name are kept')
       .option('--cluster <url>', 'rank on the workers of a cluster (`shardflow worker --web-index`) coordinated by this Redis, as a client: no local partitions (docs/cluster.md)', clusterUrl)
       .option('--cluster-name <name>', `with --cluster: the cluster's name (default ${WEB_INDEX_CLUSTER})`, clusterName)
       .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')

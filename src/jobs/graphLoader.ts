@@ -60,20 +60,22 @@ export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<
 /**
  * A page of a graph file as a fetch result: status 200 with its distinct outlinks (no HTML),
  * features neutral: no anchor text, body region, position 0 (a graph file has no layout),
- * same-host flag from the hosts.
+ * same-host flag from the hosts, self-link flag for a link to the page itself (the URL as written).
  */
 export function graphPage(url: string, targets: readonly string[], fetchedAt = 0): FetchResult {
   const distinct = [...new Set(targets)];
   const host = safeHost(url);
-  // Two shared (frozen) feature objects, not one per link: the codecs send each once per
-  // batch and `encodeLinkValue` finds their bytes by identity.
-  const outlinks: Outlink[] = distinct.map((target) => ({ target, features: safeHost(target) === host ? SAME_HOST : OTHER_HOST }));
+  // Three shared (frozen) feature objects, not one per link: the codecs send each once per
+  // batch and `encodeLinkValue` finds their bytes by identity. A link to the page itself is
+  // a self link (a weight table's `selfLink` applies to it; found by a new user: it did not).
+  const outlinks: Outlink[] = distinct.map((target) => ({ target, features: target === url ? SELF_LINK : safeHost(target) === host ? SAME_HOST : OTHER_HOST }));
   return { url, status: 200, fetchedAt, outlinks };
 }
 
-/** The features of a graph file's link (neutral: no anchor, body, position 0), same host or not. */
+/** The features of a graph file's link (neutral: no anchor, body, position 0), same host or not, or to the page itself. */
 const SAME_HOST: LinkFeatures = Object.freeze({ anchor: '', position: 0, rel: Object.freeze([]), sameHost: true, region: 'body' });
 const OTHER_HOST: LinkFeatures = Object.freeze({ ...SAME_HOST, sameHost: false });
+const SELF_LINK: LinkFeatures = Object.freeze({ ...SAME_HOST, selfLink: true });
 
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), at most 64 and
@@ -136,9 +138,23 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
   }
 }
 
-/** The pages of `graph` as fetch results (graphPage), made one at a time. */
+/**
+ * The pages of `graph` as fetch results (graphPage), made one at a time. A URL that the graph
+ * names only as a link target (not among its pages file's `listed` pages, no links of its
+ * own) is sent with `ifAbsent`: a page without outlinks when none is stored, else left as it
+ * is. So a graph applied as a change (`rank --update`) restates the outlinks of the pages it
+ * lists and of the sources of its links, and a link to a stored page keeps that page's own
+ * outlinks (found by a new user: they were wiped, so adding one link meant restating every
+ * page reachable from it).
+ */
 export function* graphPages(graph: WebGraph, fetchedAt = 0): Generator<FetchResult> {
-  for (const url of graph.pages) yield graphPage(url, graph.links.get(url) ?? [], fetchedAt);
+  const listed = graph.listed ?? graph.pages.length;
+  for (let i = 0; i < graph.pages.length; i++) {
+    const url = graph.pages[i]!;
+    const targets = graph.links.get(url);
+    const page = graphPage(url, targets ?? [], fetchedAt);
+    yield i < listed || targets !== undefined ? page : { ...page, ifAbsent: true };
+  }
 }
 
 function safeHost(url: string): string {

@@ -18,6 +18,11 @@ export interface WebGraph {
   readonly links: Map<string, string[]>;
   /** Link lines read (duplicates included). */
   readonly linkCount: number;
+  /**
+   * How many of `pages` (the first ones) the pages file lists; the others were added as a link's
+   * endpoint. Absent: all of them (a graph built in code).
+   */
+  readonly listed?: number;
 }
 
 /**
@@ -39,6 +44,7 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
     known.add(url);
     pages.push(url);
   }
+  const listed = pages.length;
   const links = new Map<string, string[]>();
   let linkCount = 0;
   n = 0;
@@ -62,7 +68,7 @@ export async function readGraph(pagesFile: string, linksFile: string): Promise<W
     list.push(target);
     linkCount++;
   }
-  return { pages, links, linkCount };
+  return { pages, links, linkCount, listed };
 }
 
 /** An absolute URL's start: a scheme, `://`, then a host (RFC 3986 section 3). */

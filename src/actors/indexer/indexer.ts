@@ -165,6 +165,8 @@ export function indexer(env: PartitionEnv, options: IndexerOptions): Behavior<In
   ): Promise<LinkOp[]> {
     const url = result.url;
     const previous = overlay.get(url) ?? (await readPage(store, url, records));
+    // A graph file's link target that is stored already keeps what it has (`FetchResult.ifAbsent`).
+    if (result.ifAbsent === true && previous !== undefined) return [];
     const live = previous !== undefined && !previous.record.deleted;
 
     let next: readonly Outlink[] | undefined;

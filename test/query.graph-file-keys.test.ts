@@ -68,3 +68,46 @@ test('query API: pages of a graph file are found by the URL as the file writes i
     cleanup();
   }
 });
+
+// Found by a new user: `/v1/top/hosts` listed hosts of a graph file (`www.mixed.test` from
+// `http://WWW.Mixed.test/...`, `ünï.test`) that `/v1/hosts/HOST` answered 404 for, and gave
+// `a.test` 5 pages where the host route found 4 (it read only the `http://a.test/` prefix).
+test('query API: every host of /v1/top/hosts is found by the host route with the same pages and authority', { timeout: 120_000 }, async () => {
+  const { dir, cleanup } = tempDir();
+  const mixed = (i: number) => `http://WWW.Mixed.test/p${i}`;
+  const idn = (i: number) => `http://ünï.test/p${i}`;
+  const links = new Map<string, string[]>([
+    [mixed(1), [mixed(2), idn(1)]],
+    [mixed(2), [UPPER]],
+    [idn(1), [idn(2), LOWER]],
+    [idn(2), [mixed(1)]],
+    [UPPER, [LOWER]],
+    [LOWER, ['http://a.test:80/x']],
+    ['http://a.test:80/x', [UPPER]],
+  ]);
+  const graph: WebGraph = { pages: [...links.keys()], links, linkCount: [...links.values()].reduce((n, l) => n + l.length, 0) };
+  const dataDir = join(dir, 'data');
+  const { log } = memoryLogger();
+  const ranked = await rankGraph({ graph, partitions: 3, dataDir, broker: new MemoryBroker(), weigh: uniformWeights, log, tolerance: 1e-9 });
+  assert.ok(ranked.converge.converged);
+  const index = await startWebIndex({ partitions: 3, dataDir, broker: new MemoryBroker(), weigh: uniformWeights, log, crawlers: 0 });
+  try {
+    const service = new QueryService({ partitioner: index.partitioner, view: (p) => index.view(p), clock: index.system.clock });
+    const top = await service.topHosts({ limit: 100 });
+    assert.deepEqual(top.top.map((h) => [h.host, h.pages]).sort(), [['a.test', 2], ['a.test:80', 1], ['www.mixed.test', 2], ['ünï.test', 2]]);
+    for (const h of top.top) {
+      for (const asked of [h.host, h.host.toUpperCase()]) {
+        const found = await service.host(asked);
+        assert.ok(found.found, `${asked}: ${found.found ? '' : found.reason}`);
+        assert.equal(found.body.host, h.host);
+        assert.equal(found.body.pages, h.pages, `${asked}: pages`);
+        assert.ok(Math.abs(found.body.authority - h.authority) < 1e-12, `${asked}: authority ${found.body.authority} against ${h.authority}`);
+      }
+    }
+    const none = await service.host('nothing.test');
+    assert.equal(none.found, false);
+  } finally {
+    await index.stop();
+    cleanup();
+  }
+});

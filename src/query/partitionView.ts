@@ -3,7 +3,7 @@ import type { Store } from '../storage/index.js';
 import { decodeFloat64s, hostOf, StoreClosedError, type PartitionId } from '../index.js';
 import type { LinkFeatures } from '../actors/messages.js';
 import { linkFeatures, linkWeight } from '../actors/indexer/linkValue.js';
-import { ColumnFamilies, linkPrefix, type FrontierEntry, type FrontierState, type PageRecord } from '../actors/partition/schema.js';
+import { ColumnFamilies, linkPrefix, type FrontierEntry, type FrontierState, type HostRecord, type PageRecord } from '../actors/partition/schema.js';
 import { TopK } from './topK.js';
 import { scoreOf, walkLivePages } from '../actors/partition/livePages.js';
 import { readHostIndex } from '../actors/metrics/hostIndex.js';
@@ -230,20 +230,41 @@ export class PartitionView {
     return values.map((v, i) => (records[i] && isAliasRecordValue(records[i]!, unpack) ? 0 : scoreOf(v)));
   }
 
-  /** The live pages of `host` (under `http://host/` and `https://host/`) with their best `limit`. */
+  /**
+   * The live pages of `host` (a host as `hostOf` gives it: lower case, `:port` when given) with
+   * their best `limit`: those under `http://host/` and `https://host/`, read by prefix. When the
+   * partition's hosts index counts more pages of the host than that (a graph file's URLs are
+   * kept as written, so `http://WWW.Example.test/` is a page of host `www.example.test` under
+   * no such prefix; found by a new user: `/v1/top/hosts` listed hosts that `/v1/hosts/HOST`
+   * did not find), every live page of the partition is walked and taken by its `hostOf`.
+   */
   async hostPages(host: string, limit: number): Promise<HostPages> {
     this.#check();
-    let pages = 0;
-    let sum = 0;
-    const top = new TopK<RawScore>(limit, (a, b) => a.raw - b.raw || (a.url > b.url ? -1 : 1));
-    for (const prefix of [`http://${host}/`, `https://${host}/`]) {
-      await this.#walkPages(prefix, (url, score) => {
-        pages++;
-        sum += score;
-        top.offer({ url, raw: score });
-      });
-    }
-    return { pages, raw: sum, top: top.sorted() };
+    const walk = async (prefixes: ReadonlyArray<string | undefined>, take: (url: string) => boolean): Promise<HostPages> => {
+      let pages = 0;
+      let sum = 0;
+      const top = new TopK<RawScore>(limit, (a, b) => a.raw - b.raw || (a.url > b.url ? -1 : 1));
+      for (const prefix of prefixes) {
+        await this.#walkPages(prefix, (url, score) => {
+          if (!take(url)) return;
+          pages++;
+          sum += score;
+          top.offer({ url, raw: score });
+        });
+      }
+      return { pages, raw: sum, top: top.sorted() };
+    };
+    const byPrefix = await walk([`http://${host}/`, `https://${host}/`], () => true);
+    const indexed = await this.store.get(ColumnFamilies.hosts, host);
+    const counted = indexed ? (packr.unpack(indexed) as HostRecord).pages : 0;
+    if (counted <= byPrefix.pages) return byPrefix;
+    return walk([undefined], (url) => {
+      try {
+        return hostOf(url) === host;
+      } catch {
+        return false;
+      }
+    });
   }
 
   /** The partition's hosts index (src/actors/metrics/hostIndex.ts), as of its last refresh. */

@@ -3,7 +3,7 @@ import type { Partitioner } from '../actors/partition/hostPartitioner.js';
 import { canonicalUrl } from '../actors/crawler/canonicalUrl.js';
 import { siteOf } from '../actors/crawler/site.js';
 import type { LinkFeatures } from '../actors/messages.js';
-import { decodeLink, type PartitionSummary, type PartitionReads, type RawLink, type StoredPage } from './partitionView.js';
+import { decodeLink, type HostPages, type PartitionSummary, type PartitionReads, type RawLink, type StoredPage } from './partitionView.js';
 import { isPermanentRedirect, redirectOfLinkValue } from '../actors/partition/redirects.js';
 
 /** Options of `QueryService`. */
@@ -349,21 +349,39 @@ export class QueryService {
     return out;
   }
 
-  /** A host: live pages, authority (sum of their scores), best pages. @throws InvalidArgumentError */
+  /**
+   * A host: live pages, authority (sum of their scores), best pages. The host is looked up in
+   * its canonical form (`checkHost`: lower case, IDNA, no default port), as a crawl stores its
+   * URLs, and first as given in lower case when that differs (a graph file's URLs are kept as
+   * written: `ünï.test`, `a.test:80`), as `#locate` does for a URL.
+   * @throws InvalidArgumentError
+   */
   async host(rawHost: string, paging: Pick<Paging, 'limit'> = {}): Promise<QueryResult<HostBody>> {
-    const host = checkHost(rawHost);
+    const canonical = checkHost(rawHost);
     const { limit } = checkPaging({ ...paging, offset: 0 });
-    const p = this.#o.partitioner.forHost(host);
-    const [pages, summary] = await Promise.all([this.#read(p, (v) => v.hostPages(host, limit)), this.#summaryValue()]);
-    if (pages.pages === 0) return { found: false, reason: `no live page of host ${host} is stored` };
+    const asGiven = rawHost.trim().toLowerCase();
+    const candidates = asGiven !== canonical && asGiven !== '' && !/[/?#@\s]/.test(asGiven) ? [asGiven, canonical] : [canonical];
+    const summary = this.#summaryValue();
+    summary.catch(() => undefined); // awaited below
+    let host = canonical;
+    let p = this.#o.partitioner.forHost(canonical);
+    let pages: HostPages | undefined;
+    for (const c of candidates) {
+      const q = this.#o.partitioner.forHost(c);
+      const found = await this.#read(q, (v) => v.hostPages(c, limit));
+      if (found.pages > 0 || c === canonical) [host, p, pages] = [c, q, found];
+      if (found.pages > 0) break;
+    }
+    if (!pages || pages.pages === 0) return { found: false, reason: `no live page of host ${canonical} is stored` };
+    const { total } = await summary;
     return {
       found: true,
       body: {
         host,
         partition: p,
         pages: pages.pages,
-        authority: normalise(pages.raw, summary.total),
-        top: pages.top.map((t) => ({ url: t.url, score: normalise(t.raw, summary.total) })),
+        authority: normalise(pages.raw, total),
+        top: pages.top.map((t) => ({ url: t.url, score: normalise(t.raw, total) })),
       },
     };
   }

@@ -284,7 +284,20 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
     },
     async dropHost(host) {
       const h = host.trim().toLowerCase();
-      return (await gcRefs[partitioner.forHost(h)]!().ask({ type: 'drop-host', host: h }, { timeoutMs: 600_000 })) as DropHostReport;
+      // The partition's gc may still be starting (a drop asked just after `serve` listens: found
+      // by a new user, a 500 "is not running"): look it up again for up to about 10 s, then ask
+      // once (a drop asked twice would report the second's empty counts).
+      const lookup = gcRefs[partitioner.forHost(h)]!;
+      let gc: ReturnType<typeof lookup> | undefined;
+      for (let i = 0; gc === undefined; i++) {
+        try {
+          gc = lookup();
+        } catch (err) {
+          if (i >= 40 || terminated) throw err;
+          await new Promise<void>((resolve) => clock.setTimeout(resolve, 250));
+        }
+      }
+      return (await gc.ask({ type: 'drop-host', host: h }, { timeoutMs: 600_000 })) as DropHostReport;
     },
     async gcSweep(cutoff) {
       return (await Promise.all(gcRefs.map((r) => r().ask({ type: 'sweep', ...(cutoff !== undefined ? { cutoff } : {}) }, { timeoutMs: 600_000 })))) as GcSweepReport[];

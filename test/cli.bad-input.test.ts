@@ -66,12 +66,16 @@ describe('shardflow CLI on bad input', () => {
   });
 
   it('refuses out-of-range option values before doing anything, with exit code 2; an unknown command or option too', () => {
-    for (const bad of [['--partitions', '99999'], ['--partitions', '0'], ['--weights', 'fancy']]) {
+    // Decimal digits only (found by a new user: `--partitions 0x10` ran 16 partitions).
+    for (const bad of [['--partitions', '99999'], ['--partitions', '0'], ['--partitions', '0x10'], ['--partitions', '1e1'], ['--partitions', ''], ['--weights', 'fancy']]) {
       const r = run(['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, ...bad]);
       assert.equal(r.status, 2, 'bad input: exit 2, not the 1 of a command that failed');
       assert.match(r.stderr, /is invalid/);
     }
-    for (const [args, message] of [[['nosuch'], /unknown command 'nosuch'/], [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--no-such-option'], /unknown option '--no-such-option'/], [['query', 'top', '--limit', '0'], /argument '0' is invalid/]] as const) {
+    for (const [args, message] of [[['nosuch'], /unknown command 'nosuch'/], [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--no-such-option'], /unknown option '--no-such-option'/], [['query', 'top', '--limit', '0'], /argument '0' is invalid/],
+      // Found by a new user: a --limit over the API's 1,000 went to the server (exit 3 with none up).
+      [['query', 'backlinks', 'http://a.test/', '--limit', '1001', '--api', 'http://127.0.0.1:9'], /argument '1001' is invalid\. expected an integer from 1 to 1000/],
+      [['serve', '--data-dir', dir, '--port', '0x50'], /argument '0x50' is invalid\. expected a port in 0\.\.65535/]] as const) {
       const r = run([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, message);

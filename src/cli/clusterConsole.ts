@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { hostHeaderCheck, isLoopbackName } from '../index.js';
 import { withClusterReadOptions, type ClusterReadOptions } from './cluster.js';
 import { readClusterTrees, renderClusterTree } from './clusterTree.js';
+import { portNumber } from './options.js';
 
 /** A running cluster console (`shardflow cluster console`). */
 export interface ClusterConsole {
@@ -81,11 +82,7 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
 export function clusterConsoleCommand(): Command {
   return withClusterReadOptions(new Command('console').description("serve one console for the whole cluster (its status and every worker's tree) until interrupted"))
     .option('--host <address>', 'loopback address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port (0: any free port)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${v}`);
-      return n;
-    }, 9470)
+    .option('--port <port>', 'port (0: any free port)', portNumber, 9470)
     .action(async (opts: ClusterReadOptions & { host: string; port: number }) => {
       const console_ = await startClusterConsole(opts);
       process.stdout.write(`cluster console on ${console_.url}\n`);

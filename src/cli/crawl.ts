@@ -16,7 +16,7 @@ import type { QueryServer } from '../query/server.js';
 /** The query server's module (fastify and its plugins), loaded when a command serves: most CLI processes (workers, jobs) never do. */
 const queryServer = () => import('../query/server.js');
 import { addTokenOptions, resolveToken } from './serveOptions.js';
-import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, positiveInt, positiveNumber } from './options.js';
+import { cliLogger, dataDir, MAX_PARTITIONS, parseWeights, partitionCount, nonNegativeInt, positiveInt, positiveNumber } from './options.js';
 import { clusterName, clusterUrl } from './worker.js';
 import { openClusterQueryServer, untilSignal, type ClusterQueryServer } from './query.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
@@ -237,9 +237,7 @@ export function robotsTokenOption(value: string): string {
 
 /** Parses a count >= 0. @throws commander's InvalidArgumentError */
 export function count(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${value}`);
-  return n;
+  return nonNegativeInt(value);
 }
 
 /**

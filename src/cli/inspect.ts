@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { listenInspection, type InspectionEndpoint } from '../index.js';
 import type { WebIndex } from '../topology/webIndex.js';
+import { portNumber } from './options.js';
 
 /** Help text of `--inspect-port` (shared by `demo` and `rank`). */
 export const INSPECT_PORT_HELP = 'serve the operator console (/), /tree, /events and /metrics on this port while the job runs (0: any free port)';
@@ -9,9 +10,7 @@ export const INSPECT_HOST_HELP = 'interface for --inspect-port; the endpoint has
 
 /** Parses `--inspect-port`: an integer in 0..65535. @throws commander's InvalidArgumentError */
 export function inspectPort(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port in 0..65535, got ${value}`);
-  return n;
+  return portNumber(value);
 }
 
 /** The parsed inspection options of a job command. */

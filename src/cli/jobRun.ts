@@ -69,7 +69,6 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
     data.remove();
     throw err;
   }
-  process.stderr.write(`${dir.describe()}\n`);
   /** Gives the data dir up before the run starts: its lock released, a temp one removed (a --data-dir is kept). */
   const abandon = () => {
     dir.release();
@@ -114,6 +113,9 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
         `Run with the same --weights, or give a fresh --data-dir to rank with ${input.weights}`,
     );
   }
+  // After the refusals above: a refused run recovers nothing (found by a new user: it said
+  // "recovering what was in flight", then refused).
+  process.stderr.write(`${dir.describe()}\n`);
   let fresh: BrokerIdentity;
   try {
     fresh = freshBrokerIdentity(options.broker);

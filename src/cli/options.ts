@@ -20,19 +20,36 @@ export function parseWeights(value: string): string {
   return value;
 }
 
-/** Parses a positive integer option. @throws commander's InvalidArgumentError */
-export function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected an integer >= 1, got ${value}`);
-  return n;
+/**
+ * An option's decimal digits as a number, NaN for anything else: `Number()` alone also takes
+ * `0x10`, `1e2`, `0b1` and an empty string (found by a new user: `--partitions 0x10` ran 16).
+ */
+function decimal(value: string): number {
+  return /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
 }
 
-/** Parses an integer option >= 0. @throws commander's InvalidArgumentError */
-export function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`expected an integer >= 0, got ${value}`);
-  return n;
+/**
+ * A parser of integer options in [min, max] (decimal digits only).
+ * @param what the error's wording of the range, e.g. `an integer >= 1`
+ * @returns a commander option parser
+ * @throws (the parser) commander's InvalidArgumentError `expected <what>, got <value>`
+ */
+export function integerIn(min: number, max: number, what: string): (value: string) => number {
+  return (value) => {
+    const n = decimal(value);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected ${what}, got ${value}`);
+    return n;
+  };
 }
+
+/** Parses a positive integer option. @throws commander's InvalidArgumentError */
+export const positiveInt = integerIn(1, Number.MAX_SAFE_INTEGER, 'an integer >= 1');
+
+/** Parses an integer option >= 0. @throws commander's InvalidArgumentError */
+export const nonNegativeInt = integerIn(0, Number.MAX_SAFE_INTEGER, 'an integer >= 0');
+
+/** Parses a TCP port option: an integer in 0..65535 (0: any free port). @throws commander's InvalidArgumentError */
+export const portNumber = integerIn(0, 65535, 'a port in 0..65535');
 
 /** Parses a positive number option. @throws commander's InvalidArgumentError */
 export function positiveNumber(value: string): number {
@@ -67,11 +84,7 @@ export function runDataDir(given: string | undefined): { readonly dir: string; r
 export const MAX_PARTITIONS = 1024;
 
 /** Parses `--partitions`: an integer in 1..MAX_PARTITIONS. @throws commander's InvalidArgumentError */
-export function partitionCount(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_PARTITIONS) throw new InvalidArgumentError(`expected an integer from 1 to ${MAX_PARTITIONS}, got ${value}`);
-  return n;
-}
+export const partitionCount = integerIn(1, MAX_PARTITIONS, `an integer from 1 to ${MAX_PARTITIONS}`);
 
 /** The pino logger of the CLI: JSON lines on stderr. */
 export function cliLogger(level: string): Logger {

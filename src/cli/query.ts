@@ -4,10 +4,10 @@ import { request } from 'undici';
 import { weightFunction } from '../actors/metrics/weights.js';
 import { startWebIndex } from '../topology/webIndex.js';
 import { DataDir, readRecord } from '../topology/dataDir.js';
-import { QueryService } from '../query/queryService.js';
+import { MAX_LIMIT, QueryService } from '../query/queryService.js';
 /** The query server's module (fastify and its plugins), loaded when a command serves: most CLI processes (workers, jobs) never do. */
 const queryServer = () => import('../query/server.js');
-import { cliLogger, openBroker, partitionCount, positiveInt } from './options.js';
+import { cliLogger, integerIn, nonNegativeInt, openBroker, partitionCount, portNumber, positiveInt } from './options.js';
 import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from './serveOptions.js';
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock, type ClusterClient } from '../index.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
@@ -58,12 +58,8 @@ export function queryCommand(setExit: (code: number) => void): Command {
     .argument('[target]', 'the URL (page, outlinks, backlinks) or host (host)')
     .option('--api <url>', 'base URL of the query API', 'http://127.0.0.1:7070');
   return addTokenOptions(command, 'client')
-    .option('--limit <n>', 'items in a list answer (1..1000)', positiveInt)
-    .option('--offset <n>', 'items to skip (outlinks, backlinks)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0) throw new CommanderArgumentError(`expected an integer >= 0, got ${v}`);
-      return n;
-    })
+    .option('--limit <n>', `items in a list answer (1..${MAX_LIMIT})`, integerIn(1, MAX_LIMIT, `an integer from 1 to ${MAX_LIMIT}`))
+    .option('--offset <n>', 'items to skip (outlinks, backlinks)', nonNegativeInt)
     .action(async (kind: string, target: string | undefined, opts) => {
       const path = queryPath(kind, target, { ...(opts.limit !== undefined ? { limit: opts.limit } : {}), ...(opts.offset !== undefined ? { offset: opts.offset } : {}) });
       const token = resolveToken(opts);
@@ -105,11 +101,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
     .option('--key-prefix <prefix>', "with --cluster: prefix of the cluster's Redis keys", 'sfc:')
     .option('--partitions <n>', 'number of partitions (default: the p<i> folders found)', partitionCount)
     .option('--host <address>', 'address to listen on; a non-loopback address needs a token (or --insecure)', '127.0.0.1')
-    .option('--port <port>', 'port (0: any free port)', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new CommanderArgumentError(`expected a port in [0, 65535], got ${v}`);
-      return n;
-    }, 7070);
+    .option('--port <port>', 'port (0: any free port)', portNumber, 7070);
   return addExposureOptions(addTokenOptions(command, 'server'))
     .option('--log-level <level>', 'pino log level on stderr', 'warn')
     .addHelpText('after', '\nThe token comes from --token-file, else $SHARDFLOW_TOKEN (--token works but shows in `ps`).\nA --host other than a loopback address is refused without a token unless --insecure.\nSee docs/query-api.md.')
@@ -135,7 +127,7 @@ export function serveCommand(setExit: (code: number) => void): Command {
       // takes the lock and checks the shape as a job does: the partition count, a missing or
       // foreign partition store, the URL key form.
       const dir = await DataDir.open(opts.dataDir, { partitions, partitioner: hostPartitioner(partitions).describe() });
-      if (dir.needsRecovery) process.stderr.write(`${dir.describe()}\nserving what its stores hold; run the job again on it to repair what that run left in flight\n`);
+      if (dir.needsRecovery) process.stderr.write(`${dir.describe({ recovering: false })}\nserving what its stores hold; run the job again on it to repair what that run left in flight\n`);
       const lock = { release: () => dir.release() };
       let broker: Awaited<ReturnType<typeof openBroker>> | undefined;
       let index: Awaited<ReturnType<typeof startWebIndex>> | undefined;

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import {
   CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
-import { cliLogger, MAX_PARTITIONS, nonNegativeInt, parseWeights, partitionCount, positiveInt } from './options.js';
+import { cliLogger, MAX_PARTITIONS, nonNegativeInt, parseWeights, partitionCount, portNumber, positiveInt } from './options.js';
 import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webIndexApplication.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
@@ -122,11 +122,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--max-partitions <n>', 'most partition units this worker takes', positiveInt)
     .option('--lease-ms <ms>', 'partition, leader and membership lease time; a killed worker\'s partitions are owned again within lease + 2 heartbeats', positiveInt, DEFAULT_LEASE_MS)
     .option('--max-stall-ms <ms>', 'longest the event loop may stay blocked while the lease keeper thread still renews the leases (default 4 x lease)', positiveInt)
-    .option('--inspect-port <port>', 'serve this worker\'s console on 127.0.0.1:<port> (0: any free port); published in its membership record for `shardflow tree --cluster`', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port from 0 to 65535, got ${v}`);
-      return n;
-    })
+    .option('--inspect-port <port>', 'serve this worker\'s console on 127.0.0.1:<port> (0: any free port); published in its membership record for `shardflow tree --cluster`', portNumber)
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
     .option('--checkpoints <url>', 'checkpoint the partitions to file:///DIR or s3://BUCKET/PREFIX (AWS_* environment) so they move between workers with their own data dirs; publishes and acks wait for the checkpoint that covers them', checkpointUrl)
     .option('--checkpoint-interval-ms <ms>', 'with --checkpoints: period of each partition\'s checkpoints', positiveInt)

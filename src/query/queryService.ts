@@ -286,10 +286,13 @@ export class QueryService {
         : this.#rawScores(links.map((l) => l.link.url)),
       this.#summaryValue(),
     ]);
+    // Sorted by the scores as shown (normalised): two raw values may round to one shown score,
+    // which then ties and goes by URL (found by a new user: equal scores out of URL order).
+    const shown = (scores as number[]).map((x) => normalise(x, summary.total));
     const order = links.map((_, i) => i);
-    order.sort((a, b) => scores[b]! - scores[a]! || (links[a]!.link.url < links[b]!.link.url ? -1 : 1) || links[a]!.via.length - links[b]!.via.length);
+    order.sort((a, b) => shown[b]! - shown[a]! || (links[a]!.link.url < links[b]!.link.url ? -1 : 1) || links[a]!.via.length - links[b]!.via.length);
     const page = order.slice(offset, offset + limit).map((i) => {
-      const body = linkBody(decodeLink(links[i]!.link), normalise(scores[i]!, summary.total));
+      const body = linkBody(decodeLink(links[i]!.link), shown[i]!);
       return links[i]!.via.length > 0 ? { ...body, via: links[i]!.via } : body;
     });
     return { found: true, body: { url, total: links.length, offset, limit, links: page } };
@@ -390,9 +393,9 @@ export class QueryService {
   async topPages(paging: Pick<Paging, 'limit'> = {}): Promise<TopPagesBody> {
     const { limit } = checkPaging({ ...paging, offset: 0 });
     const s = await this.#summaryValue();
-    const all = s.parts.flatMap((part) => part.topPages);
-    all.sort((a, b) => b.raw - a.raw || (a.url < b.url ? -1 : 1));
-    return { pages: s.pages, top: all.slice(0, limit).map((t) => ({ url: t.url, score: normalise(t.raw, s.total) })) };
+    const all = s.parts.flatMap((part) => part.topPages).map((t) => ({ url: t.url, score: normalise(t.raw, s.total) }));
+    all.sort((a, b) => b.score - a.score || (a.url < b.url ? -1 : 1)); // as shown (see backlinks)
+    return { pages: s.pages, top: all.slice(0, limit) };
   }
 
   /** The best hosts of the whole index by authority. @throws InvalidArgumentError */

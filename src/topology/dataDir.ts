@@ -254,16 +254,21 @@ export class DataDir {
     return this.needsRecovery && !this.#record?.repairing && !this.#record?.brokerLost ? this.recordedScope(fresh) : undefined;
   }
 
-  /** The first line a job prints: new, or what the data dir holds and how the last run ended. */
-  describe(): string {
+  /**
+   * The first line a job prints: new, or what the data dir holds and how the last run ended.
+   * @param options.recovering false: say how the last run ended, not what this run does about
+   *   it (`serve`, which recovers nothing; found by a new user: it said "recovering")
+   */
+  describe(options: { readonly recovering?: boolean } = {}): string {
     if (!this.summary) return `data dir ${this.path}: new, ${this.options.partitions} partitions (${this.options.partitioner})`;
     const s = this.summary;
+    const acting = options.recovering !== false;
     const how = !this.#record
-      ? 'written before data dir records: recovering it'
+      ? `written before data dir records${acting ? ': recovering it' : ''}`
       : this.#record.repairing
-        ? 'the last run was stopped during a repair: repairing again'
+        ? `the last run was stopped during a repair${acting ? ': repairing again' : ''}`
         : this.#record.state === 'running'
-          ? 'the last run did not stop quiet (killed or interrupted): recovering what was in flight'
+          ? `the last run did not stop quiet (killed or interrupted)${acting ? ': recovering what was in flight' : ''}`
           : 'the last run stopped quiet';
     const input = this.#record?.input ? `, holds ${this.#record.input.kind} ${this.#record.input.description}` : '';
     return `data dir ${this.path}: existing, ${this.options.partitions} partitions${input}: ${s.pages} pages, ${s.outlinks} links, ${s.backlinks} backlinks, last round ${s.lastRound}; ${how}`;

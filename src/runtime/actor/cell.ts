@@ -286,6 +286,7 @@ export class ActorCell<M = any, S = any, R = any> {
         return;
       }
       this.#processed++;
+      this.restartBook.handled();
       reply?.resolve(result as R);
     }
     this.#loop = IDLE;
@@ -296,6 +297,7 @@ export class ActorCell<M = any, S = any, R = any> {
     this.#inFlight = undefined;
     this.#inFlightReply = undefined;
     this.#processed++;
+    this.restartBook.handled();
     reply?.resolve(value);
     this.#loop = IDLE;
     if (this.#status === 'running' && this.#mailbox.size > 0) this.#drain();

@@ -148,8 +148,13 @@ export const DEFAULT_STOP_TIMEOUT_MS = 30_000;
 /** How long `RunningTopology.quiescence()` waits when given no `timeoutMs`: 5 minutes, in ms. */
 export const DEFAULT_QUIESCENCE_TIMEOUT_MS = 300_000;
 
-/** Default supervision of a stage's partitions (see `StageDef.supervision`). */
-export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000);
+/**
+ * Default supervision of a stage's partitions (see `StageDef.supervision`): restart with
+ * backoff from 10 ms to 1 s (jitter 0.2), reset after 5 s of running without a failure (a
+ * partition that fails each time some ms after its restart, as during a broker outage, backs
+ * off to 1 s instead of restarting every few ms), at most 100 restarts in 10 s, then escalate.
+ */
+export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 }).withLimit(100, 10_000);
 
 /**
  * Starts `topology` on its data dir (`TopologyDataDir`: the lock, the record, resume or

@@ -10,6 +10,8 @@ export class RestartBook {
   #attempt = 0;
   /** Clock time (ms) at which the last restart was due to happen (decision time + delay). */
   #restartedAt = -Infinity;
+  /** A message was handled without failing since the last restart (`handled`). */
+  #handled = false;
 
   /** Restarts recorded in `(now - withinMs, now]`; forgets older ones. */
   countWithin(now: number, withinMs: number): number {
@@ -22,12 +24,20 @@ export class RestartBook {
 
   /**
    * Records a restart decided at `now` and returns its backoff exponent: 0 if the unit ran at least
-   * `resetAfterMs` since its previous restart, else one more than last time.
+   * `resetAfterMs` since its previous restart or handled a message without failing since then
+   * (`handled`: it recovered, and this is a new fault), else one more than last time (it failed
+   * again before doing any work: a dependency is down, so back off).
    */
   record(now: number, resetAfterMs: number): number {
     this.#times.push(now);
-    if (now - this.#restartedAt >= resetAfterMs) this.#attempt = 0;
+    if (this.#handled || now - this.#restartedAt >= resetAfterMs) this.#attempt = 0;
+    this.#handled = false;
     return this.#attempt++;
+  }
+
+  /** Notes that the unit handled a message without failing (cheap: called per message). */
+  handled(): void {
+    this.#handled = true;
   }
 
   /** Notes when the restart decided last will take effect (after its delay). */
@@ -40,5 +50,6 @@ export class RestartBook {
     this.#times = [];
     this.#attempt = 0;
     this.#restartedAt = -Infinity;
+    this.#handled = false;
   }
 }

@@ -228,3 +228,29 @@ test('a dead letter decided in a committed batch is sent again, with its reason,
     await s.close();
   }
 });
+
+// Found by a new user: an entry that did not decode, written under a live producer's name with
+// sequence 2,900 (a foreign or broken producer), was dead-lettered and moved that producer's
+// mark to 2,900, so its next 557 real messages were skipped as applied, in silence.
+test('an undecodable entry under a live producer\'s name moves its mark only when it is that producer\'s next sequence', async () => {
+  const s = await directStage(counted((ctx, v) => ctx.writes.merge('seen', v.key, encodeInt64(1))));
+  try {
+    await s.send({ key: 'a', url: 'http://a.example/0', kind: 'ok' }); // sequence 0
+    s.broker.appendRaw(s.t, { payload: Buffer.from('not msgpack at all'), producer: 'src', sequence: '2900' });
+    await s.send({ key: 'a', url: 'http://a.example/1', kind: 'ok' }); // 1
+    await s.send({ key: 'a', url: 'http://a.example/2', kind: 'ok' }); // 2
+    s.broker.appendRaw(s.t, { payload: Buffer.from([0xc1]), producer: 'other', sequence: '0' }); // another producer's first: its next
+    const consumer = await s.subscribe();
+    const messages = await consumer.receive(10, 1000);
+    assert.equal(messages.length, 5);
+    const ctx = await s.context();
+    const report = await applyStageBatch(ctx, consumer, messages);
+    assert.deepEqual([report.applied, report.deadLettered, report.skipped], [3, 2, 0]);
+    assert.equal(decodeInt64((await s.store.get('seen', 'a')) as Buffer), 3n, 'the real messages after the foreign entry are applied');
+    assert.equal(await ctx.marks.mark(producerId('src')), 2, 'the foreign sequence did not move the mark');
+    assert.equal(await ctx.marks.mark(producerId('other')), 0, 'an undecodable next sequence moves it (quiet detection waits for it)');
+    assert.equal((await s.broker.deadLetters(s.t, 'stage')).length, 2);
+  } finally {
+    await s.close();
+  }
+});

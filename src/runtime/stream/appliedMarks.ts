@@ -100,6 +100,17 @@ export class StreamMarks {
     return list;
   }
 
+  /**
+   * Whether `seq` is the next sequence of `producer` after its mark: the mark + 1, or the first of
+   * a newer epoch (n = 0). An undecodable message moves its producer's mark only then (the
+   * stream's next message from that producer: what quiet detection waits for); one far above
+   * may carry a name that is not its own (applyExactlyOnce).
+   */
+  async follows(producer: ProducerId, seq: Sequence): Promise<boolean> {
+    const mark = await this.mark(producer);
+    return seq === mark + 1 || (sequenceEpoch(seq) > sequenceEpoch(mark) && seq === sequenceEpoch(seq) * 2 ** 32);
+  }
+
   /** Whether `(producer, seq)` is new, a redelivery, or from a fenced-off older incarnation. */
   async classify(producer: ProducerId, seq: Sequence): Promise<MarkVerdict> {
     const mark = await this.mark(producer);

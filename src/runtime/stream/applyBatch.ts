@@ -110,21 +110,29 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
         continue;
       }
     }
-    marks.advance(m.producer, m.sequence);
-    newMarks.set(m.producer, m.sequence);
-    runProducer = m.producer;
-    runMark = m.sequence;
-    const givenUp = ctx.giveUp?.(m);
-    if (givenUp !== undefined) {
-      deadLetter(m, givenUp);
-      continue;
-    }
     let value: unknown;
+    let undecodable: string | undefined;
     try {
       value = def.input.codec.decode(m.payload);
     } catch (err) {
       if (!isShardflowError(err)) throw err;
-      deadLetter(m, err.message);
+      if (!(await marks.follows(m.producer, m.sequence))) {
+        dead.set(m, err.message); // the mark stays: its name may not be its own (applyExactlyOnce)
+        continue;
+      }
+      undecodable = err.message;
+    }
+    marks.advance(m.producer, m.sequence);
+    newMarks.set(m.producer, m.sequence);
+    runProducer = m.producer;
+    runMark = m.sequence;
+    if (undecodable !== undefined) {
+      deadLetter(m, undecodable);
+      continue;
+    }
+    const givenUp = ctx.giveUp?.(m);
+    if (givenUp !== undefined) {
+      deadLetter(m, givenUp);
       continue;
     }
     // Awaited only when the handler returned a promise: no microtask per message otherwise.

@@ -29,7 +29,12 @@ export interface ExactlyOnceContext {
  * stage does the same through its handlers): classifies each message against its
  * producer's applied mark (`StreamMarks.classify`: a redelivery is skipped, a message of a
  * fenced-off older producer incarnation is dead-lettered with the reason), decodes it (an
- * undecodable one is dead-lettered with the codec's reason, and its mark moves past it),
+ * undecodable one is dead-lettered with the codec's reason, and its producer's mark moves to it
+ * only when it is that producer's next sequence (`StreamMarks.follows`): else its producer name
+ * and sequence may not be its own, as with a foreign or broken producer's entry under a live
+ * producer's name; found by a new user: one such entry with sequence 2,900 moved the mark there
+ * and the real producer's next 557 messages were skipped as applied, in silence; delivered
+ * again after a crash, it is dead-lettered again: a duplicate dead letter, never a lost message),
  * lets `apply` add the message's effects to one write batch, records the marks in it,
  * commits, publishes the outbox, then acks or dead-letters every message of the batch and
  * counts it settled in `counters` (by key: a copy settles nothing twice); with `holdSettle`,
@@ -65,7 +70,7 @@ export async function applyExactlyOnce<T>(
     } catch (err) {
       if (!isShardflowError(err)) throw err;
       dead.set(m, err.message);
-      marks.record(batch, m.producer, m.sequence);
+      if (await marks.follows(m.producer, m.sequence)) marks.record(batch, m.producer, m.sequence); // else the mark stays (see above)
       continue;
     }
     await apply(batch, value, m);

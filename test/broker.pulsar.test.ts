@@ -4,7 +4,12 @@ import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { PulsarBroker } from '../src/runtime/brokers/pulsar/broker.js';
 import type { Topic } from '../src/runtime/topics.js';
-import { brokerConformance, pulsarUnavailable, type ForeignEntry } from './kit/brokers.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { topic } from '../src/runtime/topics.js';
+import { partitionId, producerId } from '../src/runtime/ids.js';
+import type { BrokerMessage } from '../src/runtime/brokers/broker.js';
+import { brokerConformance, pulsarUnavailable, skipWithoutPulsar, type ForeignEntry } from './kit/brokers.js';
 
 const run = promisify(execFile);
 const webUrl = process.env.SHARDFLOW_PULSAR_URL ?? 'http://127.0.0.1:8080';
@@ -63,4 +68,41 @@ brokerConformance({
   },
   quietMs: 1000,
   deadlineMs: 30_000,
+});
+
+// Found by a new user: a worker SIGSTOPped past its lease kept its WebSocket consumer open, so
+// Pulsar kept the failover subscription on it and the partition's next owner got nothing for
+// as long as the worker stayed stopped. A next owner subscribes with its lease epoch as the
+// priority (SubscribeOptions.priority): the broker makes it the active consumer at once and
+// delivers the old one's unacked messages to it again.
+test('pulsar failover: a consumer of a higher priority is the active one at once while an older one stays connected and acks nothing', { timeout: 120_000 }, async (t) => {
+  if (!(await skipWithoutPulsar(t))) return;
+  const broker = await PulsarBroker.connect(options);
+  try {
+    const tp = topic(`priority-${process.pid}-${Date.now()}`, partitionId(0));
+    const producer = await broker.producer(tp, { producer: producerId('prio') });
+    const send = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) await producer.send(Buffer.from(`m${i}`));
+    };
+    const paused = await broker.subscribe(tp, { subscription: 'stage', type: 'failover', priority: 1, receiverQueueSize: 10 });
+    await send(0, 3);
+    const first: BrokerMessage[] = [];
+    for (const deadline = Date.now() + 20_000; first.length < 3 && Date.now() < deadline; ) first.push(...(await paused.receive(3 - first.length, 1000)));
+    assert.equal(first.length, 3, 'the first owner got the first messages (and acks none: it is paused)');
+    const next = await broker.subscribe(tp, { subscription: 'stage', type: 'failover', priority: 2, receiverQueueSize: 10 });
+    await send(3, 6);
+    const got: string[] = [];
+    for (const deadline = Date.now() + 30_000; new Set(got).size < 6 && Date.now() < deadline; ) {
+      for (const m of await next.receive(10, 1000)) {
+        got.push(Buffer.from(m.payload).toString());
+        await next.ack(m);
+      }
+    }
+    assert.deepEqual([...new Set(got)].sort(), ['m0', 'm1', 'm2', 'm3', 'm4', 'm5'], 'the next owner gets every message, the unacked ones again');
+    await paused.close();
+    await next.close();
+    await producer.close();
+  } finally {
+    await broker.close();
+  }
 });

@@ -170,7 +170,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       let consumer: Consumer | undefined;
       try {
         outbox = await openPartitionOutbox(env, store, owner);
-        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: FETCHES_RECEIVER_QUEUE });
+        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: FETCHES_RECEIVER_QUEUE, ...(env.fence ? { priority: Math.min(env.fence.epoch, 2 ** 31 - 1) } : {}) });
         const c = consumer;
         const feed = feedDeliveries(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
         const state: CrawlPolicyState = {

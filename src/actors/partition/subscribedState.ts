@@ -48,6 +48,8 @@ export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, 
       subscription: options.owner,
       type: 'failover',
       receiverQueueSize: options.receiverQueueSize,
+      // A newer owner's consumer is the active one at once (a paused older owner's stays open).
+      ...(env.fence ? { priority: Math.min(env.fence.epoch, 2 ** 31 - 1) } : {}),
     });
     const feed = feedDeliveries(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
     const checkpoints = env.checkpoints;

@@ -125,6 +125,18 @@ export interface SubscribeOptions {
    * and malformed entries still are).
    */
   readonly maxRedeliveries?: number;
+  /**
+   * Failover: an integer in 0 .. 2^31 - 1; the consumer of the highest priority is the active
+   * one. A partition's next owner passes its lease epoch, so that the broker hands the
+   * subscription to it at once even while an older owner's connection stays open (a process
+   * paused past its lease: found by a new user, a SIGSTOPped worker's Pulsar consumer kept the
+   * subscription and starved its partition's new owner for as long as it stayed stopped).
+   * Pulsar: `priorityLevel` 2^31 - 1 - priority (a lower level is a higher priority there; for a
+   * non-partitioned topic the broker takes the consumers of the best level); Redis Streams and
+   * memory: not used (the failover lock lapses with its holder's liveness key; one process).
+   * Default: none (Pulsar level 0 for every consumer: the first connected stays active).
+   */
+  readonly priority?: number;
 }
 
 /** One delivered message. */

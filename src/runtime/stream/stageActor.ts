@@ -133,6 +133,8 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       subscription: stage,
       type: 'failover',
       receiverQueueSize: receiverQueue,
+      // A newer owner's consumer is the active one at once (a paused older owner's stays open).
+      ...(fence ? { priority: Math.min(fence.epoch, 2 ** 31 - 1) } : {}),
     });
     const feed = feedDeliveries(consumer, (d) => ctx.self.tell(d), ctx.fail, def.batching ?? {});
     return [consumer, feed];

@@ -165,6 +165,7 @@ export class PulsarBroker implements Broker {
       receiverQueueSize,
       nackRedeliveryDelayMs: options.nackRedeliveryDelayMs ?? 1000,
       maxRedeliveries: options.maxRedeliveries ?? -1,
+      ...(options.priority !== undefined ? { priority: checkPriority(options.priority) } : {}),
       connectTimeoutMs: this.#o.connectTimeoutMs,
       reconnectTimeoutMs: this.#o.reconnectTimeoutMs,
       deadLetters: () => this.#deadLetterProducer(topic, dlq),
@@ -300,4 +301,10 @@ export class PulsarBroker implements Broker {
   #assertOpen(): void {
     if (this.#closed) throw new BrokerClosedError('pulsar broker is closed');
   }
+}
+
+/** @throws InvalidArgumentError unless `priority` is an integer in 0 .. 2^31 - 1 (`SubscribeOptions.priority`) */
+function checkPriority(priority: number): number {
+  if (!Number.isInteger(priority) || priority < 0 || priority > 2 ** 31 - 1) throw new InvalidArgumentError(`priority must be an integer in [0, 2^31 - 1], got ${priority}`);
+  return priority;
 }

@@ -12,6 +12,9 @@ import { fullName, INCARNATION, Props, topicPath, type PulsarTopicName } from '.
 import { closeSocket, type PulsarProducer } from './producer.js';
 import { openSocket } from './socket.js';
 
+
+/** The highest `SubscribeOptions.priority` (Pulsar's `priorityLevel` is a Java int >= 0). */
+const MAX_PRIORITY = 2 ** 31 - 1;
 /** Pulsar's names of our subscription types. */
 const TYPES: Readonly<Record<SubscriptionType, string>> = Object.freeze({
   exclusive: 'Exclusive',
@@ -33,6 +36,8 @@ export interface PulsarConsumerConfig {
   readonly nackRedeliveryDelayMs: number;
   /** -1 = unlimited. */
   readonly maxRedeliveries: number;
+  /** `SubscribeOptions.priority`, when given. */
+  readonly priority?: number;
   readonly connectTimeoutMs: number;
   /** A consumer that cannot reconnect for this long errors with BrokerDisconnectedError. */
   readonly reconnectTimeoutMs: number;
@@ -269,6 +274,7 @@ export class PulsarConsumer implements Consumer {
       negativeAckRedeliveryDelay: String(c.nackRedeliveryDelayMs),
       subscriptionInitialPosition: 'Earliest',
     });
+    if (c.priority !== undefined) q.set('priorityLevel', String(MAX_PRIORITY - c.priority));
     if (c.maxRedeliveries >= 0) {
       // Backstop only: nack() dead-letters itself first (with a reason) at the same count.
       q.set('maxRedeliverCount', String(c.maxRedeliveries + 1));

@@ -93,8 +93,9 @@ export class UndecodableMessageError extends ShardflowError {
 
 /**
  * A data dir cannot be used as asked: another partition count or scheme than it was written
- * with, a partition store missing or damaged, a record that does not parse. Nothing was
- * changed; the message says what to do.
+ * with, a partition store missing or damaged, a record that does not parse; or a cluster's
+ * web index, whose data dirs are its workers', holds another graph (`rankOnCluster`). Nothing
+ * was changed; the message says what to do. The CLI exits 1.
  */
 export class DataDirError extends ShardflowError {
   override readonly code: string = 'SF_ERR_DATA_DIR';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -81,6 +81,23 @@ describe('shardflow CLI on bad input', () => {
       assert.match(r.stderr, message);
     }
     assert.equal(run(['rank', '--help']).status, 0, 'help is not an error');
+  });
+
+  it('a taken --inspect-port stops the job at once with exit 1 and says to give another port (found by a new user: exit 2)', async () => {
+    const { createServer } = await import('node:net');
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        execFile(process.execPath, [bin, 'rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--inspect-port', String(port)], { encoding: 'utf8' }, (err, _stdout, stderr) =>
+          resolve({ status: err ? (err as { code?: number }).code ?? null : 0, stderr }));
+      });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`--inspect-port ${port} on 127\\.0\\.0\\.1: .*another process listens there; give another port, or 0 for any free one`));
+    } finally {
+      holder.close();
+    }
   });
 
   it('a crawl whose only seed is unreachable stores nothing, says so and exits 1 (it exited 0)', () => {

@@ -41,6 +41,12 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
 
     const tree = await runCli(['tree', ...read, '--no-color']);
     assert.equal(tree.code, 0, tree.stderr);
+    // A cluster nobody joined: exit 1 in both commands (found by a new user: tree exited 0).
+    for (const args of [['cluster', 'status'], ['tree']]) {
+      const none = await runCli([...args, '--cluster', REDIS_URL, '--name', 'nosuch', '--key-prefix', run.keyPrefix]);
+      assert.equal(none.code, 1, `${args.join(' ')}: ${none.stdout} ${none.stderr}`);
+      assert.match(none.stderr, /no cluster nosuch in .* \(no worker ever joined it\)/);
+    }
     for (const w of s.workers) {
       const section = tree.stdout.slice(tree.stdout.indexOf(`worker ${w.id}`)).split('\n\n')[0]!;
       assert.match(section, /actors: .*restarts/, `${w.name}: its supervision tree`);
@@ -61,6 +67,11 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
       // fetch() cannot set Host: node:http can.
       const rebound = await new Promise<number>((resolve, reject) => get(`${console_.url}/cluster`, { headers: { host: 'attacker.example' } }, (r) => { r.resume(); resolve(r.statusCode!); }).on('error', reject));
       assert.equal(rebound, 403, 'a foreign Host header is refused (DNS rebinding)');
+      // HEAD as the job's endpoint answers it (found by a new user: 405); other methods 405 with Allow.
+      const head = await fetch(`${console_.url}/`, { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      const post = await fetch(`${console_.url}/`, { method: 'POST' });
+      assert.deepEqual([post.status, post.headers.get('allow')], [405, 'GET, HEAD']);
     } finally {
       await console_.close();
     }

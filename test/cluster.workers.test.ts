@@ -60,6 +60,16 @@ test('SIGKILL of the leader mid-stream: its partitions are owned again within th
     const { workers, leader: victim, held: lost } = await threeWorkersAndLeader(run, 1000);
     const killedAt = Date.now();
     victim.child.kill('SIGKILL');
+    // Found by a new user: the status showed them `running` until their leases ran out. Once
+    // the killed worker missed two heartbeats (2 x 750 ms), they are `silent`, with the reason.
+    const silent = await until('the killed worker\'s partitions to show silent', async () => {
+      const s = await run.status();
+      const mine = s.partitions.filter((p) => lost.some((q) => q.unit === p.unit));
+      return mine.every((p) => p.state === 'silent' || p.owner !== victim.id) && mine.some((p) => p.state === 'silent') ? s : undefined;
+    });
+    const shown = silent.partitions.find((p) => p.state === 'silent')!;
+    assert.match(shown.reason ?? '', /has sent no heartbeat for \d+ ms \(killed, stopped or cut off from Redis\)|is no live member/);
+    t.diagnostic(`shown silent ${Date.now() - killedAt} ms after SIGKILL: ${shown.unit} ${shown.reason}`);
     await run.send(1000); // sent while its partitions have no owner
     const live = workers.filter((w) => w !== victim);
     const owned = await run.allRunningOn(live);

@@ -39,8 +39,16 @@ describe('rank leaves an earlier --out file as it was unless it completes', () =
     const stopped = await rank(join(tmp.dir, 'b'), out, 4, { signal: 'SIGINT', when: (l) => l.includes('"msg":"metric round"') });
     assert.ok(stopped.killed);
     assert.equal(stopped.code, 130, stopped.stderr);
+    assert.match(stopped.stderr, /the same command on --data-dir .*b goes on with it/);
     assert.equal(readFileSync(out, 'utf8'), scores);
     assert.deepEqual(readdirSync(tmp.dir).filter((f) => f.includes('.partial-')), [], 'no partial file left behind');
+  });
+
+  it('a run on a temporary data dir stopped by SIGTERM does not point to that folder (found by a new user: it was already removed)', async () => {
+    const stopped = await runCli(['rank', '--pages', join(graphs.polblogs, 'pages.txt'), '--links', join(graphs.polblogs, 'links.tsv'), '--out', out, '--partitions', '2', '--log-level', 'info'], { timeoutMs: 120_000, kill: { signal: 'SIGTERM', when: (l) => l.includes('"msg":"metric round"') } });
+    assert.equal(stopped.code, 143, stopped.stderr);
+    assert.match(stopped.stderr, /its temporary data dir is removed; give --data-dir DIR to keep a run that can go on/);
+    assert.doesNotMatch(stopped.stderr, /goes on with it/);
   });
 
   it('a run SIGKILLed while ranking leaves --out as it was, and the next run removes its partial file', async () => {

@@ -69,8 +69,8 @@ export function renderClusterStatus(s: ClusterStatus): string {
       (backlogs.length > 0 ? `; backlog ${backlogs.reduce((a, b) => a + b, 0)}` : ''),
     '',
     table([
-      ['WORKER', 'HOST', 'PID', 'LEASES', 'RUNNING', 'OPENING', 'FAILED', 'CONSOLE'],
-      ...s.workers.map((w) => [w.id, w.host, String(w.pid), String(w.leases), String(w.running.length), String(w.opening.length), String(Object.keys(w.failed).length), w.inspectUrl ?? '-']),
+      ['WORKER', 'HOST', 'PID', 'LEASES', 'RUNNING', 'OPENING', 'FAILED', 'SILENT-MS', 'CONSOLE'],
+      ...s.workers.map((w) => [w.id, w.host, String(w.pid), String(w.leases), String(w.running.length), String(w.opening.length), String(Object.keys(w.failed).length), w.silentMs === undefined ? '-' : String(w.silentMs), w.inspectUrl ?? '-']),
     ]),
     '',
     table([

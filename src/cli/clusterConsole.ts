@@ -50,7 +50,11 @@ export async function startClusterConsole(opts: ClusterReadOptions & { readonly 
   const answer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const refused = check(req.headers.host);
     if (refused) return send(res, 403, 'text/plain', refused);
-    if (req.method !== 'GET') return send(res, 405, 'text/plain', 'GET only');
+    // HEAD as GET without the body (Node sends none for HEAD), as the job's endpoint answers it.
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return send(res, 405, 'text/plain', 'GET or HEAD only');
+    }
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     try {
       if (path === '/') return send(res, 200, 'text/html; charset=utf-8', PAGE);

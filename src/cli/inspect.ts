@@ -48,7 +48,8 @@ export async function openInspection(options: InspectOptions, command: Command):
     endpoint = await listenInspection({ host, port: options.inspectPort });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    command.error(`--inspect-port ${options.inspectPort} on ${host}: ${(err as Error).message}${typeof code === 'string' && !(err as Error).message.includes(code) ? ` (${code})` : ''}`, { exitCode: 1, code: 'shardflow.inspect' });
+    const taken = code === 'EADDRINUSE' ? `: another process listens there; give another port, or 0 for any free one` : '';
+    command.error(`--inspect-port ${options.inspectPort} on ${host}: ${(err as Error).message}${typeof code === 'string' && !(err as Error).message.includes(code) ? ` (${code})` : ''}${taken}`, { exitCode: 1, code: 'shardflow.inspect' });
   }
   console.log(`inspection: ${endpoint.url}/ (console), ${endpoint.url}/metrics; in a terminal: npx shardflow tree --url ${endpoint.url} --watch`);
   return {

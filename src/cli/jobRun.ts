@@ -170,7 +170,10 @@ export async function openJobRun(options: JobRunOptions, input: JobInput, log: L
       process.exit(130);
     }
     process.stderr.write(`shardflow: ${signal}: stopping cleanly (stop consuming, commit, close the stores); ${signal} again exits at once\n`);
-    controller.abort(new JobInterruptedError(signal, `stopped by ${signal}; the same command on --data-dir ${data.dir} goes on with it`));
+    // A temp data dir is removed at the end: nothing goes on with it (found by a new user: the
+    // message named a folder already gone).
+    const next = data.kept ? `the same command on --data-dir ${data.dir} goes on with it` : 'its temporary data dir is removed; give --data-dir DIR to keep a run that can go on';
+    controller.abort(new JobInterruptedError(signal, `stopped by ${signal}; ${next}`));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

@@ -48,7 +48,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     await program.parseAsync([...argv]);
   } catch (err) {
-    if (err instanceof CommanderError && printed.has(err)) return err.exitCode === 0 ? 0 : 2;
+    // Usage errors end with 2; an error a command raised through `command.error()` with an exit
+    // code of its own keeps it (a taken --inspect-port: 1, found by a new user).
+    if (err instanceof CommanderError && printed.has(err)) return err.exitCode === 0 ? 0 : err.code.startsWith('shardflow.') ? err.exitCode : 2;
     return reportError(err);
   }
   return code;

@@ -317,8 +317,10 @@ export function treeCommand(setExit: (code: number) => void): Command {
       const color = opts.color && pc.isColorSupported && (terminal || !!process.env.FORCE_COLOR);
       try {
         if (opts.cluster !== undefined) {
-          await runClusterTree({ ...(opts as ClusterReadOptions), cluster: opts.cluster }, opts, color, terminal, abort.signal);
-          setExit(0);
+          const known = await runClusterTree({ ...(opts as ClusterReadOptions), cluster: opts.cluster }, opts, color, terminal, abort.signal);
+          // As `cluster status` (found by a new user: an unknown --name exited 0 here, 1 there).
+          if (!known) console.error(`shardflow tree: no cluster ${opts.name ?? ''} in ${opts.cluster} (no worker ever joined it)`);
+          setExit(known ? 0 : 1);
           return;
         }
         const outcome = await runTree({
@@ -350,15 +352,18 @@ export function treeCommand(setExit: (code: number) => void): Command {
 /**
  * `tree --cluster`: prints every worker's partitions and tree once, or with `watch` every
  * `interval` ms until `signal` aborts, on a `terminal` in place (see {@link frameWriter}).
+ * @returns false when no worker ever joined the cluster (no stages recorded; printed once), else true
  */
-async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; interval: number; filter?: string }, color: boolean, terminal: boolean, signal: AbortSignal): Promise<void> {
+async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; interval: number; filter?: string }, color: boolean, terminal: boolean, signal: AbortSignal): Promise<boolean> {
+  let known = true;
   const frame = async (): Promise<string> => {
     const { status, trees } = await readClusterTrees(read);
+    known = status.stages !== undefined;
     return renderClusterTree(status, trees, { color, at: Date.now(), ...(opts.filter ? { filter: opts.filter } : {}) });
   };
   if (!opts.watch) {
     process.stdout.write(`${await frame()}\n`);
-    return;
+    return known;
   }
   const out = frameWriter((text) => process.stdout.write(text), terminal);
   while (!signal.aborted) {
@@ -368,4 +373,5 @@ async function runClusterTree(read: ClusterReadOptions, opts: { watch: boolean; 
       signal.addEventListener('abort', () => (clearTimeout(t), resolve(undefined)), { once: true });
     });
   }
+  return true;
 }

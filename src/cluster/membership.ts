@@ -37,6 +37,13 @@ export interface MemberReport {
    * keeps the most any live worker asks for. Absent in reports of older workers (0).
    */
   readonly standbyReplicas?: number;
+  /**
+   * Its lease and heartbeat periods, ms: its membership key is written with a time to live of
+   * `leaseMs` every `heartbeatMs`, so the key's remaining time says how long it has been silent
+   * (`clusterStatus`). Absent in reports of older workers.
+   */
+  readonly leaseMs?: number;
+  readonly heartbeatMs?: number;
 }
 
 /**

@@ -22,8 +22,15 @@ export interface PartitionStatus {
   readonly epoch: number;
   /** ms before the lease key expires in Redis (undefined when not held). */
   readonly leaseMsLeft: number | undefined;
-  /** From the owner's report: `running`, `opening` (waiting for the store); `failed` when its assignee refused it (with `reason`); `unowned` without a lease holder. */
-  readonly state: 'running' | 'opening' | 'failed' | 'unowned';
+  /**
+   * From the owner's report: `running`, `opening` (waiting for the store); `failed` when its
+   * assignee refused it (with `reason`); `unowned` without a lease holder; `silent` when the
+   * owner still holds the lease but has missed two heartbeats (`silentMs` of its worker: killed,
+   * stopped, or cut off from Redis; with `reason`): its partition runs nowhere it can be seen,
+   * and its lease runs out in `leaseMsLeft` (found by a new user: a SIGKILLed worker's
+   * partitions showed `running` until their leases ran out).
+   */
+  readonly state: 'running' | 'opening' | 'failed' | 'unowned' | 'silent';
   readonly reason?: string;
   /** Messages of the stage's subscription (`ClusterStage.subscription`) on the partition's input not acked yet (with a broker that counts them). */
   readonly backlog?: number | undefined;
@@ -39,8 +46,12 @@ export interface ClusterStatus {
   readonly leader: { readonly worker: string; readonly epoch: number; readonly leaseMsLeft: number } | undefined;
   /** Assignment writes so far. */
   readonly assignmentRound: number;
-  /** Live workers (membership key not expired), with how many leases each holds. */
-  readonly workers: ReadonlyArray<MemberReport & { readonly leases: number }>;
+  /**
+   * Live workers (membership key not expired), with how many leases each holds and `silentMs`:
+   * ms since its last heartbeat (from its key's remaining time; undefined for a worker whose
+   * report gives no `leaseMs`).
+   */
+  readonly workers: ReadonlyArray<MemberReport & { readonly leases: number; readonly silentMs?: number }>;
   readonly partitions: readonly PartitionStatus[];
 }
 
@@ -84,6 +95,7 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
   });
   const [leaderValue, leaderTtl, round] = replies as [string | null, number, string | null];
   const byId = new Map(members.map((m) => [m.id, m]));
+  const silence = await memberSilence(redis, keys, members);
   const leases = new Map<string, number>();
   const partitions = units.map((unit, i): PartitionStatus => {
     const [value, ttl, counter] = replies.slice(3 + 3 * i, 6 + 3 * i) as [string | null, number, string | null];
@@ -92,7 +104,10 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     const assignee = assignment[unit];
     const report = byId.get(owner ?? assignee ?? '');
     const failed = report?.failed[unit]; // a refused unit has no owner: its assignee says why
-    const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : report?.running.includes(unit) ? 'running' : 'opening';
+    const silentMs = owner ? silence.get(owner) : undefined;
+    const silent = owner !== undefined && failed === undefined && (report === undefined || (silentMs !== undefined && report.heartbeatMs !== undefined && silentMs > 2 * report.heartbeatMs));
+    const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : silent ? 'silent' : report?.running.includes(unit) ? 'running' : 'opening';
+    const why = failed ?? (silent ? (report ? `owner ${owner} has sent no heartbeat for ${silentMs} ms (killed, stopped or cut off from Redis)` : `owner ${owner} is no live member (its membership ran out)`) + `: its lease runs out in ${value ? ttl : 0} ms, then the partition moves` : undefined);
     return {
       ...parseUnitKey(unit),
       unit,
@@ -101,7 +116,7 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
       epoch: Number(epoch ?? counter ?? 0),
       leaseMsLeft: value ? ttl : undefined,
       state,
-      ...(failed !== undefined ? { reason: failed } : {}),
+      ...(why !== undefined ? { reason: why } : {}),
       standbys: (standbys.get(unit) ?? []).filter((id) => byId.has(id)),
     };
   });
@@ -119,9 +134,23 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     stages,
     leader: leaderId ? { worker: leaderId, epoch: Number(leaderEpoch), leaseMsLeft: leaderTtl } : undefined,
     assignmentRound: Number(round ?? 0),
-    workers: members.map((m) => ({ ...m, leases: leases.get(m.id) ?? 0 })),
+    workers: members.map((m) => ({ ...m, leases: leases.get(m.id) ?? 0, ...(silence.has(m.id) ? { silentMs: silence.get(m.id)! } : {}) })),
     partitions: withBacklog,
   };
+}
+
+/**
+ * Ms since each member's last heartbeat: its key is written with a time to live of its
+ * `leaseMs` at every heartbeat, so `leaseMs - PTTL` (no clock of the reader involved). Members
+ * whose report gives no `leaseMs` (older workers) are left out.
+ */
+async function memberSilence(redis: Redis, keys: ClusterKeys, members: readonly MemberReport[]): Promise<Map<string, number>> {
+  const timed = members.filter((m) => m.leaseMs !== undefined);
+  if (timed.length === 0) return new Map();
+  const read = redis.pipeline();
+  for (const m of timed) read.pttl(keys.member(m.id));
+  const ttls = ((await read.exec()) ?? []).map(([err, v]) => (err ? -2 : Number(v)));
+  return new Map(timed.flatMap((m, i) => (ttls[i]! >= 0 ? [[m.id, Math.max(0, m.leaseMs! - ttls[i]!)] as const] : [])));
 }
 
 /**

@@ -574,6 +574,8 @@ class ClusterWorker implements Worker {
       broker: this.options.broker.identity ?? null,
       checkpoints: this.checkpoints ? (this.checkpoints.store.location ?? this.checkpoints.store.url) : null,
       standbyReplicas: this.checkpoints?.standbyReplicas ?? 0,
+      leaseMs: this.timing.leaseMs,
+      heartbeatMs: this.heartbeatMs,
     };
   }
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
 import { Namespaces } from '../actors/namespaces.js';
-import { FlowCounters, InvalidArgumentError, partitionId, systemClock, type Clock, type SentStream, type StreamFlowReport } from '../index.js';
+import { DataDirError, FlowCounters, partitionId, systemClock, type Clock, type SentStream, type StreamFlowReport } from '../index.js';
 import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { convergeOnCluster } from './clusterConverge.js';
@@ -99,8 +99,9 @@ function otherLoads(reports: readonly StreamFlowReport[], producer: string): str
  *
  * Every request is idempotent, so worker failures (a request runs again on the next owner)
  * and a client started again (the job resumes) leave the result exact.
- * @throws InvalidArgumentError when the cluster's indexers applied another job's load (another
- *   graph: see `otherLoads`), before anything is sent; the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
+ * @throws DataDirError when the cluster's indexers applied another job's load (another
+ *   graph: see `otherLoads`), before anything is sent (found by a new user: it exited 2, as bad
+ *   input, where a data dir holding another graph exits 1); the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
  */
 export async function rankOnCluster(options: ClusterRankOptions): Promise<ClusterRankResult> {
   const clock = options.clock ?? systemClock;
@@ -119,7 +120,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     const found = await collectFlow(options.client, options.partitions);
     const others = otherLoads(found, producer);
     if (others.length > 0) {
-      throw new InvalidArgumentError(
+      throw new DataDirError(
         `the cluster's web index holds another graph (loaded as ${others.slice(0, 3).join(', ')}${others.length > 3 ? ', ...' : ''}; this graph is job ${job}): loading this one would merge the two graphs and rank both together. ` +
           'Rank another graph on a new cluster (another --cluster-name, with its own workers and data dirs), or run the same graph again (the same job) to resume it',
       );

@@ -89,6 +89,13 @@ test(
       await system.lookup<Recording>('/partitions/p1')!.tell({ op: 'reject', error: new Error('again') });
       await restarts('/partitions/p1').filter({ hasText: /^2$/ }).waitFor({ timeout: 10_000 });
       await page.screenshot({ path: join(tmpdir(), 'shardflow-console.png'), fullPage: true });
+
+      // The job ends: the page says so and stops reconnecting (found by a new user: it read
+      // `reconnecting` for ever, its rows `running`).
+      await system.terminate();
+      await page.locator('body[data-connection="ended"]').waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('#connection').textContent(), 'ended');
+      assert.match(await page.locator('#summary').textContent() ?? '', /^the job ended at .*; the table shows the last state read before that$/);
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();

@@ -38,9 +38,12 @@ const rows = new Map();
 let refetchPending = false;
 /** The last tree rendered, for the filter. */
 let lastTree = null;
+/** When the root stopped (the job ended), its time: no more fetches or reconnects. */
+let endedAt = null;
 
 /** Fetches /tree and renders it; failures show in the summary line and the next poll retries. */
 async function refresh() {
+  if (endedAt !== null) return;
   try {
     const response = await fetch('/tree', { cache: 'no-store' });
     if (!response.ok) throw new Error(`GET /tree answered ${response.status}`);
@@ -168,8 +171,22 @@ function logEvent(type, data) {
 }
 
 function setConnection(state) {
+  if (endedAt !== null) return;
   body.dataset.connection = state;
   connection.textContent = state === 'open' ? 'live' : state;
+}
+
+/**
+ * The root actor stopped: the job ended. Says so (the badge `ended`, the summary line) and
+ * stops fetching and reconnecting; the table keeps the last state it read (found by a new
+ * user: after the job the page said `reconnecting` for ever, its rows `running`).
+ */
+function jobEnded(source) {
+  endedAt = new Date();
+  source.close();
+  body.dataset.connection = 'ended';
+  connection.textContent = 'ended';
+  summary.textContent = `the job ended at ${endedAt.toLocaleTimeString()}; the table shows the last state read before that`;
 }
 
 function connect() {
@@ -185,12 +202,15 @@ function connect() {
   };
   for (const type of EVENT_TYPES) {
     source.addEventListener(type, (event) => {
+      let data;
       try {
-        logEvent(type, JSON.parse(event.data));
+        data = JSON.parse(event.data);
+        logEvent(type, data);
       } catch (err) {
         logEvent(type, { path: '?', kind: '?', reason: { name: 'BadEvent', message: String(err) } });
       }
-      scheduleRefresh();
+      if (type === '@shardflow.stopped' && data !== undefined && data.path === '/') jobEnded(source);
+      else scheduleRefresh();
     });
   }
 }

@@ -60,7 +60,12 @@ export async function withWebIndexClient<T>(o: WebIndexClientCliOptions, body: (
   try {
     client = await connectClusterClient({ cluster: o.cluster, clusterName: o.clusterName, broker, ...(o.keyPrefix !== undefined ? { keyPrefix: o.keyPrefix } : {}) });
     const partitions = await waitForPartitions(client, o);
-    return await body({ client, broker, partitions });
+    const watch = o.say ? watchPartitions(client, o.say, o.clusterName) : undefined;
+    try {
+      return await body({ client, broker, partitions });
+    } finally {
+      watch?.stop();
+    }
   } finally {
     await client?.close();
     await broker.close();
@@ -109,4 +114,35 @@ export async function waitForPartitions(client: ClusterClient, o: WaitForPartiti
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** How often a client job says which partitions do not run while it waits on them: 30 s, in ms (as the README promises of a job without progress). */
+export const PARTITION_WATCH_MS = 30_000;
+
+/**
+ * While a client job runs, reads the cluster's status every `everyMs` and says which web-index
+ * partitions do not run (silent owner, unowned, opening, refused, with the reason and the live
+ * workers), so that a job whose asks wait for a dead or stopped worker is not silent (found by
+ * a new user: with its only worker killed, `rank --cluster` printed nothing for minutes).
+ * Says nothing while every partition runs; a failed status read is said too.
+ * @returns `stop()`, to call when the job ends
+ */
+export function watchPartitions(client: Pick<ClusterClient, 'status'>, say: (line: string) => void, clusterName: string, everyMs = PARTITION_WATCH_MS): { stop(): void } {
+  const timer = setInterval(() => {
+    void client.status().then(
+      (status) => {
+        const units = status.partitions.filter((p) => p.stage === WEB_INDEX_STAGE);
+        const notRunning = units.filter((p) => p.state !== 'running');
+        if (notRunning.length === 0) return;
+        const shown = notRunning.slice(0, 3).map((p) => `${p.unit} ${p.state}${p.reason ? ` (${p.reason})` : ''}`);
+        say(
+          `waiting on cluster ${clusterName}: ${units.length - notRunning.length} of ${units.length} partitions run, ${status.workers.length} workers live; ` +
+            `${shown.join('; ')}${notRunning.length > 3 ? `; and ${notRunning.length - 3} more` : ''}`,
+        );
+      },
+      (err: unknown) => say(`waiting on cluster ${clusterName}: its status cannot be read: ${(err as Error).message}`),
+    );
+  }, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

@@ -19,7 +19,7 @@ test('a client job says which partitions do not run while it waits on them, and 
       await new Promise((r) => setTimeout(r, 1200));
       assert.deepEqual(said, [], 'nothing while every partition runs');
       w.child.kill('SIGKILL');
-      const line = await until('a line about the partitions', async () => said.find((l) => /partitions run/.test(l)), 20_000);
+      const line = (await until('a line about the partitions', async () => said.find((l) => /partitions run/.test(l)), 20_000))!;
       assert.match(line, new RegExp(`^waiting on cluster ${c.clusterName}: 0 of 2 partitions run, [01] workers live; index/0 (silent|unowned)`));
       await until('the unowned partitions said, the lease run out', async () => said.find((l) => /0 workers live; index\/0 unowned/.test(l)), 20_000);
     } finally {

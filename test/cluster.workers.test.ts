@@ -99,6 +99,14 @@ test('SIGSTOP of the leader past its lease, then SIGCONT: nothing it does counts
     });
     assert.ok(taken.leader && taken.leader.worker !== paused.id, 'another worker leads');
     t.diagnostic(`its ${held.length} partitions leased by others ${Date.now() - stoppedAt} ms after SIGSTOP`);
+    // The status says why they wait (found by a new user: `opening`, with no reason anywhere but
+    // the new owner's log).
+    const waiting = await until('the status to say why its partitions wait', async () => {
+      const st = await run.status();
+      const p = st.partitions.find((q) => held.some((h) => h.unit === q.unit) && q.state === 'opening' && q.reason);
+      return p;
+    });
+    assert.match(waiting.reason ?? '', /^waiting for its store, still held by another process \(a stopped or hung previous owner on this machine must be killed\): /);
     paused.child.kill('SIGCONT');
     const seen = paused.events.length;
     const fenced = await until('the woken worker to stop every partition it held, fenced', async () => {

@@ -20,6 +20,12 @@ export interface MemberReport {
   readonly running: readonly string[];
   /** Units the worker holds the lease of and is still opening (waiting for the store's previous owner to close it). */
   readonly opening: readonly string[];
+  /**
+   * Of `opening`, the units whose store another process still holds, with the store's refusal
+   * (the `waiting` event's reason: on one machine, a stopped or hung previous owner). Absent
+   * in reports of older workers.
+   */
+  readonly waiting?: Readonly<Record<string, string>>;
   /** Units the worker refused to run, with the reason (a store of another shape, a corrupt store). */
   readonly failed: Readonly<Record<string, string>>;
   /** Base URL of the worker's inspection endpoint (docs/console.md: `/tree`, `/events`, `/metrics`), or null when it serves none. */

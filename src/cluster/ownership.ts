@@ -21,6 +21,8 @@ export class Ownership {
   handingBack = false;
   /** A `waiting` event was reported already for this lease. */
   waitingReported = false;
+  /** Why it is still opening, once a try found its store held (the `waiting` event's reason). */
+  waitingFor: string | undefined;
   readonly partition: PartitionUnit;
 
   constructor(

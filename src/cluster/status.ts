@@ -107,7 +107,8 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     const silentMs = owner ? silence.get(owner) : undefined;
     const silent = owner !== undefined && failed === undefined && (report === undefined || (silentMs !== undefined && report.heartbeatMs !== undefined && silentMs > 2 * report.heartbeatMs));
     const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : silent ? 'silent' : report?.running.includes(unit) ? 'running' : 'opening';
-    const why = failed ?? (silent ? (report ? `owner ${owner} has sent no heartbeat for ${silentMs} ms (killed, stopped or cut off from Redis)` : `owner ${owner} is no live member (its membership ran out)`) + `: its lease runs out in ${value ? ttl : 0} ms, then the partition moves` : undefined);
+    const waiting = state === 'opening' ? report?.waiting?.[unit] : undefined;
+    const why = failed ?? (waiting !== undefined ? `waiting for its store, still held by another process (a stopped or hung previous owner on this machine must be killed): ${waiting}` : undefined) ?? (silent ? (report ? `owner ${owner} has sent no heartbeat for ${silentMs} ms (killed, stopped or cut off from Redis)` : `owner ${owner} is no live member (its membership ran out)`) + `: its lease runs out in ${value ? ttl : 0} ms, then the partition moves` : undefined);
     return {
       ...parseUnitKey(unit),
       unit,

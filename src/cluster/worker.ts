@@ -461,6 +461,7 @@ class ClusterWorker implements Worker {
         if (code === 'SF_ERR_STORE_BUSY') {
           if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason: (err as Error).message });
           o.waitingReported = true;
+          o.waitingFor = (err as Error).message;
         } else if (code === 'SF_ERR_FENCED') {
           // The store records a newer epoch than the counter gave (Redis lost its data): raise
           // the counter so that the next acquisition is newer; or the lease ran out meanwhile.
@@ -569,6 +570,7 @@ class ClusterWorker implements Worker {
       startedAt: this.#startedAt,
       running: by('running'),
       opening: by('opening'),
+      waiting: Object.fromEntries([...this.#owned.values()].filter((o) => o.state === 'opening' && o.waitingFor !== undefined).map((o) => [o.unit, o.waitingFor!])),
       failed: Object.fromEntries(this.#failed),
       inspectUrl: this.#host?.inspection?.url ?? null,
       broker: this.options.broker.identity ?? null,

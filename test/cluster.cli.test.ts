@@ -33,6 +33,16 @@ test('shardflow worker x3, cluster status, tree --cluster, SIGTERM hand-back: ex
     assert.ok(s.workers.every((w) => w.inspectUrl?.startsWith('http://127.0.0.1:') && w.broker?.scope === run.brokerPrefix), 'each worker publishes its console and broker');
     assert.equal(s.partitions.length, 8);
     assert.ok(s.partitions.every((p) => p.state === 'running' && p.epoch >= 1 && p.backlog === 0), 'backlogs read through the broker the workers report');
+    // Each worker's /metrics holds its ownership (found by a new user: no cluster state there).
+    for (const w of s.workers) {
+      const metrics = await (await fetch(`${w.inspectUrl}/metrics`)).text();
+      assert.match(metrics, new RegExp(`^shardflow_cluster_partitions\\{state="running"\\} ${w.running.length}$`, 'm'), `${w.name}: running`);
+      assert.match(metrics, /^shardflow_cluster_partitions\{state="failed"\} 0$/m);
+      for (const p of s.partitions.filter((q) => q.owner === w.id)) {
+        assert.match(metrics, new RegExp(`^shardflow_cluster_lease_epoch\\{unit="${p.unit}"\\} ${p.epoch}$`, 'm'), `${w.name}: ${p.unit} epoch`);
+        assert.match(metrics, new RegExp(`^shardflow_cluster_lease_remaining_seconds\\{unit="${p.unit}"\\} [0-9.]+$`, 'm'));
+      }
+    }
 
     const text = await runCli(['cluster', 'status', ...read]);
     assert.equal(text.code, 0, text.stderr);

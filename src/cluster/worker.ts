@@ -23,6 +23,7 @@ import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releas
 import { LeaseKeeper } from './leaseKeeper.js';
 import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
+import { registerOwnershipMetrics } from './ownershipMetrics.js';
 import { connectCoordination } from './redisConnection.js';
 import { StandbyWarmer } from './standbyWarmer.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
@@ -323,6 +324,7 @@ class ClusterWorker implements Worker {
       ...(this.checkpoints ? { checkpoints: this.#checkpointing(this.checkpoints) } : {}),
     });
     this.#asks = new AskResponders(options.broker, this.#host, this.id, this.#logger);
+    if (this.#host.inspection) registerOwnershipMetrics(this.#host.inspection.registry, () => this.#owned.values(), () => this.#failed.size);
     void this.#host.system.whenTerminated.then((t) => {
       if (t.kind === 'failed' && !this.#stopping) {
         this.#failure = t.error;

@@ -132,3 +132,46 @@ test(
     }
   },
 );
+
+// Found by a new user: a job stopped with SIGSTOP kept the page's `live` badge and table for as
+// long as it stayed stopped. The page now says the job does not answer, and goes live again.
+test(
+  'a job that stops answering (SIGSTOP) is shown as not answering, and live again once it goes on',
+  { skip, timeout: 180_000 },
+  async () => {
+    assert.ok(haveChromium, `CI=true but ${CHROMIUM} is missing: .ci/run must install Debian's chromium package`);
+    const { spawn } = await import('node:child_process');
+    const { repoRoot } = await import('./kit/datasets.js');
+    const job = spawn(process.execPath, [join(repoRoot, 'bin/shardflow.mjs'), 'demo', '--graph', 'hollins', '--partitions', '4', '--inspect-port', '0'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] });
+    const browser = await launchChromium();
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        job.stdout!.on('data', (d: Buffer) => {
+          out += d.toString('utf8');
+          const m = /inspection: (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        job.once('exit', (code) => reject(new Error(`demo exited ${code}: ${out}`)));
+      });
+      const page = await browser.context.newPage();
+      await page.goto(`${url}/`);
+      await page.locator('body[data-connection="open"]').waitFor({ timeout: 30_000 });
+      await page.locator('tr[data-path="/partitions"]').waitFor({ timeout: 30_000 });
+      job.kill('SIGSTOP');
+      await page.locator('body[data-connection="not answering"]').waitFor({ timeout: 20_000 });
+      assert.match(await page.locator('#summary').textContent() ?? '', /the job has not answered for 5 s \(stopped, frozen or overloaded\)/);
+      job.kill('SIGCONT');
+      await page.locator('body[data-connection="open"]').waitFor({ timeout: 20_000 });
+    } finally {
+      // A clean stop removes the demo's temp data dir; SIGKILL only if it does not end.
+      const exited = new Promise((resolve) => (job.exitCode !== null ? resolve(undefined) : job.once('exit', resolve)));
+      job.kill('SIGCONT');
+      job.kill('SIGTERM');
+      const late = setTimeout(() => job.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(late);
+      await browser.close();
+    }
+  },
+);

@@ -20,6 +20,8 @@ const REFETCH_DELAY_MS = 50;
 const POLL_MS = 1000;
 /** Wait before opening a new event stream after the endpoint refused one, in ms. */
 const RECONNECT_MS = 2000;
+/** A /tree fetch not answered within this is a job that does not answer (stopped, frozen), in ms. */
+const ANSWER_MS = 5000;
 /** Events kept in the list. */
 const MAX_EVENTS = 200;
 const EVENT_TYPES = ['@shardflow.started', '@shardflow.stopped', '@shardflow.failed', '@shardflow.restarted', '@shardflow.escalated'];
@@ -45,11 +47,19 @@ let endedAt = null;
 async function refresh() {
   if (endedAt !== null) return;
   try {
-    const response = await fetch('/tree', { cache: 'no-store' });
+    // A stopped (SIGSTOP) or frozen process keeps its connections open and answers nothing:
+    // without a bound the page kept its last table and `live` badge (found by a new user).
+    const response = await fetch('/tree', { cache: 'no-store', signal: AbortSignal.timeout(ANSWER_MS) });
     if (!response.ok) throw new Error(`GET /tree answered ${response.status}`);
     lastTree = await response.json();
     render(lastTree);
+    if (body.dataset.connection === 'not answering') setConnection('open');
   } catch (err) {
+    if (err instanceof DOMException && err.name === 'TimeoutError') {
+      setConnection('not answering');
+      summary.textContent = `the job has not answered for ${ANSWER_MS / 1000} s (stopped, frozen or overloaded); the table shows its last state, read ${new Date().toLocaleTimeString()} or before`;
+      return;
+    }
     summary.textContent = `cannot read the tree: ${err instanceof Error ? err.message : String(err)}`;
   }
 }

@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -11,10 +10,10 @@ import { startWebIndex, type WebIndex } from '../src/topology/webIndex.js';
 import { QueryService } from '../src/query/queryService.js';
 import { startQueryServer, type QueryServer, type QueryServerOptions } from '../src/query/server.js';
 import { checkExposure, resolveToken } from '../src/cli/serveOptions.js';
-import { memoryLogger, repoRoot, tempDir } from './kit/datasets.js';
+import { memoryLogger, tempDir } from './kit/datasets.js';
 import { runCli, type CliRun } from './kit/cliRun.js';
+import { withServe } from './kit/serveRun.js';
 
-const bin = join(repoRoot, 'bin/shardflow.mjs');
 
 interface RawAnswer {
   readonly status: number;
@@ -226,28 +225,8 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return runCli(args, { env: { SHARDFLOW_TOKEN: '', ...env } as Record<string, string> });
 }
 
-/** Starts `shardflow serve ...args`; resolves with its URL and stderr so far once it listens. */
-async function serve(args: string[], env: NodeJS.ProcessEnv, body: (api: string, stderr: () => string) => Promise<void>): Promise<void> {
-  const child = spawn(process.execPath, [bin, 'serve', ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDFLOW_TOKEN: '', ...env } });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const closed = new Promise((ok) => child.once('close', ok));
-  try {
-    const api = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout.on('data', (d) => {
-        out += d;
-        const m = /query API on http:\/\/[^:]+:(\d+)/.exec(out);
-        if (m) resolve(`http://127.0.0.1:${m[1]}`);
-      });
-      child.once('close', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-    });
-    await body(api, () => stderr);
-  } finally {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await closed;
-  }
-}
+/** `withServe` (test/kit/serveRun.ts). */
+const serve = withServe;
 
 test('shardflow serve: refuses 0.0.0.0 without a token, warns with --insecure, takes the token from a file or $SHARDFLOW_TOKEN', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir();

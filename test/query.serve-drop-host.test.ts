@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot, tempDir } from './kit/datasets.js';
+import { tempDir } from './kit/datasets.js';
+import { withServe } from './kit/serveRun.js';
 import { runCli } from './kit/cliRun.js';
 
 // Found by a new user: `DELETE /v1/hosts/HOST` on `shardflow serve` removed the host's pages,
@@ -11,7 +11,6 @@ import { runCli } from './kit/cliRun.js';
 // the served scores were 2 to 4% L1 off until a job ran on the data dir. The drop now
 // converges the metric before it answers.
 
-const bin = join(repoRoot, 'bin/shardflow.mjs');
 const TOKEN = 'drop-token';
 
 /** 6 hosts of 8 pages, 3 outlinks each (a seeded LCG): a third of them to other hosts. */
@@ -63,20 +62,7 @@ test('shardflow serve: DELETE /v1/hosts/HOST converges the metric before it answ
     const ranked = await runCli(['rank', '--pages', join(dir, 'pages.txt'), '--links', join(dir, 'links.tsv'), '--out', join(dir, 'scores.tsv'), '--data-dir', data, '--partitions', '4', '--weights', 'uniform'], { timeoutMs: 120_000 });
     assert.equal(ranked.code, 0, ranked.stderr);
 
-    const child = spawn(process.execPath, [bin, 'serve', '--data-dir', data, '--port', '0'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDFLOW_TOKEN: TOKEN } });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const closed = new Promise((ok) => child.once('close', ok));
-    try {
-      const api = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d) => {
-          out += d;
-          const m = /query API on http:\/\/[^:]+:(\d+)/.exec(out);
-          if (m) resolve(`http://127.0.0.1:${m[1]}`);
-        });
-        child.once('close', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-      });
+    await withServe(['--data-dir', data, '--port', '0'], { SHARDFLOW_TOKEN: TOKEN }, async (api) => {
       const auth = { authorization: `Bearer ${TOKEN}` };
       const drop = await fetch(`${api}/v1/hosts/h2.test`, { method: 'DELETE', headers: auth });
       assert.equal(drop.status, 200, await drop.clone().text());
@@ -92,10 +78,7 @@ test('shardflow serve: DELETE /v1/hosts/HOST converges the metric before it answ
       assert.ok(l1 <= 1e-6, `served scores after the drop: L1 ${l1} to the graph without h2.test`);
       const hosts = (await (await fetch(`${api}/v1/top/hosts?limit=100`, { headers: auth })).json()) as { top: Array<{ host: string }> };
       assert.deepEqual(hosts.top.map((h) => h.host).sort(), ['h0.test', 'h1.test', 'h3.test', 'h4.test', 'h5.test'], 'the hosts index no longer lists the dropped host');
-    } finally {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await closed;
-    }
+    });
   } finally {
     cleanup();
   }

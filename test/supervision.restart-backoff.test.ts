@@ -4,6 +4,7 @@ import { ActorSystem, type ActorRef } from '../src/runtime/actor/index.js';
 import { SupervisorStrategy, seededRandom } from '../src/runtime/supervision/index.js';
 import { backoffDelay } from '../src/runtime/supervision/internal/backoffDelay.js';
 import { DEFAULT_STAGE_SUPERVISION } from '../src/runtime/topology/running.js';
+import { BrokerDisconnectedError, ProducerFailedError } from '../src/errors.js';
 import { ManualClock, recordingBehavior, recordingLogger, settle, type Recording } from './kit/index.js';
 
 test('backoff delays follow min * factor^n capped at max (no jitter), and messages wait in the mailbox', async () => {
@@ -122,7 +123,7 @@ test('the default stage supervision rides out a broker outage: failures 30 ms af
   const delays: number[] = [];
   for (let i = 0; i < 150; i++) {
     clock.advance(30);
-    await ref.tell({ op: 'throw', error: new Error('connect ECONNREFUSED') });
+    await ref.tell({ op: 'throw', error: new ProducerFailedError('send failed', { cause: new BrokerDisconnectedError('pulsar ws://127.0.0.1:8080: connect ECONNREFUSED') }) });
     await settle();
     const [due] = clock.pendingTimers();
     assert.ok(due !== undefined, `restart ${i}: the child was not stopped or escalated`);
@@ -132,11 +133,33 @@ test('the default stage supervision rides out a broker outage: failures 30 ms af
   }
   assert.ok(delays.slice(8).every((d) => d >= 1000), `backed off to 1 s: ${delays.slice(0, 12).join(', ')} ms`);
   assert.equal(system.tree().children[0]?.status, 'running');
-  // Once it runs 5 s without failing, the next failure backs off from 10 ms again.
-  clock.advance(5000);
-  await ref.tell({ op: 'throw', error: new Error('one more') });
+  // Once it handles a message, the next failure backs off from 10 ms again.
+  await ref.tell({ op: 'work', id: 'back' });
+  await settle();
+  await ref.tell({ op: 'throw', error: new BrokerDisconnectedError('again') });
   await settle();
   const [due] = clock.pendingTimers();
   assert.ok((due as number) - clock.now() < 20);
+  await system.terminate();
+});
+
+test('other failures some ms after each restart keep the reset of resetAfterMs: a crash loop reaches the limit and escalates', async () => {
+  const clock = new ManualClock();
+  const system = ActorSystem.create({ name: 'test', clock, logger: recordingLogger() });
+  const ref = system.spawn('a', recordingBehavior('a', []), { supervision: DEFAULT_STAGE_SUPERVISION });
+  await settle();
+  let restarts = 0;
+  for (let i = 0; i < 150; i++) {
+    clock.advance(30);
+    await ref.tell({ op: 'throw', error: new Error('a store of another shape') });
+    await settle();
+    const [due] = clock.pendingTimers();
+    if (due === undefined) break;
+    assert.ok((due as number) - clock.now() < 20, 'backoff reset after minMs of running');
+    clock.advance((due as number) - clock.now());
+    await settle();
+    restarts++;
+  }
+  assert.equal(restarts, 100, 'escalated at the restart intensity (100 in 10 s)');
   await system.terminate();
 });

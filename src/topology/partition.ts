@@ -40,17 +40,15 @@ export interface PartitionOptions {
 
 /**
  * The children of a partition restart on their own (one-for-one) with exponential backoff
- * from 10 ms to 1 s, which starts again from 10 ms only after a child ran 5 s without failing
- * (Akka's `resetBackoffAfter`; with its default, the minimum, a child that failed each time
- * more than 10 ms after its restart, as in a broker outage, never backed off: found by a new
- * user, a 3 s Pulsar restart made 100 restarts in 4 s and stopped every worker); more than 100
- * failures in 10 s escalate to the partition, whose own
+ * from 10 ms to 1 s (while the broker is unreachable, the backoff grows until a child handles
+ * a message again: `RestartBook.record`); more than 100 failures in 10 s escalate to the
+ * partition, whose own
  * supervisor then restarts the whole partition (store closed and reopened). A
  * PayloadTooLargeError escalates at once: a committed outbox row over the broker's
  * `maxPayloadBytes` stays first in its topic's queue, and no restart sends it (with restarts
  * a rank ran for ever, the child failing some 7 times a second: found by a new user).
  */
-export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 })
+export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 })
   .withLimit(100, 10_000)
   .on(PayloadTooLargeError, 'escalate');
 
@@ -59,7 +57,7 @@ export const defaultChildStrategy: SupervisorStrategy = SupervisorStrategy.resta
  * reopened) with backoff from 50 ms to 5 s; more than 10 restarts in a minute escalate, and a
  * PayloadTooLargeError at once (see {@link defaultChildStrategy}): the web index stops with it.
  */
-export const partitionSupervision: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 })
+export const partitionSupervision: SupervisorStrategy = SupervisorStrategy.restartWithBackoff({ minMs: 50, maxMs: 5000, factor: 2, randomFactor: 0.2 })
   .withLimit(10, 60_000)
   .on(PayloadTooLargeError, 'escalate');
 

@@ -241,7 +241,7 @@ export async function startWebIndex(options: WebIndexOptions): Promise<WebIndex>
   if (fetcher) {
     system.supervise(
       'crawlers',
-      SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 }).withLimit(20, 10_000),
+      SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
       Array.from({ length: options.crawlers! }, (_, i) => ({
         name: `crawler-${i}`,
         behavior: crawler({ name: `crawler-${i}`, broker, partitioner, fetcher, counters, log: options.log }),

@@ -244,7 +244,7 @@ class WebIndexHostImpl implements WebIndexHost {
     if (fetcher) {
       system.supervise(
         'crawlers',
-        SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 }).withLimit(20, 10_000),
+        SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(20, 10_000),
         Array.from({ length: options.crawl?.crawlers ?? 4 }, (_, i) => ({
           name: `crawler-${i}`,
           behavior: crawler({ name: `crawler-${i}`, broker, partitioner, fetcher, counters, log: options.log }),

@@ -136,7 +136,7 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
   readonly query?: (reads: StageReads<C>, request: Q, partition: PartitionId) => R | Promise<R>;
   /**
    * How the stage's supervisor handles a partition's failures. Default: restart with backoff
-   * 10 ms .. 1 s (factor 2, jitter 0.2; reset after 5 s without a failure), at most 100 restarts in 10 s per partition, then escalate.
+   * 10 ms .. 1 s (factor 2, jitter 0.2; a broker outage backs off to 1 s), at most 100 restarts in 10 s per partition, then escalate.
    */
   readonly supervision?: SupervisorStrategy;
   /** Most messages per batch (default 256) and longest wait for a batch to fill in ms (default 5). */

@@ -28,11 +28,12 @@ export type SupervisionScope = 'one-for-one' | 'one-for-all' | 'rest-for-one';
  *
  * Worked numbers, `{ minMs: 3000, maxMs: 30000, factor: 2, randomFactor: 0.2 }`: 3, 6, 12, 24, 30,
  * 30, ... s before jitter; with jitter each lies in [d, 1.2 d), e.g. 3–3.6 s then 6–7.2 s; the cap
- * applies before jitter, so the longest wait is 36 s. The count n goes back to 0 when the child ran
- * `resetAfterMs` since its last restart without failing, or handled a message without failing
- * since then (a one-for-one child; as Pekko's classic `BackoffSupervisor` manual reset, done by
- * the runtime): a child that fails again before doing any work (its broker or store is down)
- * backs off, one that worked and meets a new fault restarts after `minMs`.
+ * applies before jitter, so the longest wait is 36 s. The count n goes back to 0 when the child
+ * handled a message without failing since its last restart (as Pekko's classic
+ * `BackoffSupervisor` manual reset, done by the runtime), or ran `resetAfterMs` since then
+ * without failing, except after a failure that says the broker is unreachable
+ * (`BrokerDisconnectedError`, in the error or its causes): then only work resets it, so a
+ * broker outage backs off to `maxMs` however long each restart lives before it fails.
  *
  * Messages that arrive during the backoff stay in the mailbox and are processed by the new
  * incarnation (unlike Pekko, which drops them): a partition keeps its input across a broker outage.

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ActorStoppedError, JobStalledError, terminalError } from '../../errors.js';
+import { ActorStoppedError, JobStalledError, PayloadTooLargeError, terminalError } from '../../errors.js';
 import { SharedResources, Store } from '../../storage/index.js';
 import type { ChaosPolicy } from '../actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../actor/logger.js';
@@ -150,11 +150,13 @@ export const DEFAULT_QUIESCENCE_TIMEOUT_MS = 300_000;
 
 /**
  * Default supervision of a stage's partitions (see `StageDef.supervision`): restart with
- * backoff from 10 ms to 1 s (jitter 0.2), reset after 5 s of running without a failure (a
- * partition that fails each time some ms after its restart, as during a broker outage, backs
- * off to 1 s instead of restarting every few ms), at most 100 restarts in 10 s, then escalate.
+ * backoff from 10 ms to 1 s (jitter 0.2; while the broker is unreachable the backoff grows
+ * until the partition handles a message again, so a broker outage backs off to 1 s instead of
+ * restarting every few ms: `RestartBook.record`), at most 100 restarts in 10 s, then escalate;
+ * a PayloadTooLargeError escalates at once (a committed outbox row over the broker's
+ * `maxPayloadBytes` stays first in its topic's queue, and no restart sends it).
  */
-export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2, resetAfterMs: 5000 }).withLimit(100, 10_000);
+export const DEFAULT_STAGE_SUPERVISION = SupervisorStrategy.restartWithBackoff({ minMs: 10, maxMs: 1000, factor: 2, randomFactor: 0.2 }).withLimit(100, 10_000).on(PayloadTooLargeError, 'escalate');
 
 /**
  * Starts `topology` on its data dir (`TopologyDataDir`: the lock, the record, resume or

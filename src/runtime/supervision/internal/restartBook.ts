@@ -23,14 +23,16 @@ export class RestartBook {
   }
 
   /**
-   * Records a restart decided at `now` and returns its backoff exponent: 0 if the unit ran at least
-   * `resetAfterMs` since its previous restart or handled a message without failing since then
-   * (`handled`: it recovered, and this is a new fault), else one more than last time (it failed
-   * again before doing any work: a dependency is down, so back off).
+   * Records a restart decided at `now` and returns its backoff exponent: 0 if the unit handled a
+   * message without failing since its previous restart (`handled`: it recovered, and this is a
+   * new fault), or ran at least `resetAfterMs` since then, unless this failure is an `outage`
+   * (the broker unreachable: a unit that fails some ms after each restart, before it did any
+   * work, must back off: found by a new user, a 3 s Pulsar restart made a partition restart
+   * every 30 ms, 100 restarts in 4 s, and stopped every worker); else one more than last time.
    */
-  record(now: number, resetAfterMs: number): number {
+  record(now: number, resetAfterMs: number, outage = false): number {
     this.#times.push(now);
-    if (this.#handled || now - this.#restartedAt >= resetAfterMs) this.#attempt = 0;
+    if (this.#handled || (!outage && now - this.#restartedAt >= resetAfterMs)) this.#attempt = 0;
     this.#handled = false;
     return this.#attempt++;
   }

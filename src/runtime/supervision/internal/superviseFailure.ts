@@ -85,7 +85,7 @@ async function restart(
     return;
   }
   const backoff = decision.backoff;
-  const attempt = book.record(now, backoff?.resetAfterMs ?? 0);
+  const attempt = book.record(now, backoff?.resetAfterMs ?? 0, isOutage(error));
   const delayMs = backoff === undefined ? 0 : backoffDelay(backoff, attempt, strategy.random ?? parent.host.random);
   book.restartsAt(now + delayMs);
 
@@ -125,4 +125,18 @@ async function startInOrder(targets: readonly ActorCell[], signal: AbortSignal):
     if (signal.aborted) return;
     if (target.status === 'restarting' || target.status === 'backoff') await target.start();
   }
+}
+
+/**
+ * Whether `error` (or one of its causes, up to 8 deep) says the broker is unreachable
+ * (`BrokerDisconnectedError`, code `SF_ERR_BROKER_DISCONNECTED`): a failure to back off from
+ * until the child works again (`RestartBook.record`).
+ */
+function isOutage(error: unknown): boolean {
+  let e: unknown = error;
+  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
+    if ((e as { code?: unknown }).code === 'SF_ERR_BROKER_DISCONNECTED') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }

@@ -232,24 +232,36 @@ test('a dead letter decided in a committed batch is sent again, with its reason,
 // Found by a new user: an entry that did not decode, written under a live producer's name with
 // sequence 2,900 (a foreign or broken producer), was dead-lettered and moved that producer's
 // mark to 2,900, so its next 557 real messages were skipped as applied, in silence.
-test('an undecodable entry under a live producer\'s name moves its mark only when it is that producer\'s next sequence', async () => {
+test('an undecodable entry under a live producer\'s name moves its mark only at its next sequence, and a real message of a sequence it took is dead-lettered as such, never skipped', async () => {
   const s = await directStage(counted((ctx, v) => ctx.writes.merge('seen', v.key, encodeInt64(1))));
   try {
     await s.send({ key: 'a', url: 'http://a.example/0', kind: 'ok' }); // sequence 0
     s.broker.appendRaw(s.t, { payload: Buffer.from('not msgpack at all'), producer: 'src', sequence: '2900' });
+    // The first of a newer epoch (found by a second new user: it moved the mark to that epoch,
+    // and the live producer's later messages were refused as an older incarnation's).
+    s.broker.appendRaw(s.t, { payload: Buffer.from('not msgpack either'), producer: 'src', sequence: String(2 ** 32) });
     await s.send({ key: 'a', url: 'http://a.example/1', kind: 'ok' }); // 1
     await s.send({ key: 'a', url: 'http://a.example/2', kind: 'ok' }); // 2
-    s.broker.appendRaw(s.t, { payload: Buffer.from([0xc1]), producer: 'other', sequence: '0' }); // another producer's first: its next
+    // Its next sequence: it moves the mark (quiet detection counts a real producer's message
+    // that does not decode), and records that it took the sequence.
+    s.broker.appendRaw(s.t, { payload: Buffer.from([0xc1]), producer: 'src', sequence: '3' });
     const consumer = await s.subscribe();
     const messages = await consumer.receive(10, 1000);
-    assert.equal(messages.length, 5);
+    assert.equal(messages.length, 6);
     const ctx = await s.context();
     const report = await applyStageBatch(ctx, consumer, messages);
-    assert.deepEqual([report.applied, report.deadLettered, report.skipped], [3, 2, 0]);
-    assert.equal(decodeInt64((await s.store.get('seen', 'a')) as Buffer), 3n, 'the real messages after the foreign entry are applied');
-    assert.equal(await ctx.marks.mark(producerId('src')), 2, 'the foreign sequence did not move the mark');
-    assert.equal(await ctx.marks.mark(producerId('other')), 0, 'an undecodable next sequence moves it (quiet detection waits for it)');
-    assert.equal((await s.broker.deadLetters(s.t, 'stage')).length, 2);
+    assert.deepEqual([report.applied, report.deadLettered, report.skipped], [3, 3, 0]);
+    assert.equal(decodeInt64((await s.store.get('seen', 'a')) as Buffer), 3n, 'the real messages after the foreign entries are applied');
+    assert.equal(await ctx.marks.mark(producerId('src')), 3, 'the foreign sequences far above did not move the mark; the next one did');
+    assert.equal((await s.broker.deadLetters(s.t, 'stage')).length, 3);
+    // The real message of sequence 3 is not skipped as a copy (found by a second new user: it
+    // was, in silence): it is dead-lettered with a reason that says another entry took it.
+    await s.send({ key: 'a', url: 'http://a.example/3', kind: 'ok' });
+    const next = await consumer.receive(10, 1000);
+    const after = await applyStageBatch(await s.context(), consumer, next);
+    assert.deepEqual([after.applied, after.skipped, after.deadLettered], [0, 0, 1]);
+    const dead = await s.broker.deadLetters(s.t, 'stage');
+    assert.match(dead[dead.length - 1]!.reason, /^producer src sequence 3 was taken by an undecodable entry dead-lettered before, with another payload: two producers under one name, or a foreign entry under this producer's name$/);
   } finally {
     await s.close();
   }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
 import type { ProducerId, Sequence } from '../ids.js';
@@ -101,15 +102,51 @@ export class StreamMarks {
   }
 
   /**
-   * Whether `seq` is the next sequence of `producer` after its mark: the mark + 1, or the first of
-   * a newer epoch (n = 0). An undecodable message moves its producer's mark only then (the
-   * stream's next message from that producer: what quiet detection waits for); one far above
-   * may carry a name that is not its own (applyExactlyOnce).
+   * Whether `seq` is the next sequence of `producer` after its mark (the mark + 1): an
+   * undecodable message moves its producer's mark only then (so that quiet detection, which
+   * waits for the marks, counts a real producer's message that does not decode), and records
+   * that it took that sequence (`takeUndecodable`). One above may carry a name and sequence that
+   * are not its own: it moves nothing (found by new users: one with sequence 2,900 moved the
+   * mark there and the real producer's next 557 messages were skipped as applied, in silence;
+   * one at the first sequence of a newer epoch made the live producer's later messages an older
+   * incarnation's).
    */
   async follows(producer: ProducerId, seq: Sequence): Promise<boolean> {
-    const mark = await this.mark(producer);
-    return seq === mark + 1 || (sequenceEpoch(seq) > sequenceEpoch(mark) && seq === sequenceEpoch(seq) * 2 ** 32);
+    return seq === (await this.mark(producer)) + 1;
   }
+
+  #takenKey(producer: ProducerId): string {
+    return `undecodable\u0000${this.consumer}\u0000${producer}`;
+  }
+
+  /**
+   * Records in `batch` that an undecodable message took `seq` of `producer` (the sequence and
+   * the SHA-1 of its payload, under `undecodable 0x00 <consumer> 0x00 <producer>`, the last one
+   * per producer): a message with that sequence and another payload is then not a redelivered
+   * copy but a second entry under that name (`takenReason`).
+   */
+  takeUndecodable(batch: { put(cf: string, key: string, value: Uint8Array): unknown }, producer: ProducerId, seq: Sequence, payload: Uint8Array): void {
+    const value = Buffer.concat([encodeInt64(seq), sha1(payload)]);
+    batch.put(this.#family, this.#takenKey(producer), value);
+    this.#taken.set(producer, value);
+  }
+
+  /**
+   * For a message classified `applied`: the reason to dead-letter it with when an undecodable
+   * message with another payload took its sequence (`takeUndecodable`), else undefined (a copy).
+   */
+  async takenReason(producer: ProducerId, seq: Sequence, payload: Uint8Array): Promise<string | undefined> {
+    let v = this.#taken.get(producer);
+    if (v === undefined) {
+      v = (await this.store.get(this.#family, this.#takenKey(producer))) ?? EMPTY;
+      this.#taken.set(producer, v);
+    }
+    if (v.length !== 28 || Number(decodeInt64(v.subarray(0, 8))) !== seq || sha1(payload).equals(v.subarray(8))) return undefined;
+    return `producer ${producer} sequence ${seq} was taken by an undecodable entry dead-lettered before, with another payload: two producers under one name, or a foreign entry under this producer's name`;
+  }
+
+  /** The last undecodable message's record per producer, when read or written (`takeUndecodable`). */
+  readonly #taken = new Map<string, Buffer>();
 
   /** Whether `(producer, seq)` is new, a redelivery, or from a fenced-off older incarnation. */
   async classify(producer: ProducerId, seq: Sequence): Promise<MarkVerdict> {
@@ -177,4 +214,10 @@ export class StreamMarks {
     this.#dirty.add(producer);
     return true;
   }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function sha1(payload: Uint8Array): Buffer {
+  return createHash('sha1').update(payload).digest();
 }

@@ -100,6 +100,11 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
     if (m.producer !== runProducer || m.sequence <= runMark) {
       const verdict = await marks.classify(m.producer, m.sequence);
       if (verdict.kind === 'applied') {
+        const taken = await marks.takenReason(m.producer, m.sequence, m.payload);
+        if (taken !== undefined) {
+          dead.set(m, taken);
+          continue;
+        }
         const reason = await deadRows.reasonOf(m);
         if (reason === undefined) skipped++;
         else dead.set(m, reason); // its dead letter did not reach the broker before a crash
@@ -116,11 +121,13 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
       value = def.input.codec.decode(m.payload);
     } catch (err) {
       if (!isShardflowError(err)) throw err;
+      // Its producer's mark moves only when it is that producer's next sequence (StreamMarks.follows).
       if (!(await marks.follows(m.producer, m.sequence))) {
-        dead.set(m, err.message); // the mark stays: its name may not be its own (applyExactlyOnce)
+        dead.set(m, err.message);
         continue;
       }
       undecodable = err.message;
+      marks.takeUndecodable(rw, m.producer, m.sequence, m.payload);
     }
     marks.advance(m.producer, m.sequence);
     newMarks.set(m.producer, m.sequence);

@@ -29,12 +29,11 @@ export interface ExactlyOnceContext {
  * stage does the same through its handlers): classifies each message against its
  * producer's applied mark (`StreamMarks.classify`: a redelivery is skipped, a message of a
  * fenced-off older producer incarnation is dead-lettered with the reason), decodes it (an
- * undecodable one is dead-lettered with the codec's reason, and its producer's mark moves to it
- * only when it is that producer's next sequence (`StreamMarks.follows`): else its producer name
- * and sequence may not be its own, as with a foreign or broken producer's entry under a live
- * producer's name; found by a new user: one such entry with sequence 2,900 moved the mark there
- * and the real producer's next 557 messages were skipped as applied, in silence; delivered
- * again after a crash, it is dead-lettered again: a duplicate dead letter, never a lost message),
+ * undecodable one is dead-lettered with the codec's reason, and moves its producer's mark only
+ * when it is that producer's next sequence (`StreamMarks.follows`: its name and sequence may
+ * not be its own), recording that it took it, so that a later message with that sequence and
+ * another payload is dead-lettered as a second entry under the name, not skipped as a copy
+ * (`StreamMarks.takenReason`)),
  * lets `apply` add the message's effects to one write batch, records the marks in it,
  * commits, publishes the outbox, then acks or dead-letters every message of the batch and
  * counts it settled in `counters` (by key: a copy settles nothing twice); with `holdSettle`,
@@ -59,7 +58,11 @@ export async function applyExactlyOnce<T>(
   const dead = new Map<BrokerMessage, string>();
   for (const m of deliveries.messages) {
     const verdict = await marks.classify(m.producer, m.sequence);
-    if (verdict.kind === 'applied') continue;
+    if (verdict.kind === 'applied') {
+      const taken = await marks.takenReason(m.producer, m.sequence, m.payload);
+      if (taken !== undefined) dead.set(m, taken);
+      continue;
+    }
     if (verdict.kind === 'conflict') {
       dead.set(m, verdict.reason);
       continue;
@@ -70,7 +73,10 @@ export async function applyExactlyOnce<T>(
     } catch (err) {
       if (!isShardflowError(err)) throw err;
       dead.set(m, err.message);
-      if (await marks.follows(m.producer, m.sequence)) marks.record(batch, m.producer, m.sequence); // else the mark stays (see above)
+      if (await marks.follows(m.producer, m.sequence)) {
+        marks.takeUndecodable(batch, m.producer, m.sequence, m.payload);
+        marks.record(batch, m.producer, m.sequence);
+      }
       continue;
     }
     await apply(batch, value, m);

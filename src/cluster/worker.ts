@@ -460,10 +460,15 @@ class ClusterWorker implements Worker {
         await this.#guard('record start', () => this.redis.hsetnx(this.keys.started, o.unit, String(lease.epoch)));
       } catch (err) {
         const code = isShardflowError(err) ? err.code : undefined;
-        if (code === 'SF_ERR_STORE_BUSY') {
-          if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason: (err as Error).message });
+        // A checkpoint store or broker that does not answer: tried again at the next heartbeat, as
+        // a store still held elsewhere (found by a new user: a 10 s S3 outage during restores left
+        // 5 of 16 partitions refused for good, until their workers were restarted).
+        const transient = code === 'SF_ERR_STORE_BUSY' ? undefined : transientCause(err);
+        if (code === 'SF_ERR_STORE_BUSY' || transient !== undefined) {
+          const reason = transient !== undefined ? `waiting for the checkpoint store or broker to answer: ${transient}` : (err as Error).message;
+          if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason });
           o.waitingReported = true;
-          o.waitingFor = (err as Error).message;
+          o.waitingFor = reason;
         } else if (code === 'SF_ERR_FENCED') {
           // The store records a newer epoch than the counter gave (Redis lost its data): raise
           // the counter so that the next acquisition is newer; or the lease ran out meanwhile.
@@ -535,6 +540,14 @@ class ClusterWorker implements Worker {
       return;
     }
     o.state = 'stopping';
+    const transient = transientCause(reason);
+    if (transient !== undefined) {
+      // Not a refusal: the lease goes back, and the unit's assignee acquires it again at a next
+      // heartbeat and retries (the checkpoint store or broker did not answer).
+      this.#logger.warn({ worker: this.id, unit, err: reason }, `partition ${unit} stopped: the checkpoint store or broker did not answer (${transient}); its lease goes back and it is started again`);
+      void o.run(() => this.#drop(o, { type: 'released', unit, epoch: o.lease.epoch }));
+      return;
+    }
     void o.run(() => this.#refuse(o, reason));
   }
 
@@ -610,4 +623,24 @@ function leaseProblem(o: Ownership): string | undefined {
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/**
+ * The message of a cause of `err` (itself or a cause, up to 8 deep) that a retry may get past:
+ * an S3 request without an answer or answered 408, 429 or 5xx (`S3RequestError`), an
+ * unreachable broker (`BrokerDisconnectedError`); else undefined (a refusal: a damaged
+ * checkpoint, a store of another shape, denied credentials).
+ */
+export function transientCause(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'SF_ERR_BROKER_DISCONNECTED') return (e as Error).message;
+    if (code === 'SF_ERR_S3_REQUEST') {
+      const status = (e as { status?: unknown }).status;
+      if (status === 0 || status === 408 || status === 429 || (typeof status === 'number' && status >= 500)) return (e as Error).message;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

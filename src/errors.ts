@@ -39,6 +39,20 @@ export function isTerminalError(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { terminal?: unknown }).terminal === true;
 }
 
+/**
+ * `err` or the first of its causes (`Error.cause`, up to 8 deep) that `test` accepts, else
+ * undefined: a restart-intensity error wraps the failure that repeated, a job error the
+ * failure that stopped it.
+ */
+export function findCause(err: unknown, test: (e: { readonly code?: unknown; readonly status?: unknown; readonly message?: unknown }) => boolean): Error | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
+    if (test(e as { code?: unknown })) return e as Error;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** An argument or option is outside its documented domain. */
 export class InvalidArgumentError extends ShardflowError {
   override readonly code: string = 'SF_ERR_INVALID_ARGUMENT';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
+import { findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -632,15 +632,6 @@ function leaseProblem(o: Ownership): string | undefined {
  * checkpoint, a store of another shape, denied credentials).
  */
 export function transientCause(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'SF_ERR_BROKER_DISCONNECTED') return (e as Error).message;
-    if (code === 'SF_ERR_S3_REQUEST') {
-      const status = (e as { status?: unknown }).status;
-      if (status === 0 || status === 408 || status === 429 || (typeof status === 'number' && status >= 500)) return (e as Error).message;
-    }
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
+  return findCause(err, ({ code, status }) =>
+    code === 'SF_ERR_BROKER_DISCONNECTED' || (code === 'SF_ERR_S3_REQUEST' && (status === 0 || status === 408 || status === 429 || (typeof status === 'number' && status >= 500))))?.message;
 }

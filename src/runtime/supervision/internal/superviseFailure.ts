@@ -1,6 +1,6 @@
 import type { ActorCell } from '../../actor/cell.js';
 import type { Cancel } from '../../clock.js';
-import { RestartIntensityExceededError } from '../../../errors.js';
+import { findCause, RestartIntensityExceededError } from '../../../errors.js';
 import type { Decision, SupervisionScope, SupervisorStrategy } from '../strategy.js';
 import { backoffDelay } from './backoffDelay.js';
 
@@ -133,10 +133,5 @@ async function startInOrder(targets: readonly ActorCell[], signal: AbortSignal):
  * until the child works again (`RestartBook.record`).
  */
 function isOutage(error: unknown): boolean {
-  let e: unknown = error;
-  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
-    if ((e as { code?: unknown }).code === 'SF_ERR_BROKER_DISCONNECTED') return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return findCause(error, (e) => e.code === 'SF_ERR_BROKER_DISCONNECTED') !== undefined;
 }

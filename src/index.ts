@@ -62,7 +62,7 @@ export { DEFAULT_CHECKPOINT_INTERVAL_MS, CHECKPOINTS_KEPT, CHECKPOINT_SEQUENCE_K
 export { PartitionCheckpointer, type PartitionCheckpointerOptions } from './runtime/stream/partitionCheckpointer.js';
 export type { StageCheckpointing, StageRestore, StagePut, StageCheckpointMetadata } from './runtime/stream/stageCheckpoints.js';
 export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
-export { recordOwnerEpoch, readOwnerEpoch, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';
+export { recordOwnerEpoch, readOwnerEpoch, ownerPriority, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';
 export { stopWhenFenced, onFenced } from './runtime/topology/fencedSupervision.js';
 export { spawningSupervisor } from './runtime/topology/spawningSupervisor.js';
 export type { SpawningSupervisorMessage } from './runtime/topology/spawningSupervisor.js';

@@ -2,7 +2,7 @@ import { Packr } from 'msgpackr';
 import type { Subscription } from 'rxjs';
 import { topic, type Consumer } from '../../runtime/brokers/index.js';
 import type { Store, WriteBatch } from '../../storage/index.js';
-import { feedDeliveries, hostOf, isShardflowError, type ActorContext, type Behavior, type Cancel, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
+import { feedDeliveries, hostOf, ownerPriority, isShardflowError, type ActorContext, type Behavior, type Cancel, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
 import { Namespaces } from '../namespaces.js';
 import { crawlRequestCodec, fetchCodec, type FetchResult } from '../messages.js';
 import type { RobotsFetch } from '../crawler/httpFetch.js';
@@ -170,7 +170,7 @@ export function crawlPolicy(env: PartitionEnv, options: CrawlPolicyOptions = {})
       let consumer: Consumer | undefined;
       try {
         outbox = await openPartitionOutbox(env, store, owner);
-        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: FETCHES_RECEIVER_QUEUE, ...(env.fence ? { priority: Math.min(env.fence.epoch, 2 ** 31 - 1) } : {}) });
+        consumer = await env.broker.subscribe(topic(Namespaces.fetches, env.partition), { subscription: owner, type: 'failover', receiverQueueSize: FETCHES_RECEIVER_QUEUE, ...ownerPriority(env.fence) });
         const c = consumer;
         const feed = feedDeliveries(c, (d: Deliveries) => ctx.self.tell(d), ctx.fail, { maxCount: 64, maxDelayMs: 2 });
         const state: CrawlPolicyState = {

@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
 import { topic, type Consumer } from '../../runtime/brokers/index.js';
 import type { Store } from '../../storage/index.js';
-import { feedDeliveries, type ActorContext, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
+import { feedDeliveries, ownerPriority, type ActorContext, type Deliveries, type StreamMarks, type StreamOutbox } from '../../index.js';
 import type { Namespace } from '../namespaces.js';
 import type { PartitionEnv } from './env.js';
 import { openPartitionOutbox, partitionMarks } from './streams.js';
@@ -49,7 +49,7 @@ export async function openSubscribed(env: PartitionEnv, ctx: ActorContext<any>, 
       type: 'failover',
       receiverQueueSize: options.receiverQueueSize,
       // A newer owner's consumer is the active one at once (a paused older owner's stays open).
-      ...(env.fence ? { priority: Math.min(env.fence.epoch, 2 ** 31 - 1) } : {}),
+      ...ownerPriority(env.fence),
     });
     const feed = feedDeliveries(consumer, (d: Deliveries) => ctx.self.tell(d), ctx.fail, options.batching);
     const checkpoints = env.checkpoints;

@@ -139,6 +139,9 @@ export interface SubscribeOptions {
   readonly priority?: number;
 }
 
+/** The highest `SubscribeOptions.priority` (Pulsar's `priorityLevel` is a Java int >= 0). */
+export const MAX_SUBSCRIBE_PRIORITY = 2 ** 31 - 1;
+
 /** One delivered message. */
 export interface BrokerMessage {
   /** Broker-specific id, opaque to callers. */

@@ -1,6 +1,7 @@
 import { FencedError } from '../../errors.js';
 import { decodeInt64, encodeInt64 } from '../../operators/mergeOperators.js';
 import type { Store } from '../../storage/index.js';
+import { MAX_SUBSCRIBE_PRIORITY } from '../brokers/broker.js';
 import { MAX_EPOCH } from './producerEpoch.js';
 import { StreamColumnFamilies } from './reserved.js';
 
@@ -31,6 +32,15 @@ export interface PartitionFence {
    * start it from nothing. Undefined: not known.
    */
   readonly startedBefore?: boolean;
+}
+
+/**
+ * The subscribe options that make a partition owner's failover consumer the active one over any
+ * older owner's (`SubscribeOptions.priority`: its lease epoch, capped at
+ * MAX_SUBSCRIBE_PRIORITY); none without a fence (one process, no older owner).
+ */
+export function ownerPriority(fence: PartitionFence | undefined): { readonly priority?: number } {
+  return fence ? { priority: Math.min(fence.epoch, MAX_SUBSCRIBE_PRIORITY) } : {};
 }
 
 /**

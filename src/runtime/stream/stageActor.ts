@@ -13,7 +13,7 @@ import { feedDeliveries, type Deliveries } from './deliveries.js';
 import type { FlowCounters } from './flowCounters.js';
 import { readStreamFlow } from './flowReport.js';
 import { StreamOutbox } from './outbox.js';
-import { recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
+import { ownerPriority, recordOwnerEpoch, type PartitionFence } from './ownerEpoch.js';
 import { DEFAULT_MAX_ATTEMPTS, PoisonMessages } from './poisonMessages.js';
 import { QueryFailure } from './queryFailure.js';
 import { stageColumnFamilies } from './reserved.js';
@@ -134,7 +134,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       type: 'failover',
       receiverQueueSize: receiverQueue,
       // A newer owner's consumer is the active one at once (a paused older owner's stays open).
-      ...(fence ? { priority: Math.min(fence.epoch, 2 ** 31 - 1) } : {}),
+      ...ownerPriority(fence),
     });
     const feed = feedDeliveries(consumer, (d) => ctx.self.tell(d), ctx.fail, def.batching ?? {});
     return [consumer, feed];

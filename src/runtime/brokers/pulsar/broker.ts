@@ -1,7 +1,7 @@
 import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
 import { producerId } from '../../ids.js';
 import type { Topic } from '../../topics.js';
-import type { Broker, Consumer, DeadLetter, Producer, ProducerOptions, SubscribeOptions } from '../broker.js';
+import { MAX_SUBSCRIBE_PRIORITY, type Broker, type Consumer, type DeadLetter, type Producer, type ProducerOptions, type SubscribeOptions } from '../broker.js';
 import type { BrokerIdentity } from '../identity.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../internal/malformed.js';
 import { PulsarAdmin } from './admin.js';
@@ -305,6 +305,6 @@ export class PulsarBroker implements Broker {
 
 /** @throws InvalidArgumentError unless `priority` is an integer in 0 .. 2^31 - 1 (`SubscribeOptions.priority`) */
 function checkPriority(priority: number): number {
-  if (!Number.isInteger(priority) || priority < 0 || priority > 2 ** 31 - 1) throw new InvalidArgumentError(`priority must be an integer in [0, 2^31 - 1], got ${priority}`);
+  if (!Number.isInteger(priority) || priority < 0 || priority > MAX_SUBSCRIBE_PRIORITY) throw new InvalidArgumentError(`priority must be an integer in [0, 2^31 - 1], got ${priority}`);
   return priority;
 }

@@ -4,7 +4,7 @@ import type { Observable } from 'rxjs';
 import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
 import { producerId, sequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
-import type { BrokerMessage, Consumer, DeadLetter, SubscriptionType } from '../broker.js';
+import { MAX_SUBSCRIBE_PRIORITY, type BrokerMessage, type Consumer, type DeadLetter, type SubscriptionType } from '../broker.js';
 import { Delivery } from '../internal/delivery.js';
 import { entryProblem, MalformedLog, parseSequence } from '../internal/malformed.js';
 import type { PulsarAdmin } from './admin.js';
@@ -12,9 +12,6 @@ import { fullName, INCARNATION, Props, topicPath, type PulsarTopicName } from '.
 import { closeSocket, type PulsarProducer } from './producer.js';
 import { openSocket } from './socket.js';
 
-
-/** The highest `SubscribeOptions.priority` (Pulsar's `priorityLevel` is a Java int >= 0). */
-const MAX_PRIORITY = 2 ** 31 - 1;
 /** Pulsar's names of our subscription types. */
 const TYPES: Readonly<Record<SubscriptionType, string>> = Object.freeze({
   exclusive: 'Exclusive',
@@ -274,7 +271,7 @@ export class PulsarConsumer implements Consumer {
       negativeAckRedeliveryDelay: String(c.nackRedeliveryDelayMs),
       subscriptionInitialPosition: 'Earliest',
     });
-    if (c.priority !== undefined) q.set('priorityLevel', String(MAX_PRIORITY - c.priority));
+    if (c.priority !== undefined) q.set('priorityLevel', String(MAX_SUBSCRIBE_PRIORITY - c.priority));
     if (c.maxRedeliveries >= 0) {
       // Backstop only: nack() dead-letters itself first (with a reason) at the same count.
       q.set('maxRedeliverCount', String(c.maxRedeliveries + 1));

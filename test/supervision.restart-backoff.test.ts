@@ -112,6 +112,22 @@ test('stopping an actor in backoff cancels its restart timer', async () => {
   await system.terminate();
 });
 
+/**
+ * Lets the child run `ranMs`, fails it with `error`, and lets its backoff run out.
+ * @returns the backoff delay in ms, or undefined when no restart was scheduled (stopped or escalated)
+ */
+async function failAfter(clock: ManualClock, ref: ActorRef<Recording, string>, ranMs: number, error: Error): Promise<number | undefined> {
+  clock.advance(ranMs);
+  await ref.tell({ op: 'throw', error });
+  await settle();
+  const [due] = clock.pendingTimers();
+  if (due === undefined) return undefined;
+  const delay = (due as number) - clock.now();
+  clock.advance(delay);
+  await settle();
+  return delay;
+}
+
 // Found by a new user: a 3 s Pulsar restart stopped every worker. Each partition failed some
 // 30 ms after its restart (the broker's connect refused); with the backoff reset after its
 // minimum, 10 ms, every restart began again at 10 ms: 100 restarts in 4 s, then escalation.
@@ -122,14 +138,9 @@ test('the default stage supervision rides out a broker outage: failures 30 ms af
   await settle();
   const delays: number[] = [];
   for (let i = 0; i < 150; i++) {
-    clock.advance(30);
-    await ref.tell({ op: 'throw', error: new ProducerFailedError('send failed', { cause: new BrokerDisconnectedError('pulsar ws://127.0.0.1:8080: connect ECONNREFUSED') }) });
-    await settle();
-    const [due] = clock.pendingTimers();
-    assert.ok(due !== undefined, `restart ${i}: the child was not stopped or escalated`);
-    delays.push((due as number) - clock.now());
-    clock.advance((due as number) - clock.now());
-    await settle();
+    const delay = await failAfter(clock, ref, 30, new ProducerFailedError('send failed', { cause: new BrokerDisconnectedError('pulsar ws://127.0.0.1:8080: connect ECONNREFUSED') }));
+    assert.ok(delay !== undefined, `restart ${i}: the child was not stopped or escalated`);
+    delays.push(delay);
   }
   assert.ok(delays.slice(8).every((d) => d >= 1000), `backed off to 1 s: ${delays.slice(0, 12).join(', ')} ms`);
   assert.equal(system.tree().children[0]?.status, 'running');
@@ -150,14 +161,9 @@ test('other failures some ms after each restart keep the reset of resetAfterMs: 
   await settle();
   let restarts = 0;
   for (let i = 0; i < 150; i++) {
-    clock.advance(30);
-    await ref.tell({ op: 'throw', error: new Error('a store of another shape') });
-    await settle();
-    const [due] = clock.pendingTimers();
-    if (due === undefined) break;
-    assert.ok((due as number) - clock.now() < 20, 'backoff reset after minMs of running');
-    clock.advance((due as number) - clock.now());
-    await settle();
+    const delay = await failAfter(clock, ref, 30, new Error('a store of another shape'));
+    if (delay === undefined) break;
+    assert.ok(delay < 20, 'backoff reset after minMs of running');
     restarts++;
   }
   assert.equal(restarts, 100, 'escalated at the restart intensity (100 in 10 s)');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -9,6 +10,7 @@ import { openCheckpointStore, type CheckpointStore } from '../src/storage/index.
 import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
 import { tempDir } from './kit/datasets.js';
+import { manifestName } from '../src/checkpoint/manifest.js';
 import { until } from './kit/clusterRun.js';
 
 /**
@@ -153,3 +155,87 @@ test('a damaged checkpoint refuses its unit with the reason; no store is opened 
     assert.match(refused.reason ?? '', /checkpoint/i);
   });
 });
+
+test('a removed newest manifest refuses its unit (the cluster recorded that checkpoint durable), on an older local store and on a fresh data dir', async (t) => {
+  // Found by a new user on the S3 store: with a partition's newest manifest object deleted (by
+  // hand, or an S3 lifecycle rule) the next owner restored the one before, and what had been
+  // acked since was lost (26 of 50,000 transfers) with no error.
+  await withRun(t, 'directory', async (run) => {
+    const key = stageCheckpointKey(run.clusterName, 'count', 0);
+    const recorded = async (k = key) => {
+      const r = new Redis(REDIS_URL);
+      try {
+        return await r.hget(`sfc-test-${process.pid}:${run.clusterName}:checkpointed`, k);
+      } finally {
+        r.disconnect();
+      }
+    };
+    const store = openCheckpointStore(pathToFileURL(run.checkpoints).href);
+    try {
+      const eventsA: WorkerEvent[] = [];
+      const a = await run.start(join(run.dir, 'a'), eventsA);
+      await until('all 8 units running on A', async () => types(eventsA, 'started').length >= 8);
+      await run.send(200);
+      await until('both stages exact on A', async () => String([...(await run.counts(a, 'totals'))]) === String([...sorted(run.truth)]));
+      await a.stop();
+      assert.equal(await recorded(), String((await store.latest(key))!.sequence), 'each durable put is recorded: the hand-back\'s last');
+
+      const eventsB: WorkerEvent[] = [];
+      const b = await run.start(join(run.dir, 'b'), eventsB);
+      await until('all 8 units running on B', async () => types(eventsB, 'started').length >= 8);
+      await run.send(100);
+      await until('both stages exact on B', async () => String([...(await run.counts(b, 'totals'))]) === String([...sorted(run.truth)]));
+      await b.stop();
+      const newest = (await store.latest(key))!.sequence;
+      assert.equal(await recorded(), String(newest));
+      const removed = await removeManifest(run.checkpoints, key, newest);
+      // Units whose newest manifest was in a removed group object with count/0's lost theirs too
+      // unless a later one of theirs is elsewhere.
+      const gone: string[] = [];
+      for (const unit of removed) {
+        const k = stageCheckpointKey(run.clusterName, 'count', Number(unit.split('/')[1]));
+        if (((await store.latest(k))?.sequence ?? -1) < Number(await recorded(k))) gone.push(unit);
+      }
+      assert.ok(gone.includes('count/0'));
+      const before = (await store.latest(key))?.sequence;
+      assert.ok(before === undefined || before < newest, 'the newest manifest is gone');
+
+      for (const [where, dataDir] of [['an older local store', join(run.dir, 'a')], ['a fresh data dir', join(run.dir, 'c')]] as const) {
+        const events: WorkerEvent[] = [];
+        const w = await run.start(dataDir, events);
+        const failed = await until(`count/0 refused on ${where}`, async () => types(events, 'failed').find((e) => e.unit === 'count/0'));
+        assert.match(failed.reason!, new RegExp(`checkpoint ${newest} of ${key.replace(/[.]/g, '\\.')} was recorded durable .* but (the local store .* holds checkpoint \\d+|the checkpoint store's newest is ${before ?? 'none'}).*manifest was removed`));
+        await until(`the units whose newest manifest stayed running on ${where}`, async () => types(events, 'started').length >= 8 - gone.length);
+        await until(`the units whose newest manifest went with count/0's refused on ${where}`, async () => types(events, 'failed').length >= gone.length);
+        assert.deepEqual(types(events, 'failed').map((e) => e.unit).sort(), gone, `the refused units on ${where}`);
+        assert.ok(!types(events, 'started').some((e) => gone.includes(e.unit)), `no unit without its newest manifest started on ${where}`);
+        await w.stop();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+/**
+ * Removes checkpoint `key`@`sequence`'s manifest from a directory store: its own object, or the
+ * group object it was stored in (a put with no new files: docs/checkpoints.md, "Group commits"),
+ * which holds other keys' manifests too.
+ * @returns the units (`count/<p>`) whose manifest was removed, sorted
+ */
+async function removeManifest(checkpoints: string, key: string, sequence: number): Promise<string[]> {
+  const own = join(checkpoints, manifestName(key, sequence));
+  if (existsSync(own)) {
+    await rm(own);
+    return [`count/${key.split('/').at(-1)!.slice(1)}`];
+  }
+  const groups = join(checkpoints, key.split('/').slice(0, -1).join('/'), '_groups');
+  const entry = `${key.split('/').at(-1)}-${sequence.toString(36)}-`;
+  for (const name of await readdir(groups)) {
+    const entries = name.split('!');
+    if (!entries.some((e) => e.startsWith(entry))) continue;
+    await rm(join(groups, name));
+    return entries.map((e) => `count/${e.split('-')[0]!.slice(1)}`).sort();
+  }
+  throw new Error(`no manifest of ${key}@${sequence} in ${checkpoints}`);
+}

@@ -45,6 +45,13 @@ local want = tonumber(ARGV[1])
 if e < want then redis.call('SET', KEYS[1], want); return want end
 return e
 `,
+  /** KEYS: hash; ARGV: field, at least. Raises the field to `at least` (never lowers it); returns its value. */
+  raiseField: `
+local e = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
+local want = tonumber(ARGV[2])
+if e < want then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]); return ARGV[2] end
+return tostring(e)
+`,
   /**
    * KEYS: leader lease, assignment hash, round counter; ARGV: leader value, n, then n pairs
    * (unit, member id) to set, then units to remove. Writes only while the leader lease holds

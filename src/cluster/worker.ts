@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
+import { BrokerDisconnectedError, findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -17,6 +17,7 @@ import type { ApplicationHost, ClusterApplication } from './application.js';
 import { AskResponders } from './askResponder.js';
 import { askNamespaceCollision } from './askWire.js';
 import type { WorkerEvent } from './events.js';
+import { RedisCheckpointRegistry } from './checkpointRegistry.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
 import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
@@ -361,6 +362,7 @@ class ClusterWorker implements Worker {
       store: c.store,
       keyPrefix: c.keyPrefix,
       intervalMs: c.intervalMs,
+      registry: new RedisCheckpointRegistry(this.redis, this.keys),
       ...(this.#cache ? { cache: this.#cache } : {}),
       onRestored: (r) => {
         const unit = unitKey({ stage: r.stage, partition: r.partition });
@@ -453,7 +455,9 @@ class ClusterWorker implements Worker {
       if (o.state !== 'opening') return;
       try {
         // Whether an earlier ownership started the unit: then its store holds state (PartitionFence.startedBefore).
-        const first = await this.redis.hget(this.keys.started, o.unit);
+        const first = await this.redis.hget(this.keys.started, o.unit).catch((err: unknown) => {
+          throw new BrokerDisconnectedError(`cannot read whether ${o.unit} was started before: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
+        });
         const lease = o.lease;
         const fence: PartitionFence = { epoch: lease.epoch, check: () => lease.check(), startedBefore: first !== null && Number(first) < lease.epoch };
         await this.#host.startPartition(o.partition.stage, o.partition.partition, fence);
@@ -465,7 +469,7 @@ class ClusterWorker implements Worker {
         // 5 of 16 partitions refused for good, until their workers were restarted).
         const transient = code === 'SF_ERR_STORE_BUSY' ? undefined : transientCause(err);
         if (code === 'SF_ERR_STORE_BUSY' || transient !== undefined) {
-          const reason = transient !== undefined ? `waiting for the checkpoint store or broker to answer: ${transient}` : (err as Error).message;
+          const reason = transient !== undefined ? `waiting for the checkpoint store, the broker or the cluster's redis to answer: ${transient}` : (err as Error).message;
           if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason });
           o.waitingReported = true;
           o.waitingFor = reason;

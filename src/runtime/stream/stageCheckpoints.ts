@@ -45,6 +45,38 @@ export interface StageCheckpointing {
   readonly onRestored?: (restore: StageRestore) => void;
   /** Hears each durable put of a partition's checkpoint (after its manifest is stored, before what it covers is released). */
   readonly onPut?: (put: StagePut) => void;
+  /**
+   * Where each key's latest durable checkpoint sequence is recorded beside the checkpoint
+   * store (a cluster's: `RedisCheckpointRegistry`). With it, a put is recorded before what it
+   * covers is released, and a restore refuses a store older than the record: the checkpoint
+   * store alone cannot tell a newest manifest that was deleted from one never put.
+   */
+  readonly registry?: CheckpointRegistry;
+}
+
+/**
+ * The record of each checkpoint key's latest durable checkpoint, kept apart from the
+ * checkpoint store: the pointer Flink's high-availability services keep in ZooKeeper or
+ * Kubernetes to the latest completed checkpoint ("Checkpoint ID counter", "completed
+ * checkpoint store"), for the same reason: a restore that took the newest checkpoint the
+ * object store lists would, after that store lost its newest manifest (deleted by hand or by
+ * an object lifecycle rule), restore an older one in silence, and every message acked since
+ * would be lost.
+ */
+export interface CheckpointRegistry {
+  /**
+   * Records that `key`'s checkpoint `sequence` is durable; a lower sequence than the one
+   * recorded leaves the record as it is (a fenced owner's late record never lowers it).
+   * @throws the registry's errors (a cluster's: `BrokerDisconnectedError` when its Redis does
+   *   not answer): what the put covers is then not released (the caller tries again at its
+   *   next checkpoint)
+   */
+  recordDurable(key: string, sequence: number): Promise<void>;
+  /**
+   * The highest sequence recorded durable for `key`, or undefined when none is.
+   * @throws the registry's errors (a cluster's: `BrokerDisconnectedError` when its Redis does not answer)
+   */
+  latestDurable(key: string): Promise<number | undefined>;
 }
 
 /**
@@ -118,10 +150,14 @@ export function readStageCheckpointMetadata(manifest: CheckpointManifest, stage:
  * and holds everything whose effects are visible (effects wait for checkpoints). Otherwise it
  * is replaced: the checkpoint is restored into a sibling folder (checked file by file) and
  * renamed into place only then, so a damaged checkpoint leaves the local store as it was.
+ * With `checkpointing.registry`, the chosen state (the kept local store's checkpoint sequence,
+ * or the restored checkpoint's) must be at least the sequence the registry recorded durable.
  * @param openLocal opens the local store read-write without creating it (the caller's column families)
  * @param metaFamily column family of the owner epoch and checkpoint sequence (default `sf.meta`)
  * @returns the restore, or undefined when the local store is kept or no checkpoint exists
- * @throws CheckpointDamagedError (a file missing or different, metadata not this partition's);
+ * @throws CheckpointDamagedError (a file missing or different, metadata not this partition's;
+ *   or, with a registry, the newest checkpoint older than the one recorded durable: its
+ *   manifest was removed);
  *   the checkpoint store's and the filesystem's errors
  */
 export async function restoreStageStoreIfBehind(
@@ -130,31 +166,48 @@ export async function restoreStageStoreIfBehind(
   metaFamily: string = StreamColumnFamilies.meta,
 ): Promise<StageRestore | undefined> {
   const key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
+  const recorded = await checkpointing.registry?.latestDurable(key);
   const latest = await checkpointing.store.latest(key);
-  if (!latest) return undefined;
-  const taken = readStageCheckpointMetadata(latest, stage, partition);
-  let reason = 'missing';
+  let local: { readonly epoch: number; readonly sequence: number } | undefined;
   if (existsSync(join(storePath, 'CURRENT'))) {
-    const local = await openLocal(storePath);
-    let epoch: number;
-    let sequence: number;
+    const opened = await openLocal(storePath);
     try {
-      epoch = await readOwnerEpoch(local, metaFamily);
-      const s = await local.get(metaFamily, CHECKPOINT_SEQUENCE_KEY);
-      sequence = s ? Number(decodeInt64(s)) : -1;
+      const s = await opened.get(metaFamily, CHECKPOINT_SEQUENCE_KEY);
+      local = { epoch: await readOwnerEpoch(opened, metaFamily), sequence: s ? Number(decodeInt64(s)) : -1 };
     } finally {
-      await local.close();
+      await opened.close();
     }
-    if (epoch > taken.ownerEpoch || (epoch === taken.ownerEpoch && sequence >= latest.sequence)) return undefined;
-    reason = `the local store's owner epoch ${epoch} (checkpoint ${sequence}) is older than checkpoint ${latest.sequence}'s ${taken.ownerEpoch}`;
   }
+  const taken = latest && readStageCheckpointMetadata(latest, stage, partition);
+  // The local store is kept when it holds at least what the latest checkpoint holds (see above).
+  const keepLocal = local !== undefined && (!latest || local.epoch > taken!.ownerEpoch || (local.epoch === taken!.ownerEpoch && local.sequence >= latest.sequence));
+  if (recorded !== undefined) {
+    // What the partition would start from must hold the latest checkpoint the registry says
+    // was durable (its acks and outbox rows were released once it was): a kept local store
+    // records the checkpoint it was restored from or put last (or the next one's sequence),
+    // a restore is the newest the checkpoint store lists.
+    const have = keepLocal ? local!.sequence : latest?.sequence;
+    if (have === undefined || have < recorded) {
+      const what = keepLocal
+        ? `the local store ${storePath} holds checkpoint ${local!.sequence} (owner epoch ${local!.epoch}) and the checkpoint store's newest is ${latest ? `${latest.sequence} (owner epoch ${taken!.ownerEpoch})` : 'none'}`
+        : latest ? `the checkpoint store's newest is ${latest.sequence} (owner epoch ${taken!.ownerEpoch})` : 'the checkpoint store has none';
+      throw new CheckpointDamagedError(
+        `partition ${partition} of stage ${stage}: checkpoint ${recorded} of ${key} was recorded durable (what it covers was acknowledged), but ${what}: ` +
+          `its manifest was removed (by hand or an object lifecycle rule?), and restoring an older state would lose what was acknowledged since. ` +
+          `Put the manifest back (the checkpoint store's manifests/ folder of the key), or retire the cluster and begin afresh`,
+        key, recorded,
+      );
+    }
+  }
+  if (!latest || keepLocal) return undefined;
+  const reason = local === undefined ? 'missing' : `the local store's owner epoch ${local.epoch} (checkpoint ${local.sequence}) is older than checkpoint ${latest.sequence}'s ${taken!.ownerEpoch}`;
   const staging = `${storePath}.restoring-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
   const report = await checkpointing.store.restore(key, staging, { sequence: latest.sequence, ...(checkpointing.cache ? { cache: checkpointing.cache } : {}) });
   await rm(storePath, { recursive: true, force: true });
   await rename(staging, storePath);
   const walChunks = report.manifest.files.reduce((n, f) => n + Math.max(0, (f.chunks?.length ?? 0) - 1), 0);
-  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason, walChunks, cachedBytes: report.cachedBytes };
+  const restore = { stage, partition, sequence: latest.sequence, ownerEpoch: taken!.ownerEpoch, bytes: report.bytes, seconds: report.seconds, reason, walChunks, cachedBytes: report.cachedBytes };
   checkpointing.onRestored?.(restore);
   return restore;
 }
@@ -315,6 +368,10 @@ export class PartitionCheckpointPuts {
     // confirm effects that owner never sees (the acked messages lost to it for good).
     this.fence?.check();
     this.#lastSequence = put;
+    // Recorded before anything the put covers is released: a restore refuses a state older
+    // than this record (`restoreStageStoreIfBehind`), so a manifest removed later is refused
+    // instead of restored around.
+    await this.checkpointing.registry?.recordDurable(this.key, put);
     const { manifest: _manifest, ...sizes } = report;
     this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
     if (options.collect === false) return put;

@@ -9,6 +9,7 @@ import { ClusterKeys } from '../src/cluster/keys.js';
 import { checkClusterCheckpoints } from '../src/cluster/membership.js';
 import { openCheckpointStore } from '../src/storage/index.js';
 import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from './kit/cluster.js';
+import { S3_BUCKET, s3Env, skipWithoutS3 } from './kit/s3.js';
 
 /**
  * What a worker refuses, with the reason: a topology other than the cluster's or another
@@ -195,3 +196,56 @@ test('a cluster keeps the checkpoint store its partitions ran with: a worker wit
     cleanup();
   }
 });
+
+test('a worker whose checkpoint store refuses it (wrong secret key, no such bucket) is refused at start; one that does not answer joins and its partitions wait', async (t) => {
+  // Found by a new user: a worker with a wrong secret key joined, took 5 partitions and
+  // refused each with the 403, while the others' workers could have run them.
+  if (await skipWithoutRedis(t)) return;
+  if (await skipWithoutS3(t)) return;
+  const keyPrefix = `sfc-test-${process.pid}-access:`;
+  const broker = new MemoryBroker();
+  const { dir, cleanup } = tempDir('sf-cluster-access-');
+  const { topology } = clusterClickTopology();
+  const options = { cluster: REDIS_URL, clusterName: 'access', keyPrefix, broker, dataDir: dir, leaseMs: 1000, logger: quiet, topology };
+  try {
+    const wrongKey = openCheckpointStore(`s3://${S3_BUCKET}/access`, { env: { ...s3Env(), AWS_SECRET_ACCESS_KEY: 'not-the-secret' } });
+    await assert.rejects(startWorker({ ...options, name: 'w1', checkpoints: wrongKey }),
+      (err: unknown) => err instanceof InvalidArgumentError && /the checkpoint store s3:\/\/.*\/access at http.* refuses this worker: S3 GET .*HTTP 403, .*Give it the credentials and bucket/.test(err.message));
+    const noBucket = openCheckpointStore('s3://no-such-bucket-here/access', { env: s3Env() });
+    await assert.rejects(startWorker({ ...options, name: 'w1', checkpoints: noBucket }),
+      (err: unknown) => err instanceof InvalidArgumentError && /refuses this worker: S3 GET .*HTTP 404, NoSuchBucket/.test(err.message));
+    assert.deepEqual(await redisKeys(keyPrefix, ['members', 'checkpoints']), [], 'a refused worker recorded neither itself nor its checkpoint store');
+    // No answer (nothing listens there): joins, and its partitions wait for the store.
+    const silent = openCheckpointStore(`s3://${S3_BUCKET}/access`, { env: { ...s3Env(), AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, s3: { maxAttempts: 1, timeoutMs: 500 } });
+    const events: WorkerEvent[] = [];
+    const warnings: string[] = [];
+    const w = await startWorker({ ...options, name: 'w1', checkpoints: silent, logger: { ...quiet, warn: (_o: unknown, m?: string) => warnings.push(String(m)) }, onEvent: (e) => events.push(e) });
+    try {
+      assert.ok(warnings.some((m) => /checkpoint store .* does not answer .*joining anyway/.test(m)), warnings.join('\n'));
+      const deadline = Date.now() + 20_000;
+      while (!events.some((e) => e.type === 'waiting')) {
+        assert.ok(Date.now() < deadline, JSON.stringify(events));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(!events.some((e) => e.type === 'failed'), 'nothing refused for a store that does not answer');
+    } finally {
+      await w.stop();
+    }
+  } finally {
+    await broker.close();
+    await deleteKeys(keyPrefix);
+    cleanup();
+  }
+});
+
+/** Which of `names` exist as keys of cluster `access` under `prefix`. */
+async function redisKeys(prefix: string, names: string[]): Promise<string[]> {
+  const r = new Redis(REDIS_URL);
+  try {
+    const found: string[] = [];
+    for (const n of names) if ((await r.exists(`${prefix}access:${n}`)) === 1) found.push(n);
+    return found;
+  } finally {
+    r.disconnect();
+  }
+}

@@ -10,13 +10,14 @@ import type { PartitionFence } from '../runtime/stream/ownerEpoch.js';
 import type { CheckpointStore } from '../checkpoint/checkpointStore.js';
 import { CheckpointFileCache } from '../checkpoint/fileCache.js';
 import { openCheckpointStore } from '../checkpoint/open.js';
-import { DEFAULT_CHECKPOINT_INTERVAL_MS, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
+import { DEFAULT_CHECKPOINT_INTERVAL_MS, stageCheckpointKey, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
 import type { HostedPartition } from '../runtime/topology/partitionHost.js';
 import type { StageTypes, Topology } from '../runtime/topology/topology.js';
 import type { ApplicationHost, ClusterApplication } from './application.js';
 import { AskResponders } from './askResponder.js';
 import { askNamespaceCollision } from './askWire.js';
 import type { WorkerEvent } from './events.js';
+import { checkCheckpointAccess } from './checkpointAccess.js';
 import { RedisCheckpointRegistry } from './checkpointRegistry.js';
 import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
@@ -167,8 +168,9 @@ export interface Worker<S extends Record<string, StageTypes> = Record<string, St
  *
  * @throws InvalidArgumentError for bad options (neither or both of `topology` and
  *   `application`, `checkpointIntervalMs` below 10, `checkpoints` for an application that does
- *   not `supportsCheckpoints`, a checkpoint URL that is not `file:///` or `s3://`), or stages
- *   other than the cluster's; BrokerDisconnectedError when the
+ *   not `supportsCheckpoints`, a checkpoint URL that is not `file:///` or `s3://`), stages
+ *   other than the cluster's, or a checkpoint store that refuses this worker (denied
+ *   credentials, no such bucket: `checkCheckpointAccess`); BrokerDisconnectedError when the
  *   cluster's Redis does not answer; the application's `startHost` errors
  */
 export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {
@@ -214,6 +216,8 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   try {
     await checkClusterTopology(redis, keys, stages);
     await checkClusterBroker(redis, keys, options.broker.identity);
+    const firstUnit = allUnits(stages)[0];
+    if (checkpoints && firstUnit) await checkCheckpointAccess(checkpoints, stageCheckpointKey(options.clusterName, firstUnit.stage, firstUnit.partition), transientCause, logger, id);
     await checkClusterCheckpoints(redis, keys, checkpoints ? (checkpoints.location ?? checkpoints.url) : undefined);
     keeper = await LeaseKeeper.start({
       url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
@@ -223,6 +227,7 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
     });
   } catch (err) {
     redis.disconnect();
+    if (typeof options.checkpoints === 'string') await checkpoints?.close().catch(() => undefined);
     throw err;
   }
   try {

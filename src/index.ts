@@ -60,7 +60,7 @@ export { startPartitionHost } from './runtime/topology/partitionHost.js';
 export type { PartitionHost, PartitionHostOptions, PartitionStopOptions, HostedPartition } from './runtime/topology/partitionHost.js';
 export { DEFAULT_CHECKPOINT_INTERVAL_MS, CHECKPOINTS_KEPT, CHECKPOINT_SEQUENCE_KEY, stageCheckpointKey, restoreStageStoreIfBehind, PartitionCheckpointPuts } from './runtime/stream/stageCheckpoints.js';
 export { PartitionCheckpointer, type PartitionCheckpointerOptions } from './runtime/stream/partitionCheckpointer.js';
-export type { CheckpointRegistry, StageCheckpointing, StageRestore, StagePut, StageCheckpointMetadata } from './runtime/stream/stageCheckpoints.js';
+export type { CheckpointRegistry, StageCheckpointing, StageRestore, StagePut, StagePutFailure, StageCheckpointMetadata } from './runtime/stream/stageCheckpoints.js';
 export type { PartitionFence } from './runtime/stream/ownerEpoch.js';
 export { recordOwnerEpoch, readOwnerEpoch, ownerPriority, OWNER_EPOCH_KEY } from './runtime/stream/ownerEpoch.js';
 export { stopWhenFenced, onFenced } from './runtime/topology/fencedSupervision.js';

@@ -26,6 +26,12 @@ export interface MemberReport {
    * in reports of older workers.
    */
   readonly waiting?: Readonly<Record<string, string>>;
+  /**
+   * Of `running`, the units whose checkpoint puts fail (the checkpoint store does not take
+   * them): how long, and the last error (`for 12 s: S3 PUT ...: no answer`). Their acks and
+   * outputs wait for a checkpoint meanwhile. Absent in reports of older workers.
+   */
+  readonly checkpointsFailing?: Readonly<Record<string, string>>;
   /** Units the worker refused to run, with the reason (a store of another shape, a corrupt store). */
   readonly failed: Readonly<Record<string, string>>;
   /** Base URL of the worker's inspection endpoint (docs/console.md: `/tree`, `/events`, `/metrics`), or null when it serves none. */

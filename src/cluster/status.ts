@@ -28,7 +28,9 @@ export interface PartitionStatus {
    * owner still holds the lease but has missed two heartbeats (`silentMs` of its worker: killed,
    * stopped, or cut off from Redis; with `reason`): its partition runs nowhere it can be seen,
    * and its lease runs out in `leaseMsLeft` (found by a new user: a SIGKILLed worker's
-   * partitions showed `running` until their leases ran out).
+   * partitions showed `running` until their leases ran out). A `running` partition whose
+   * checkpoint puts fail has a `reason` too (how long, the last error; found by a new user: during an
+   * S3 outage partitions showed `running` while their acks waited).
    */
   readonly state: 'running' | 'opening' | 'failed' | 'unowned' | 'silent';
   readonly reason?: string;
@@ -108,7 +110,9 @@ export async function readClusterStatus(redis: Redis, keys: ClusterKeys, broker?
     const silent = owner !== undefined && failed === undefined && (report === undefined || (silentMs !== undefined && report.heartbeatMs !== undefined && silentMs > 2 * report.heartbeatMs));
     const state = failed !== undefined ? 'failed' : !owner ? 'unowned' : silent ? 'silent' : report?.running.includes(unit) ? 'running' : 'opening';
     const waiting = state === 'opening' ? report?.waiting?.[unit] : undefined;
-    const why = failed ?? (waiting !== undefined ? `waiting for its store, still held by another process (a stopped or hung previous owner on this machine must be killed): ${waiting}` : undefined) ?? (silent ? (report ? `owner ${owner} has sent no heartbeat for ${silentMs} ms (killed, stopped or cut off from Redis)` : `owner ${owner} is no live member (its membership ran out)`) + `: its lease runs out in ${value ? ttl : 0} ms, then the partition moves` : undefined);
+    const failing = state === 'running' ? report?.checkpointsFailing?.[unit] : undefined;
+    const stalled = failing !== undefined ? `its checkpoints fail ${failing}; its acks and outputs wait for one (it stops taking messages once its receiver queue fills)` : undefined;
+    const why = failed ?? waiting ?? stalled ?? (silent ? (report ? `owner ${owner} has sent no heartbeat for ${silentMs} ms (killed, stopped or cut off from Redis)` : `owner ${owner} is no live member (its membership ran out)`) + `: its lease runs out in ${value ? ttl : 0} ms, then the partition moves` : undefined);
     return {
       ...parseUnitKey(unit),
       unit,

@@ -246,6 +246,8 @@ class ClusterWorker implements Worker {
   readonly #owned = new Map<string, Ownership>();
   /** Units this worker refused to run, with the reason. */
   readonly #failed = new Map<string, string>();
+  /** Units whose last checkpoint puts failed: since when (ms since epoch) and the last error's message; cleared by a durable put. */
+  readonly #checkpointFailures = new Map<string, { readonly since: number; reason: string }>();
   readonly #units: Set<string>;
   readonly #leader: LeaderRole;
   /** Content restores take instead of fetching it (with checkpoints). */
@@ -373,8 +375,16 @@ class ClusterWorker implements Worker {
         const unit = unitKey({ stage: r.stage, partition: r.partition });
         this.#emit({ type: 'restored', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, sequence: r.sequence, bytes: r.bytes, seconds: r.seconds, reason: r.reason, walChunks: r.walChunks, cachedBytes: r.cachedBytes });
       },
+      onPutFailed: ({ stage, partition, error }) => {
+        const unit = unitKey({ stage, partition });
+        const reason = error instanceof Error ? error.message : String(error);
+        const known = this.#checkpointFailures.get(unit);
+        if (known) known.reason = reason;
+        else this.#checkpointFailures.set(unit, { since: Date.now(), reason });
+      },
       onPut: ({ stage, partition, ...put }) => {
         const unit = unitKey({ stage, partition });
+        this.#checkpointFailures.delete(unit);
         this.#emit({ type: 'checkpointed', unit, epoch: this.#owned.get(unit)?.lease.epoch ?? 0, ...put });
       },
     };
@@ -474,7 +484,9 @@ class ClusterWorker implements Worker {
         // 5 of 16 partitions refused for good, until their workers were restarted).
         const transient = code === 'SF_ERR_STORE_BUSY' ? undefined : transientCause(err);
         if (code === 'SF_ERR_STORE_BUSY' || transient !== undefined) {
-          const reason = transient !== undefined ? `waiting for the checkpoint store, the broker or the cluster's redis to answer: ${transient}` : (err as Error).message;
+          const reason = transient !== undefined
+            ? `waiting for the checkpoint store, the broker or the cluster's redis to answer: ${transient}`
+            : `waiting for its store, still held by another process (a stopped or hung previous owner on this machine must be killed): ${(err as Error).message}`;
           if (!o.waitingReported) this.#emit({ type: 'waiting', unit: o.unit, epoch: o.lease.epoch, reason });
           o.waitingReported = true;
           o.waitingFor = reason;
@@ -596,6 +608,7 @@ class ClusterWorker implements Worker {
       opening: by('opening'),
       waiting: Object.fromEntries([...this.#owned.values()].filter((o) => o.state === 'opening' && o.waitingFor !== undefined).map((o) => [o.unit, o.waitingFor!])),
       failed: Object.fromEntries(this.#failed),
+      checkpointsFailing: Object.fromEntries([...this.#checkpointFailures].filter(([unit]) => this.#owned.get(unit)?.state === 'running').map(([unit, f]) => [unit, `for ${Math.round((Date.now() - f.since) / 1000)} s: ${f.reason}`])),
       inspectUrl: this.#host?.inspection?.url ?? null,
       broker: this.options.broker.identity ?? null,
       checkpoints: this.checkpoints ? (this.checkpoints.store.location ?? this.checkpoints.store.url) : null,

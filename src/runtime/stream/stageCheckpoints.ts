@@ -46,6 +46,12 @@ export interface StageCheckpointing {
   /** Hears each durable put of a partition's checkpoint (after its manifest is stored, before what it covers is released). */
   readonly onPut?: (put: StagePut) => void;
   /**
+   * Hears each put of a partition's checkpoint that failed before it was durable (the
+   * checkpoint store or the registry did not take it; not a fence): what it covers waits for
+   * the next try. A worker shows it in `cluster status` until a put succeeds again.
+   */
+  readonly onPutFailed?: (failure: StagePutFailure) => void;
+  /**
    * Where each key's latest durable checkpoint sequence is recorded beside the checkpoint
    * store (a cluster's: `RedisCheckpointRegistry`). With it, a put is recorded before what it
    * covers is released, and a restore refuses a store older than the record: the checkpoint
@@ -88,6 +94,13 @@ export interface StagePut extends Omit<CheckpointPutReport, 'manifest'> {
   readonly stage: string;
   readonly partition: number;
   readonly sequence: number;
+}
+
+/** A put of a partition's checkpoint that failed before it was durable. */
+export interface StagePutFailure {
+  readonly stage: string;
+  readonly partition: number;
+  readonly error: unknown;
 }
 
 /** One restore of a partition's store from its latest checkpoint. */
@@ -349,6 +362,16 @@ export class PartitionCheckpointPuts {
    *   (nothing is durable then but files no manifest lists)
    */
   async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean; readonly whole?: boolean } = {}): Promise<number> {
+    let durable = false;
+    try {
+      return await this.#put(store, logger, beforeSequenceWrite, options, () => (durable = true));
+    } catch (err) {
+      if (!durable && !isFenced(err)) this.checkpointing.onPutFailed?.({ stage: this.stage, partition: this.partition, error: err });
+      throw err;
+    }
+  }
+
+  async #put(store: Store, logger: Logger, beforeSequenceWrite: (() => void) | undefined, options: { readonly collect?: boolean; readonly whole?: boolean }, onDurable: () => void): Promise<number> {
     this.fence?.check();
     if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
     const put = this.#nextSequence(this.#lastSequence);
@@ -372,6 +395,7 @@ export class PartitionCheckpointPuts {
     // than this record (`restoreStageStoreIfBehind`), so a manifest removed later is refused
     // instead of restored around.
     await this.checkpointing.registry?.recordDurable(this.key, put);
+    onDurable();
     const { manifest: _manifest, ...sizes } = report;
     this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
     if (options.collect === false) return put;

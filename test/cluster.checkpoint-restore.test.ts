@@ -134,12 +134,7 @@ async function restoreDecisions(run: Parameters<Parameters<typeof withRun>[2]>[0
 
 test('a damaged checkpoint refuses its unit with the reason; no store is opened for it', async (t) => {
   await withRun(t, 'directory', async (run) => {
-    const eventsA: WorkerEvent[] = [];
-    const a = await run.start(join(run.dir, 'a'), eventsA);
-    await until('all 8 units running', async () => types(eventsA, 'started').length >= 8);
-    await run.send(200);
-    await until('both stages exact', async () => String([...(await run.counts(a, 'totals'))]) === String([...sorted(run.truth)]));
-    await a.stop();
+    await countThenStop(run, 'a', 200);
 
     const files = join(run.checkpoints, run.clusterName, 'count', 'p0', 'files');
     for (const f of await readdir(files)) await writeFile(join(files, f), 'bit rot');
@@ -172,20 +167,9 @@ test('a removed newest manifest refuses its unit (the cluster recorded that chec
     };
     const store = openCheckpointStore(pathToFileURL(run.checkpoints).href);
     try {
-      const eventsA: WorkerEvent[] = [];
-      const a = await run.start(join(run.dir, 'a'), eventsA);
-      await until('all 8 units running on A', async () => types(eventsA, 'started').length >= 8);
-      await run.send(200);
-      await until('both stages exact on A', async () => String([...(await run.counts(a, 'totals'))]) === String([...sorted(run.truth)]));
-      await a.stop();
+      await countThenStop(run, 'a', 200);
       assert.equal(await recorded(), String((await store.latest(key))!.sequence), 'each durable put is recorded: the hand-back\'s last');
-
-      const eventsB: WorkerEvent[] = [];
-      const b = await run.start(join(run.dir, 'b'), eventsB);
-      await until('all 8 units running on B', async () => types(eventsB, 'started').length >= 8);
-      await run.send(100);
-      await until('both stages exact on B', async () => String([...(await run.counts(b, 'totals'))]) === String([...sorted(run.truth)]));
-      await b.stop();
+      await countThenStop(run, 'b', 100);
       const newest = (await store.latest(key))!.sequence;
       assert.equal(await recorded(), String(newest));
       const removed = await removeManifest(run.checkpoints, key, newest);
@@ -216,6 +200,16 @@ test('a removed newest manifest refuses its unit (the cluster recorded that chec
     }
   });
 });
+
+/** Starts a worker on data dir `<run.dir>/<name>`, sends `n` clicks, waits until both stages count them all, and stops it (a hand-back: last checkpoints). */
+async function countThenStop(run: Parameters<Parameters<typeof withRun>[2]>[0], name: string, n: number): Promise<void> {
+  const events: WorkerEvent[] = [];
+  const w = await run.start(join(run.dir, name), events);
+  await until(`all 8 units running on ${name}`, async () => types(events, 'started').length >= 8);
+  await run.send(n);
+  await until(`both stages exact on ${name}`, async () => String([...(await run.counts(w, 'totals'))]) === String([...sorted(run.truth)]));
+  await w.stop();
+}
 
 /**
  * Removes checkpoint `key`@`sequence`'s manifest from a directory store: its own object, or the

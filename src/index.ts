@@ -38,7 +38,7 @@ export type { TopologyProducer, ExternalProducerOptions } from './runtime/topolo
 export { epochSequence, sequenceEpoch, MAX_EPOCH } from './runtime/stream/producerEpoch.js';
 
 /* Cluster: workers that share a topology's (or any ClusterApplication's) partitions, coordinated through Redis (docs/cluster.md) */
-export { startWorker, DEFAULT_LEASE_MS } from './cluster/worker.js';
+export { startWorker, DEFAULT_LEASE_MS, MIN_WORKER_LEASE_MS } from './cluster/worker.js';
 export type { Worker, WorkerOptions, WorkerCommonOptions } from './cluster/worker.js';
 export type { ClusterApplication, ApplicationHost, ApplicationHostOptions } from './cluster/application.js';
 export { topologyApplication } from './cluster/topologyApplication.js';

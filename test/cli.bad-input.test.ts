@@ -75,7 +75,9 @@ describe('shardflow CLI on bad input', () => {
     for (const [args, message] of [[['nosuch'], /unknown command 'nosuch'/], [['rank', '--pages', `${H}/pages.txt`, '--links', `${H}/links.tsv`, '--out', out, '--no-such-option'], /unknown option '--no-such-option'/], [['query', 'top', '--limit', '0'], /argument '0' is invalid/],
       // Found by a new user: a --limit over the API's 1,000 went to the server (exit 3 with none up).
       [['query', 'backlinks', 'http://a.test/', '--limit', '1001', '--api', 'http://127.0.0.1:9'], /argument '1001' is invalid\. expected an integer from 1 to 1000/],
-      [['serve', '--data-dir', dir, '--port', '0x50'], /argument '0x50' is invalid\. expected a port in 0\.\.65535/]] as const) {
+      [['serve', '--data-dir', dir, '--port', '0x50'], /argument '0x50' is invalid\. expected a port in 0\.\.65535/],
+      // Found by a new user: `--lease-ms 100` ran, and logged 25 timed-out heartbeats in 10 s.
+      [['worker', '--cluster', 'redis://127.0.0.1:9', '--cluster-name', 'x', '--data-dir', dir, '--web-index', '--lease-ms', '100'], /argument '100' is invalid\. expected an integer >= 500/]] as const) {
       const r = run([...args]);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, message);

@@ -1,8 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import {
-  CLUSTER_NAME, DEFAULT_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
+  CLUSTER_NAME, DEFAULT_LEASE_MS, MIN_WORKER_LEASE_MS, clusterBrokerIdentity, connectBroker, loadClusterApplication, startWorker, type ClusterApplication, type WorkerEvent,
 } from '../index.js';
-import { cliLogger, MAX_PARTITIONS, nonNegativeInt, parseWeights, partitionCount, portNumber, positiveInt } from './options.js';
+import { cliLogger, integerIn, MAX_PARTITIONS, nonNegativeInt, parseWeights, partitionCount, portNumber, positiveInt } from './options.js';
 import { webIndexApplication, type WebIndexCrawlOptions } from '../topology/webIndexApplication.js';
 import { anyHost, hostAllowList } from '../actors/crawlPolicy/crawlScope.js';
 import { addFetchPolicyOptions, collect, hostMapEntry, readHostMapFile } from './crawl.js';
@@ -120,7 +120,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .requiredOption('--data-dir <dir>', '(required) parent folder of the partition stores, shared by the workers of one machine')
     .option('--name <name>', 'worker name shown in status and events (default: host name and pid)')
     .option('--max-partitions <n>', 'most partition units this worker takes', positiveInt)
-    .option('--lease-ms <ms>', 'partition, leader and membership lease time; a killed worker\'s partitions are owned again within lease + 2 heartbeats', positiveInt, DEFAULT_LEASE_MS)
+    .option('--lease-ms <ms>', `partition, leader and membership lease time (>= ${MIN_WORKER_LEASE_MS}); a killed worker's partitions are owned again within lease + 2 heartbeats`, integerIn(MIN_WORKER_LEASE_MS, Number.MAX_SAFE_INTEGER, `an integer >= ${MIN_WORKER_LEASE_MS}`), DEFAULT_LEASE_MS)
     .option('--max-stall-ms <ms>', 'longest the event loop may stay blocked while the lease keeper thread still renews the leases (default 4 x lease)', positiveInt)
     .option('--inspect-port <port>', 'serve this worker\'s console on 127.0.0.1:<port> (0: any free port); published in its membership record for `shardflow tree --cluster`', portNumber)
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')

@@ -42,6 +42,15 @@ export const WORKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const DEFAULT_LEASE_MS = 6000;
 
 /**
+ * The shortest lease a worker takes, ms: its heartbeat (a quarter of the lease by default)
+ * also bounds each of its Redis commands, and below 125 ms a busy machine misses heartbeats
+ * and moves partitions for nothing (found by a new user: `--lease-ms 100` logged 25 timed-out
+ * heartbeats in 10 s). Kafka's group coordinator bounds session timeouts likewise
+ * (`group.min.session.timeout.ms`, 6 s by default).
+ */
+export const MIN_WORKER_LEASE_MS = 500;
+
+/**
  * Options of {@link startWorker}. Times in ms. What the worker runs is exactly one of
  * `topology` (a framework Topology) or `application` (any {@link ClusterApplication}).
  */
@@ -175,6 +184,9 @@ export interface Worker<S extends Record<string, StageTypes> = Record<string, St
  */
 export async function startWorker<S extends Record<string, StageTypes>>(options: WorkerOptions<S>): Promise<Worker<S>> {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  if (!Number.isInteger(leaseMs) || leaseMs < MIN_WORKER_LEASE_MS) {
+    throw new InvalidArgumentError(`leaseMs must be an integer >= ${MIN_WORKER_LEASE_MS} for a worker (its heartbeat, a quarter of it, bounds each Redis command), got ${leaseMs}`);
+  }
   const timing = checkLeaseTiming({ leaseMs, safetyMarginMs: options.safetyMarginMs ?? defaultSafetyMargin(leaseMs) });
   const heartbeatMs = options.heartbeatMs ?? Math.floor(leaseMs / 4);
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10 || heartbeatMs > (leaseMs - timing.safetyMarginMs) / 2) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  AskTimeoutError, DataDirError, InvalidArgumentError, MemoryBroker, connectClusterClient, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
+  AskTimeoutError, DataDirError, InvalidArgumentError, lastWriteWins, MemoryBroker, connectClusterClient, RedisStreamsBroker, Topology, defineNamespace, int64Add, msgpackCodec, startPartitionHost, startWorker, topologyApplication, type Logger, type WorkerEvent,
 } from '../src/index.js';
 import { tempDir } from './kit/datasets.js';
 import { Redis } from 'ioredis';
@@ -38,6 +38,14 @@ test('a worker refuses another topology, and a partition store of another shape 
   const worker = await startWorker({ ...options, topology, name: 'w1', onEvent: (e) => events.push(e) });
   try {
     await assert.rejects(startWorker({ ...options, topology: other, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError && /runs other stages than this worker .* this worker's topology has/.test(err.message));
+    // The same stages and partitions, but totals merges with another operator (found by a new
+    // user: such a worker joined, and took partitions that it then refused one by one).
+    const { clicks, deltas } = clusterClickTopology();
+    const lww = Topology.create('cluster-clicks')
+      .stage('count', { input: clicks, outputs: { deltas }, columnFamilies: { hosts: { mergeOperator: int64Add() } }, onMessage: () => {} })
+      .stage('totals', { input: deltas, columnFamilies: { hosts: { mergeOperator: lastWriteWins() } }, onMessage: () => {} });
+    await assert.rejects(startWorker({ ...options, topology: lww, name: 'w2' }), (err: unknown) => err instanceof InvalidArgumentError &&
+      /runs other stages than this worker \(stage totals: config "store hosts\(shardflow\.int64_add\.v1\); outputs -", this worker "store hosts\(shardflow\.lww\.v1\); outputs -"\)/.test(err.message));
     const exactlyOne = (err: unknown) => err instanceof InvalidArgumentError && /exactly one of topology .* and application/.test(err.message);
     await assert.rejects(startWorker({ ...options, name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'neither topology nor application');
     await assert.rejects(startWorker({ ...options, topology, application: topologyApplication(topology), name: 'w2' } as unknown as Parameters<typeof startWorker>[0]), exactlyOne, 'both');

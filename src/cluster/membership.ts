@@ -60,13 +60,22 @@ export interface MemberReport {
 
 /**
  * Records the topology's stages as the cluster's, or checks them against the recorded ones:
- * every worker of a cluster must run the same stages with the same partition counts.
+ * every worker of a cluster must run the same stages with the same partition counts and
+ * `config` (a topology's column families with their merge operators, and its outputs). A
+ * record without `config` (an older build's) takes this worker's when nothing else differs.
  * @throws InvalidArgumentError naming both when they differ
  */
 export async function checkClusterTopology(redis: Redis, keys: ClusterKeys, stages: readonly ClusterStage[]): Promise<void> {
   const mine = JSON.stringify(stages);
   await redis.set(keys.topology, mine, 'NX');
-  const recorded = await redis.get(keys.topology);
+  let recorded = await redis.get(keys.topology);
+  // A record written by an older build, whose stages did not record their `config` (the
+  // column families and outputs): taken as this worker's when nothing else differs, so that
+  // workers of this build compare against the whole.
+  if (recorded !== null && recorded !== mine && JSON.stringify((JSON.parse(recorded) as ClusterStage[]).map((r, i) => (r.config === undefined && stages[i]?.config !== undefined ? { ...r, config: stages[i]!.config } : r))) === mine) {
+    if ((await redis.set(keys.topology, mine, 'XX', 'GET')) === recorded) recorded = mine;
+    else recorded = await redis.get(keys.topology);
+  }
   if (recorded !== mine) {
     throw new InvalidArgumentError(
       `cluster ${keys.clusterName} runs other stages than this worker (${stageDifferences(recorded ? (JSON.parse(recorded) as ClusterStage[]) : [], stages)}): ` +

@@ -43,7 +43,24 @@ export function parseUnitKey(key: string): PartitionUnit {
 
 /** The stages of `topology` as a cluster records them (the input namespace gives each stage's partitions). */
 export function clusterStages(topology: Topology<Record<string, StageTypes>>): ClusterStage[] {
-  return topology.stages.map((s) => ({ name: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions, partitioner: s.def.input.partitioner.describe() }));
+  return topology.stages.map((s) => ({ name: s.name, namespace: s.def.input.name, partitions: s.def.input.partitioner.partitions, partitioner: s.def.input.partitioner.describe(), config: stageConfig(s.def) }));
+}
+
+/**
+ * What of a stage every worker must run alike beyond its input: its column families with
+ * their merge operators and compaction filters (a store written with one merge operator is
+ * refused by another), and its outputs with their partitioners:
+ * `store hosts(shardflow.int64_add.v1), seen(filter ttl); outputs deltas=host-deltas(fnv1a/2)`.
+ * Found by a new user: a worker whose stage merged with another operator joined and took
+ * partitions that it then refused one by one.
+ */
+function stageConfig(def: Topology<Record<string, StageTypes>>['stages'][number]['def']): string {
+  const cfs = Object.entries(def.columnFamilies ?? {}).map(([cf, o]) => {
+    const extras = [o.mergeOperator?.name, o.compactionFilter ? `filter ${o.compactionFilter.kind}` : undefined].filter(Boolean);
+    return extras.length ? `${cf}(${extras.join(', ')})` : cf;
+  });
+  const outputs = Object.entries(def.outputs ?? {}).map(([k, ns]) => `${k}=${ns.name}(${ns.partitioner.describe()})`);
+  return `store ${cfs.join(', ') || '-'}; outputs ${outputs.join(', ') || '-'}`;
 }
 
 /** Every unit of `stages`, stage by stage, partitions in order: the order assignment walks them in. */

@@ -83,14 +83,15 @@ async function cpuBetween(a: CpuSample, b: CpuSample) {
 }
 
 /**
- * A `PartitionAsker` that passes every ask to `client` and keeps the push reports of the
+ * A `PartitionAsker` that passes every ask (and claim) to `client` and keeps the push reports of the
  * metric rounds (`{ kind: 'metrics', message: { type: 'push' } }`), per round and source
  * partition: what each partition sent to each other partition (`sent[q]`, `bytes[q]`).
  * A push asked again (a retry, a new owner) replaces the earlier report of that round.
  */
-function recordingPushes(client: ClusterClient): { asker: PartitionAsker; pushes: Map<number, Map<number, PushReport>> } {
+function recordingPushes(client: ClusterClient): { asker: PartitionAsker & Pick<ClusterClient, 'claim'>; pushes: Map<number, Map<number, PushReport>> } {
   const pushes = new Map<number, Map<number, PushReport>>();
-  const asker: PartitionAsker = {
+  const asker: PartitionAsker & Pick<ClusterClient, 'claim'> = {
+    claim: (name, value) => client.claim(name, value),
     async ask(stage, partition, request, options) {
       const reply = await client.ask(stage, partition, request, options);
       const message = (request as { kind?: string; message?: { type?: string; round?: number } }).message;

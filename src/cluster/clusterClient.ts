@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Subscription } from 'rxjs';
-import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
+import { AskTimeoutError, BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker, BrokerMessage, Consumer, DeadLetter, Producer } from '../runtime/brokers/broker.js';
 import { partitionId, producerId } from '../runtime/ids.js';
@@ -133,6 +133,17 @@ export interface ClusterClient {
   deadLetters(stage: string): Promise<DeadLetter[]>;
   /** The cluster's status (`clusterStatus`), with this client's broker for the backlogs. */
   status(): Promise<ClusterStatus>;
+  /**
+   * Records `value` under `name` for the cluster unless a value is recorded there already
+   * (atomically: Redis `SET NX`, as ZooKeeper's create of a node that must not exist), and
+   * returns the value recorded: `value` when this call or an earlier one with the same value
+   * recorded it, another when another client got there first. What an application's clients
+   * agree on once for the cluster's life (the web index: which graph it ranks), so that two
+   * clients that check and then act cannot both win. Kept until `retireCluster`.
+   * @param name 1 to 128 letters, digits, `.`, `_`, `-`, `/`
+   * @throws InvalidArgumentError for a bad name; BrokerDisconnectedError when the cluster's Redis does not answer
+   */
+  claim(name: string, value: string): Promise<string>;
   /**
    * Stops: rejects the asks still waiting with BrokerClosedError, closes the reply consumer,
    * the request producers and the Redis connection. The reply topic and its subscription
@@ -356,6 +367,17 @@ class RemoteAskClient implements ClusterClient {
 
   status(): Promise<ClusterStatus> {
     return readClusterStatus(this.redis, this.keys, this.options.broker);
+  }
+
+  async claim(name: string, value: string): Promise<string> {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(name)) throw new InvalidArgumentError(`a claim's name is 1 to 128 letters, digits, '.', '_', '-', '/', got ${JSON.stringify(name)}`);
+    const key = this.keys.claim(name);
+    try {
+      const previous = await this.redis.set(key, value, 'NX', 'GET');
+      return previous ?? value;
+    } catch (err) {
+      throw new BrokerDisconnectedError(`cannot claim ${name} for cluster ${this.keys.clusterName}: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
+    }
   }
 
   close(): Promise<void> {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { convergeFields, type MetricJobOptions } from './metricJobOptions.js';
 import { topic, topicName, type Broker } from '../runtime/brokers/index.js';
 import { Namespaces } from '../actors/namespaces.js';
-import { DataDirError, FlowCounters, partitionId, systemClock, type Clock, type SentStream, type StreamFlowReport } from '../index.js';
+import { DataDirError, FlowCounters, partitionId, systemClock, type Clock, type ClusterClient, type SentStream, type StreamFlowReport } from '../index.js';
 import type { ConvergeResult } from '../actors/metrics/coordinator.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { convergeOnCluster } from './clusterConverge.js';
@@ -14,8 +14,8 @@ import { aborted, raceStops } from './watchdog.js';
 
 /** Options of {@link rankOnCluster}. */
 export interface ClusterRankOptions extends MetricJobOptions {
-  /** Asks the web-index partitions wherever they run (a `ClusterClient`). */
-  readonly client: PartitionAsker;
+  /** Asks the web-index partitions wherever they run, and claims the cluster's graph (a `ClusterClient`). */
+  readonly client: PartitionAsker & Pick<ClusterClient, 'claim'>;
   /** The cluster's broker scope (`clusterBrokerIdentity`): the load is published through it. */
   readonly broker: Broker;
   /** Partitions of the cluster's web index (its recorded stage). */
@@ -51,6 +51,9 @@ export interface ClusterRankResult {
   /** True when the load was found applied already (a resumed job) and not sent again. */
   readonly loadSkipped: boolean;
 }
+
+/** The `ClusterClient.claim` under which a web-index cluster records the digest of the graph it ranks (`graphJobId`). */
+export const GRAPH_CLAIM = 'web-index/graph';
 
 /**
  * A digest of a graph (its pages in order and each page's targets): the default job name,
@@ -99,7 +102,8 @@ function otherLoads(reports: readonly StreamFlowReport[], producer: string): str
  *
  * Every request is idempotent, so worker failures (a request runs again on the next owner)
  * and a client started again (the job resumes) leave the result exact.
- * @throws DataDirError when the cluster's indexers applied another job's load (another
+ * @throws DataDirError when the cluster ranks another graph (its `GRAPH_CLAIM`, recorded by
+ *   the first client, is another graph's digest), or its indexers applied another job's load (another
  *   graph: see `otherLoads`), before anything is sent (found by a new user: it exited 2, as bad
  *   input, where a data dir holding another graph exits 1); the client's errors (a remote failure, a timeout); the abort reason when `signal` aborts
  */
@@ -110,8 +114,20 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
   const quiet = { clock, ...(options.signal ? { signal: options.signal } : {}) };
   const run = async (): Promise<ClusterRankResult> => {
     let graph: WebGraph | undefined = typeof options.graph === 'function' ? await options.graph() : options.graph;
-    const job = options.job ?? graphJobId(graph);
+    const digest = graphJobId(graph);
+    const job = options.job ?? digest;
     const producer = `loader/${job}`;
+    // One graph per cluster, agreed on atomically before anything is read or sent: the check
+    // of the indexers' loads below alone was a check-then-act race (found by a new user: two
+    // clients with different graphs started together both exited 0 with the merged graph),
+    // and it missed a --job reused with another graph (exit 0 with the old graph's scores).
+    const ranked = await options.client.claim(GRAPH_CLAIM, digest);
+    if (ranked !== digest) {
+      throw new DataDirError(
+        `the cluster's web index ranks another graph (digest ${ranked}; this graph's is ${digest}${options.job !== undefined ? `, given as job ${job}` : ''}): loading this one would merge the two graphs and rank both together. ` +
+          'Rank another graph on a new cluster (another --cluster-name, with its own workers and data dirs), or run the same graph again (the same files, lines in the same order) to resume it',
+      );
+    }
     const t0 = performance.now();
     const partitioner = hostPartitioner(options.partitions);
     // What a load of this graph sends: its messages per partition, sequences from 0.

@@ -15,6 +15,7 @@ import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
 import { spawnWorkerProcess, until } from './kit/clusterRun.js';
 import { graphs, repoRoot, tempDir } from './kit/datasets.js';
 import { assertClusterRank, rankCase, withWebIndexCluster } from './kit/webIndexCluster.js';
+import { openClusterQueryServer } from '../src/cli/query.js';
 
 const PARTITIONS = 6;
 const LEASE_MS = 3000;
@@ -251,6 +252,20 @@ test('a worker whose data dir lacks the store of a partition an earlier owner st
         return st.partitions.length === PARTITIONS && st.partitions.every((p) => p.state === 'failed') && st;
       }, 60_000);
       for (const p of s.partitions) assert.match(p.reason ?? '', /started by an earlier owner .* is not in this worker's data dir/);
+      // A query server started now answers a read of a refused partition 503 at once, with the
+      // refusal (found by a new user: every read waited 60 s, since scores need every
+      // partition's summary, and said "no worker runs it (unowned, or refused...)").
+      const server = await openClusterQueryServer({ cluster: REDIS_URL, clusterName: c.clusterName, keyPrefix: c.keyPrefix, broker: c.brokerSpec, host: '127.0.0.1', port: 0 }, undefined);
+      try {
+        const t0 = Date.now();
+        const res = await fetch(new URL('/v1/page?url=http%3A%2F%2Fa.test%2F', server.url));
+        const body = (await res.json()) as { error?: { message?: string } };
+        assert.equal(res.status, 503, JSON.stringify(body));
+        assert.match(JSON.stringify(body), /partition \d of the web index is refused by its workers, so it answers no \w+ read until an operator acts: .*started by an earlier owner/);
+        assert.ok(Date.now() - t0 < 15_000, `answered in ${Date.now() - t0} ms, not after the 60 s read timeout`);
+      } finally {
+        await server.close();
+      }
     } finally {
       other.cleanup();
     }

@@ -12,7 +12,7 @@ import { addExposureOptions, addTokenOptions, checkExposure, resolveToken } from
 import { clusterBrokerIdentity, connectBroker, connectClusterClient, systemClock, type ClusterClient } from '../index.js';
 import { WEB_INDEX_STAGE } from '../topology/clusterProtocol.js';
 import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
-import { remotePartitionView } from '../query/remoteView.js';
+import { refusedFromStatus, remotePartitionView } from '../query/remoteView.js';
 import { clusterName, clusterUrl } from './worker.js';
 import { WEB_INDEX_CLUSTER } from './rankCluster.js';
 
@@ -203,7 +203,8 @@ export async function openClusterQueryServer(opts: Record<string, any>, token: s
     client = await connectClusterClient({ cluster: opts.cluster, clusterName: name, broker, keyPrefix: opts.keyPrefix });
     const partitions = await webIndexPartitions(client, name, opts.waitMs ?? 0, signal);
     const asker = client;
-    const service = new QueryService({ partitioner: hostPartitioner(partitions), view: async (p) => remotePartitionView(asker, p), clock: systemClock });
+    const refused = refusedFromStatus(() => asker.status());
+    const service = new QueryService({ partitioner: hostPartitioner(partitions), view: async (p) => remotePartitionView(asker, p, { refused }), clock: systemClock });
     const server = await (await queryServer()).startQueryServer({ service, host: opts.host, port: opts.port, ...(token ? { token } : {}), allowedHosts: opts.allowedHost, insecure: opts.insecure });
     let closing: Promise<void> | undefined;
     return {

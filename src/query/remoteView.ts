@@ -12,10 +12,41 @@ import type { PartitionReadMethod, PartitionReads, RawLink } from './partitionVi
  */
 export const REMOTE_READ_TIMEOUT_MS = 60_000;
 
+/** How often a remote read that waits asks whether its partition was refused, ms. */
+export const REFUSAL_CHECK_MS = 1000;
+
 /** Options of {@link remotePartitionView}. */
 export interface RemotePartitionViewOptions {
   /** Longest wait of one read, ms (default {@link REMOTE_READ_TIMEOUT_MS}). */
   readonly timeoutMs?: number;
+  /**
+   * Why partition `p` runs nowhere until an operator acts (refused by its workers: a
+   * damaged checkpoint, denied credentials), or undefined; asked every
+   * {@link REFUSAL_CHECK_MS} while a read waits, so that a read of a refused partition fails
+   * at once with the reason instead of after `timeoutMs` (found by a new user: a query server
+   * started while one partition was refused answered every read 503 after 60 s, since scores
+   * need every partition's summary). Without it, such a read waits `timeoutMs`.
+   */
+  readonly refused?: (p: number) => Promise<string | undefined>;
+}
+
+/**
+ * `RemotePartitionViewOptions.refused` from a cluster's status (read at most once per
+ * `REFUSAL_CHECK_MS`, shared by every partition): the reason of a web-index partition whose
+ * state is `failed`. A status that cannot be read counts as no refusal.
+ */
+export function refusedFromStatus(status: () => Promise<{ readonly partitions: ReadonlyArray<{ readonly stage: string; readonly partition: number; readonly state: string; readonly reason?: string }> }>): (p: number) => Promise<string | undefined> {
+  let cached: { at: number; value: Promise<Map<number, string>> } | undefined;
+  return async (p) => {
+    if (!cached || Date.now() - cached.at >= REFUSAL_CHECK_MS) {
+      const value = status().then(
+        (s) => new Map(s.partitions.filter((x) => x.stage === WEB_INDEX_STAGE && x.state === 'failed').map((x) => [x.partition, x.reason ?? 'refused'])),
+        () => new Map<number, string>(),
+      );
+      cached = { at: Date.now(), value };
+    }
+    return (await cached.value).get(p);
+  };
 }
 
 /**
@@ -30,12 +61,33 @@ export interface RemotePartitionViewOptions {
  */
 export function remotePartitionView(client: PartitionAsker, p: number, options: RemotePartitionViewOptions = {}): PartitionReads {
   const timeoutMs = options.timeoutMs ?? REMOTE_READ_TIMEOUT_MS;
+  const { refused } = options;
   const read = async (method: PartitionReadMethod, ...args: unknown[]): Promise<any> => {
+    const asked = client.ask(WEB_INDEX_STAGE, p, { kind: 'read', method, args } satisfies WebIndexRequest, { timeoutMs });
+    let timer: NodeJS.Timeout | undefined;
+    let done = false;
     try {
-      return await client.ask(WEB_INDEX_STAGE, p, { kind: 'read', method, args } satisfies WebIndexRequest, { timeoutMs });
+      if (!refused) return await asked;
+      const refusal = new Promise<never>((_, reject) => {
+        const check = () => {
+          timer = setTimeout(() => {
+            void refused(p).then((why) => {
+              if (done) return;
+              if (why !== undefined) reject(terminalError(new ActorStoppedError(`partition ${p} of the web index is refused by its workers, so it answers no ${method} read until an operator acts: ${why}`)));
+              else check();
+            });
+          }, REFUSAL_CHECK_MS);
+        };
+        check();
+      });
+      asked.catch(() => {}); // when the refusal wins, the ask's own timeout later is not an unhandled rejection
+      return await Promise.race([asked, refusal]);
     } catch (err) {
       if (!isShardflowError(err) || err.code !== 'SF_ERR_ASK_TIMEOUT') throw err;
       throw terminalError(new ActorStoppedError(`partition ${p} of the web index answered no ${method} read within ${timeoutMs} ms: no worker runs it (unowned, or refused: see \`shardflow cluster status\`)`, { cause: err }));
+    } finally {
+      done = true;
+      clearTimeout(timer);
     }
   };
   return {

@@ -49,6 +49,7 @@ export type { WorkerEvent } from './cluster/events.js';
 export { clusterStatus, listClusters } from './cluster/status.js';
 export { clusterBrokerIdentity } from './cluster/brokerScope.js';
 export { retireCluster } from './cluster/retire.js';
+export type { RetireClusterOptions, RetireClusterReport } from './cluster/retire.js';
 export { loadTopology, loadClusterApplication } from './cluster/topologyModule.js';
 export { CLUSTER_NAME, DEFAULT_CLUSTER_PREFIX } from './cluster/keys.js';
 export type { ClusterStatus, ClusterStatusOptions, PartitionStatus } from './cluster/status.js';

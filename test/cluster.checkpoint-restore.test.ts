@@ -12,6 +12,7 @@ import { REDIS_URL, clusterClickTopology, deleteKeys, skipWithoutRedis } from '.
 import { tempDir } from './kit/datasets.js';
 import { manifestName } from '../src/checkpoint/manifest.js';
 import { until } from './kit/clusterRun.js';
+import { runCli } from './kit/cliRun.js';
 
 /**
  * One worker at a time in this process (Redis coordinates, the in-memory broker carries the
@@ -193,8 +194,30 @@ test('a removed newest manifest refuses its unit (the cluster recorded that chec
         await until(`the units whose newest manifest went with count/0's refused on ${where}`, async () => types(events, 'failed').length >= gone.length);
         assert.deepEqual(types(events, 'failed').map((e) => e.unit).sort(), gone, `the refused units on ${where}`);
         assert.ok(!types(events, 'started').some((e) => gone.includes(e.unit)), `no unit without its newest manifest started on ${where}`);
+        if (where === 'a fresh data dir') {
+          // Retiring is refused while a worker is live.
+          const refused = await runCli(['cluster', 'retire', '--cluster', REDIS_URL, '--name', run.clusterName, '--key-prefix', `sfc-test-${process.pid}:`]);
+          assert.equal(refused.code, 2, refused.stderr);
+          assert.match(refused.stderr, /still has live workers .*: stop them first/);
+        }
         await w.stop();
       }
+      // `cluster retire --checkpoints`: the cluster begins afresh under its name (found by a new
+      // user: retireCluster removed the Redis keys only, and workers started again restored the
+      // old checkpoints; there was no command for it).
+      const retired = await runCli(['cluster', 'retire', '--cluster', REDIS_URL, '--name', run.clusterName, '--key-prefix', `sfc-test-${process.pid}:`, '--checkpoints', pathToFileURL(run.checkpoints).href]);
+      assert.equal(retired.code, 0, retired.stderr);
+      assert.match(retired.stdout, new RegExp(`retired cluster ${run.clusterName}: \\d+ Redis keys deleted, \\d+ checkpoints removed from file://`));
+      for (const [stage, n] of [['count', 6], ['totals', 2]] as const) {
+        for (let p = 0; p < n; p++) assert.deepEqual(await store.list(stageCheckpointKey(run.clusterName, stage, p)), [], `${stage}/${p}: no checkpoint left`);
+      }
+      assert.equal(await recorded(), null, 'nor its record in Redis');
+      const events: WorkerEvent[] = [];
+      const fresh = await run.start(join(run.dir, 'd'), events);
+      await until('all 8 units running afresh', async () => types(events, 'started').length >= 8);
+      assert.equal(types(events, 'restored').length + types(events, 'failed').length, 0, 'nothing restored, nothing refused');
+      assert.deepEqual(await run.counts(fresh, 'count'), new Map(), 'the counts begin at 0');
+      await fresh.stop();
     } finally {
       await store.close();
     }

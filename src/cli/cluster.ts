@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { clusterBrokerIdentity, clusterStatus, connectBroker, listClusters, type Broker, type ClusterStatus } from '../index.js';
-import { clusterName, clusterUrl } from './worker.js';
+import { clusterBrokerIdentity, clusterStatus, connectBroker, listClusters, retireCluster, type Broker, type ClusterStatus } from '../index.js';
+import { openCheckpointStore } from '../storage/index.js';
+import { checkpointUrl, clusterName, clusterUrl } from './worker.js';
 import { clusterConsoleCommand } from './clusterConsole.js';
 
 /** Options shared by the commands that read a cluster: `--cluster`, `--name`, `--key-prefix`, `--broker`. */
@@ -87,7 +88,7 @@ export function renderClusterStatus(s: ClusterStatus): string {
   return lines.join('\n');
 }
 
-/** `shardflow cluster status`: workers, partitions, owners, lease epochs, states and backlogs of a cluster. */
+/** `shardflow cluster status` (workers, partitions, owners, lease epochs, states and backlogs of a cluster) and `shardflow cluster retire`. */
 export function clusterCommand(setExit: (code: number) => void): Command {
   const status = withClusterReadOptions(
     new Command('status').description('print the workers, partitions, owners, lease epochs, states and backlogs of a cluster'),
@@ -103,5 +104,21 @@ export function clusterCommand(setExit: (code: number) => void): Command {
       process.stdout.write(opts.json ? `${JSON.stringify(s)}\n` : `${renderClusterStatus(s)}\n`);
       setExit(0);
     });
-  return new Command('cluster').description('read a cluster of workers (see `shardflow worker`)').addCommand(status).addCommand(clusterConsoleCommand());
+  const retire = new Command('retire')
+    .description("retire a cluster no worker runs: remove its Redis keys and, with --checkpoints, its partitions' checkpoints (workers started again under the name then begin afresh, given new data dirs)")
+    .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
+    .requiredOption('--name <cluster>', '(required) the cluster to retire', clusterName)
+    .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
+    .option('--checkpoints <url>', "the cluster's checkpoint store (file:///DIR or s3://BUCKET/PREFIX, with the AWS_* environment): its checkpoints are removed too", checkpointUrl)
+    .action(async (opts: { cluster: string; name: string; keyPrefix: string; checkpoints?: string }) => {
+      const checkpoints = opts.checkpoints !== undefined ? openCheckpointStore(opts.checkpoints) : undefined;
+      try {
+        const r = await retireCluster({ cluster: opts.cluster, clusterName: opts.name, keyPrefix: opts.keyPrefix, ...(checkpoints ? { checkpoints } : {}) });
+        process.stdout.write(`retired cluster ${opts.name}: ${r.keys} Redis keys deleted${checkpoints ? `, ${r.checkpoints} checkpoints removed from ${opts.checkpoints}` : ' (its checkpoints, if any, stay: give --checkpoints to remove them)'}; the workers' data dirs and the broker scope stay\n`);
+        setExit(0);
+      } finally {
+        await checkpoints?.close();
+      }
+    });
+  return new Command('cluster').description('read or retire a cluster of workers (see `shardflow worker`)').addCommand(status).addCommand(retire).addCommand(clusterConsoleCommand());
 }

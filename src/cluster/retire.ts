@@ -1,22 +1,57 @@
 import { InvalidArgumentError } from '../errors.js';
+import type { CheckpointStore } from '../checkpoint/checkpointStore.js';
+import { stageCheckpointKey } from '../runtime/stream/stageCheckpoints.js';
 import { ClusterKeys, DEFAULT_CLUSTER_PREFIX } from './keys.js';
-import { liveMembers } from './membership.js';
+import { liveMembers, readClusterTopology } from './membership.js';
 import { connectCoordination } from './redisConnection.js';
+import { allUnits } from './units.js';
+
+/** Options of {@link retireCluster}. */
+export interface RetireClusterOptions {
+  /** Redis URL of the cluster's coordination. */
+  readonly cluster: string;
+  readonly clusterName: string;
+  readonly keyPrefix?: string;
+  /**
+   * The cluster's checkpoint store: every checkpoint of its partitions (`<clusterName>/<stage>/p<i>`,
+   * the stages its Redis records) is removed too, so that workers started again under the name
+   * begin afresh instead of restoring the old state.
+   */
+  readonly checkpoints?: CheckpointStore;
+}
+
+/** What {@link retireCluster} removed. */
+export interface RetireClusterReport {
+  /** Redis keys deleted. */
+  readonly keys: number;
+  /** Checkpoints removed (0 without `checkpoints`). */
+  readonly checkpoints: number;
+}
 
 /**
- * Removes every Redis key of cluster `clusterName` (topology, assignment, epochs, leases,
- * membership; keys.ts lists them) once no worker is live: for a cluster that is retired, or
- * a laptop run that is over. The partition stores and the broker scope stay (remove those with
- * the data dir and `deleteBrokerScope(clusterBrokerIdentity(...))`). Reads with SCAN.
- * @returns how many keys were deleted
- * @throws InvalidArgumentError naming the live workers when some are; BrokerDisconnectedError when Redis does not answer
+ * Retires cluster `clusterName` once no worker is live: removes every checkpoint of its
+ * partitions from `options.checkpoints` when given (before the Redis keys, which name its
+ * stages), then every Redis key of the cluster (topology, assignment, epochs, leases,
+ * membership, the graph or other claims, the checkpoint records; keys.ts lists them), read with SCAN.
+ * The workers' data dirs and the broker scope stay: remove those with the data dirs and
+ * `deleteBrokerScope(clusterBrokerIdentity(...))`. Workers started again under the name with
+ * old data dirs open those stores (their owner epochs newer than the new counters: the
+ * counters are raised past them), so beginning afresh needs new data dirs too.
+ * @throws InvalidArgumentError naming the live workers when some are; BrokerDisconnectedError
+ *   when Redis does not answer; the checkpoint store's errors (nothing deleted from Redis then)
  */
-export async function retireCluster(options: { readonly cluster: string; readonly clusterName: string; readonly keyPrefix?: string }): Promise<number> {
+export async function retireCluster(options: RetireClusterOptions): Promise<RetireClusterReport> {
   const keys = new ClusterKeys(options.clusterName, options.keyPrefix ?? DEFAULT_CLUSTER_PREFIX);
   const redis = await connectCoordination(options.cluster, 5000);
   try {
     const live = await liveMembers(redis, keys);
     if (live.length > 0) throw new InvalidArgumentError(`cluster ${options.clusterName} still has live workers (${live.map((m) => m.id).join(', ')}): stop them first`);
+    let checkpoints = 0;
+    if (options.checkpoints) {
+      for (const unit of allUnits((await readClusterTopology(redis, keys)) ?? [])) {
+        checkpoints += await options.checkpoints.remove(stageCheckpointKey(options.clusterName, unit.stage, unit.partition));
+      }
+    }
     let deleted = 0;
     let cursor = '0';
     do {
@@ -24,7 +59,7 @@ export async function retireCluster(options: { readonly cluster: string; readonl
       cursor = next;
       if (found.length > 0) deleted += await redis.del(...found);
     } while (cursor !== '0');
-    return deleted;
+    return { keys: deleted, checkpoints };
   } finally {
     redis.disconnect();
   }

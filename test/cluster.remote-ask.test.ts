@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RemoteAskError, partitionId, producerId, type ClusterStatus } from '../src/index.js';
+import { AskTimeoutError, RemoteAskError, partitionId, producerId, type ClusterStatus } from '../src/index.js';
 import { topic } from '../src/runtime/brokers/index.js';
 import { ClusterRun, until, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
 import { skipWithoutRedis } from './kit/cluster.js';
@@ -88,6 +88,10 @@ test('an error thrown by the query hook reaches the client with its message; the
     }, 10_000);
     assert.match(dead[0]!.reason, /^AskRequest: /, 'the codec says why');
     assert.deepEqual(await client.ask('count', 2, 'hosts'), []);
+    // A query slower than the ask's timeout: the timeout names the running owner and what holds
+    // it (found by a new user: a 40 s query was reported as "no worker ran it").
+    await assert.rejects(client.ask('count', 3, { slowMs: 3000 }, { timeoutMs: 1000 }), (err: unknown) =>
+      err instanceof AskTimeoutError && new RegExp(`no answer from count/3 within 1000 ms \\(running on ${w1.id!.replace('.', '\\.')}, which did not answer in time: a slow query of the unit, or a long batch, holds its partition`).test(err.message));
     await run.stopAll();
   });
 });

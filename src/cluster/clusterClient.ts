@@ -354,11 +354,14 @@ class RemoteAskClient implements ClusterClient {
     return lists.flat();
   }
 
-  /** A unit's state and reason from the cluster's status when it is not running (undefined when running, unknown, or the status cannot be read). */
+  /** A unit's state and reason from the cluster's status, for a timed-out ask (undefined when unknown, or the status cannot be read). */
   async #unitState(stage: string, partition: number): Promise<string | undefined> {
     try {
       const unit = (await this.status()).partitions.find((u) => u.stage === stage && u.partition === partition);
-      if (!unit || unit.state === 'running') return undefined;
+      if (!unit) return undefined;
+      // Running: its owner took the request (or will) but did not answer in time (found by a
+      // new user: a 40 s query was reported as "no worker ran it").
+      if (unit.state === 'running') return `running on ${unit.owner}, which did not answer in time: a slow query of the unit, or a long batch, holds its partition (queries run between its batches, one at a time)${unit.reason ? `; ${unit.reason}` : ''}`;
       return `${unit.state}${unit.owner ? ` on ${unit.owner}` : unit.assignedTo ? ` (assigned to ${unit.assignedTo})` : ''}${unit.reason ? `: ${unit.reason}` : ''}`;
     } catch {
       return undefined;

@@ -151,6 +151,16 @@ test('query API: documented shapes, paging, backlinks by source score, 400/401/4
     assert.equal(dropped.status, 200);
     assert.equal(dropped.body.pages, 11);
     assert.equal((await get(q('/v1/hosts/b.test'), T)).status, 404);
+    // A server that does not drop hosts (a cluster's) says so: 501, not a 404 (found by a new user).
+    const readOnly = await startQueryServer({ service, port: 0, token: 'secret' });
+    try {
+      const r = await get(new URL('/v1/hosts/a.test', readOnly.url).href, T, 'DELETE');
+      assert.equal(r.status, 501, JSON.stringify(r.body));
+      assert.equal(r.body.error, 'not_implemented');
+      assert.match(r.body.reason, /this server does not drop hosts: `shardflow serve --data-dir DIR` \(one process\) does/);
+    } finally {
+      await readOnly.close();
+    }
   } finally {
     await api.close();
     await index.stop();

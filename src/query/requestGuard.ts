@@ -10,7 +10,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /** Error answer of every route and every refusal: `error` is a stable code, `reason` says what to fix. */
 export interface ErrorBody {
-  readonly error: 'invalid_url' | 'invalid_request' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'unauthorized' | 'unavailable' | 'internal';
+  readonly error: 'invalid_url' | 'invalid_request' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'not_implemented' | 'unauthorized' | 'unavailable' | 'internal';
   readonly reason: string;
   readonly detail?: unknown;
 }

@@ -150,7 +150,9 @@ export async function startQueryServer(options: QueryServerOptions): Promise<Que
     { method: 'GET', url: '/v1/top/sites', config: { query: ['limit'] }, handler: async (req) => service.topSites(limitOnly(req)) },
     {
       method: 'DELETE', url: '/v1/hosts/:host', config: { admin: true, query: [] }, handler: async (req, reply) => {
-        if (!options.dropHost) return reply.code(404).send(err('not_found', 'this server does not drop hosts'));
+        // Not a missing resource but an operation this server does not offer (found by a new
+        // user: a 404 `not_found` on `serve --cluster`): 501, as RFC 9110 section 15.6.2 has it.
+        if (!options.dropHost) return reply.code(501).send(err('not_implemented', 'this server does not drop hosts: `shardflow serve --data-dir DIR` (one process) does; on a cluster (`serve --cluster`, `crawl --cluster --serve`) a host cannot be dropped yet'));
         const dropped = checkHost((req.params as { host: string }).host);
         const report = await options.dropHost(dropped);
         service.invalidate();

@@ -257,3 +257,30 @@ async function redisKeys(prefix: string, names: string[]): Promise<string[]> {
     r.disconnect();
   }
 }
+
+test('with checkpoints, one worker per name on a data dir: a second of the same name is refused, default names of one process differ', async (t) => {
+  // Found by a new user: two workers named p2 on one data dir shared a standby cache and
+  // fetched the same checkpoint 45 times in 25 s, removing each other's files.
+  if (await skipWithoutRedis(t)) return;
+  const keyPrefix = `sfc-test-${process.pid}-names:`;
+  const broker = new MemoryBroker();
+  const { dir, cleanup } = tempDir('sf-cluster-names-');
+  const { topology } = clusterClickTopology();
+  const options = { cluster: REDIS_URL, clusterName: 'names', keyPrefix, broker, dataDir: dir, leaseMs: 1000, logger: quiet, topology, checkpoints: `file://${dir}/checkpoints` };
+  const workers: Awaited<ReturnType<typeof startWorker>>[] = [];
+  try {
+    workers.push(await startWorker({ ...options, name: 'p2' }));
+    await assert.rejects(startWorker({ ...options, name: 'p2' }), (err: unknown) => err instanceof DataDirError && /another worker named p2 runs on data dir .* \(pid \d+; lock file .*standby-cache\/p2\.lock\): give this one another name/.test(err.message));
+    workers.push(await startWorker({ ...options }), await startWorker({ ...options }));
+    const [a, b] = [workers[1]!.name, workers[2]!.name];
+    assert.notEqual(a, b);
+    assert.equal(b, `${a}-2`, 'a second default-named worker of this process gets -2');
+    await workers[0]!.stop();
+    workers.push(await startWorker({ ...options, name: 'p2' })); // taken again once the first stopped
+  } finally {
+    for (const w of workers) await w.stop();
+    await broker.close();
+    await deleteKeys(keyPrefix);
+    cleanup();
+  }
+});

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { BrokerDisconnectedError, findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
+import { BrokerDisconnectedError, DataDirError, findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -12,6 +12,7 @@ import { CheckpointFileCache } from '../checkpoint/fileCache.js';
 import { openCheckpointStore } from '../checkpoint/open.js';
 import { DEFAULT_CHECKPOINT_INTERVAL_MS, stageCheckpointKey, type StageCheckpointing } from '../runtime/stream/stageCheckpoints.js';
 import type { HostedPartition } from '../runtime/topology/partitionHost.js';
+import { acquireDataDirLock, type DataDirLock } from '../runtime/topology/dataDirLock.js';
 import type { StageTypes, Topology } from '../runtime/topology/topology.js';
 import type { ApplicationHost, ClusterApplication } from './application.js';
 import { AskResponders } from './askResponder.js';
@@ -96,7 +97,12 @@ export interface WorkerCommonOptions {
    * standby the fetches and the disk of the checkpoints it keeps warm.
    */
   readonly standbyReplicas?: number;
-  /** Shown in status and events (default `<host name>-<pid>`); the member id adds 8 random hex digits. */
+  /**
+   * Shown in status and events (default `<host name>-<pid>`, with `-2`, `-3`, ... for more
+   * workers of this process on one data dir); the member id adds 8 random hex digits. With
+   * checkpoints, one worker per name and data dir (its standby cache is `standby-cache/<name>`,
+   * locked by `standby-cache/<name>.lock` while it runs).
+   */
   readonly name?: string;
   /** Most partition units the leader assigns this worker (default: no limit). */
   readonly maxPartitions?: number;
@@ -192,7 +198,8 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 10 || heartbeatMs > (leaseMs - timing.safetyMarginMs) / 2) {
     throw new InvalidArgumentError(`heartbeatMs must be an integer in [10, ${(leaseMs - timing.safetyMarginMs) / 2}] (two renewals before a lease runs out), got ${heartbeatMs}`);
   }
-  const name = options.name ?? `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '-');
+  const defaultName = `${hostname()}-${process.pid}`.replace(/[^A-Za-z0-9._-]/g, '-');
+  let name = options.name ?? defaultName;
   if (!WORKER_NAME.test(name)) throw new InvalidArgumentError(`worker name ${JSON.stringify(name)} must be 1 to 64 letters, digits, '.', '_' or '-'`);
   const maxPartitions = options.maxPartitions ?? Infinity;
   if (!(maxPartitions === Infinity || (Number.isInteger(maxPartitions) && maxPartitions >= 0))) throw new InvalidArgumentError(`maxPartitions must be an integer >= 0, got ${maxPartitions}`);
@@ -219,8 +226,31 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   const maxStallMs = options.maxStallMs ?? 4 * leaseMs;
   if (!Number.isInteger(maxStallMs) || maxStallMs < leaseMs) throw new InvalidArgumentError(`maxStallMs must be an integer >= leaseMs (${leaseMs}), got ${maxStallMs}`);
 
+  // One worker per name and data dir with checkpoints: two would share (and remove each
+  // other's files from) one standby cache (found by a new user: two workers named p2 on one
+  // data dir fetched the same checkpoint 45 times in 25 s).
+  let cacheLock: DataDirLock | undefined;
+  if (options.checkpoints !== undefined) {
+    for (let n = 1; cacheLock === undefined; n++) {
+      if (options.name === undefined) name = n === 1 ? defaultName : `${defaultName}-${n}`;
+      try {
+        cacheLock = acquireDataDirLock(join(options.dataDir, STANDBY_CACHE_DIR), {
+          file: `${name}.lock`,
+          inUse: (pid, file) => `another worker named ${name} runs on data dir ${options.dataDir} (pid ${pid}; lock file ${file}): give this one another name (--name) or another data dir`,
+        });
+      } catch (err) {
+        if (options.name !== undefined || !(err instanceof DataDirError) || n >= 64) throw err;
+      }
+    }
+  }
   const checkpoints = typeof options.checkpoints === 'string' ? openCheckpointStore(options.checkpoints) : options.checkpoints;
-  const redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
+  let redis: Redis;
+  try {
+    redis = await connectCoordination(options.cluster, 5000, heartbeatMs);
+  } catch (err) {
+    cacheLock?.release();
+    throw err;
+  }
   const id = `${name}.${randomBytes(4).toString('hex')}`;
   const logger = options.logger ?? consoleLogger;
   let keeper: LeaseKeeper;
@@ -240,15 +270,18 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   } catch (err) {
     redis.disconnect();
     if (typeof options.checkpoints === 'string') await checkpoints?.close().catch(() => undefined);
+    cacheLock?.release();
     throw err;
   }
   try {
     worker = new ClusterWorker(options, application, redis, keeper, keys, timing, heartbeatMs, id, name, maxPartitions, maxMoves,
       checkpoints && { store: checkpoints, keyPrefix: options.clusterName, intervalMs: checkpointIntervalMs, ownStore: typeof options.checkpoints === 'string', standbyReplicas });
+    void worker.closed.finally(() => cacheLock?.release()).catch(() => {});
     await worker.start();
   } catch (err) {
     await keeper.close();
     redis.disconnect();
+    cacheLock?.release();
     throw err;
   }
   return worker;

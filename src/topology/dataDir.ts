@@ -395,7 +395,7 @@ export async function checkPartitionShape(store: Store, dir: string, expected: P
   const shape = packr.unpack(stored) as PartitionShape;
   if (shape.partition !== expected.partition || shape.partitions !== expected.partitions || shape.partitioner !== expected.partitioner) {
     throw new DataDirError(
-      `partition store p${expected.partition} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${expected.partition} of ${expected.partitions} (${expected.partitioner}): the data dir was assembled from other data dirs, or re-partitioned by hand`,
+      `partition store p${expected.partition} (${dir}) was written as partition ${shape.partition} of ${shape.partitions} (${shape.partitioner}), not as partition ${expected.partition} of ${expected.partitions} (${expected.partitioner}): the data dir holds the stores of another run (an earlier cluster of this name, with other partitions: give its workers new data dirs), or was assembled from other data dirs, or re-partitioned by hand`,
     );
   }
   return shape.dataDir;

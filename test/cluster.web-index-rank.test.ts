@@ -239,6 +239,15 @@ test('a worker whose data dir lacks the store of a partition an earlier owner st
   await withWebIndexCluster(t, { partitions: PARTITIONS, leaseMs: LEASE_MS }, async (c) => {
     const w1 = await c.startWorker('w1');
     await c.allRunningOn([w1]);
+    // A query server warm (its first walk of every partition done) before the partitions are
+    // refused must keep answering: found by a new user, its next walk's failure was an
+    // unhandled rejection that ended the process.
+    const warm = await openClusterQueryServer({ cluster: REDIS_URL, clusterName: c.clusterName, keyPrefix: c.keyPrefix, broker: c.brokerSpec, host: '127.0.0.1', port: 0 }, undefined);
+    const page = async (server: { url: string }) => {
+      const res = await fetch(new URL('/v1/page?url=http%3A%2F%2Fa.test%2F', server.url));
+      return { status: res.status, body: JSON.stringify(await res.json()) };
+    };
+    assert.equal((await page(warm)).status, 404, 'no such page, the walk done');
     await c.stopAll(); // w1 hands every partition back
     // w2 on another data dir (another machine): every partition was started before, its store is elsewhere.
     const other = tempDir('sf-wic-other-');
@@ -252,6 +261,12 @@ test('a worker whose data dir lacks the store of a partition an earlier owner st
         return st.partitions.length === PARTITIONS && st.partitions.every((p) => p.state === 'failed') && st;
       }, 60_000);
       for (const p of s.partitions) assert.match(p.reason ?? '', /started by an earlier owner .* is not in this worker's data dir/);
+      for (let i = 0; i < 3; i++) {
+        const r = await page(warm); // its partition's read: 503 with the refusal; the walk in the background fails too
+        assert.equal(r.status, 503, r.body);
+        await new Promise((done) => setTimeout(done, 2500)); // past the 2 s summary TTL: the next read walks again
+      }
+      await warm.close();
       // A query server started now answers a read of a refused partition 503 at once, with the
       // refusal (found by a new user: every read waited 60 s, since scores need every
       // partition's summary, and said "no worker runs it (unowned, or refused...)").

@@ -493,7 +493,13 @@ export class QueryService {
     const cached = this.#summary;
     if (cached && now - cached.at < this.#ttl) return cached.value;
     const computing = (this.#computing ??= this.#computeSummary().finally(() => (this.#computing = undefined)));
-    return cached ? cached.value : computing; // stale while revalidating
+    if (!cached) return computing;
+    // Stale while revalidating: nobody awaits this walk, so its failure (a partition refused
+    // or unowned) must not be an unhandled rejection, which ends the process (found by a new
+    // user: a warm `serve --cluster` died when a partition was refused); the next read after
+    // the TTL walks again.
+    computing.catch(() => {});
+    return cached.value;
   }
 
   async #computeSummary(): Promise<Summary> {

@@ -205,9 +205,16 @@ test('a removed newest manifest refuses its unit (the cluster recorded that chec
       // `cluster retire --checkpoints`: the cluster begins afresh under its name (found by a new
       // user: retireCluster removed the Redis keys only, and workers started again restored the
       // old checkpoints; there was no command for it).
-      const retired = await runCli(['cluster', 'retire', '--cluster', REDIS_URL, '--name', run.clusterName, '--key-prefix', `sfc-test-${process.pid}:`, '--checkpoints', pathToFileURL(run.checkpoints).href]);
+      // Another store than the cluster's is refused before anything is removed (found by a new
+      // user: a mistyped URL removed nothing, exit 0, and the next workers restored the old state).
+      const retireArgs = ['cluster', 'retire', '--cluster', REDIS_URL, '--name', run.clusterName, '--key-prefix', `sfc-test-${process.pid}:`];
+      const wrong = await runCli([...retireArgs, '--checkpoints', pathToFileURL(`${run.checkpoints}-elsewhere`).href]);
+      assert.equal(wrong.code, 2, wrong.stderr);
+      assert.match(wrong.stderr, /ran with checkpoint store file:\/\/.*\/checkpoints, not file:\/\/.*\/checkpoints-elsewhere: give that one/);
+      assert.notEqual(await recorded(), null, 'nothing removed');
+      const retired = await runCli([...retireArgs, '--checkpoints', pathToFileURL(run.checkpoints).href, '--broker', REDIS_URL]);
       assert.equal(retired.code, 0, retired.stderr);
-      assert.match(retired.stdout, new RegExp(`retired cluster ${run.clusterName}: \\d+ Redis keys deleted, \\d+ checkpoints removed from file://`));
+      assert.match(retired.stdout, new RegExp(`retired cluster ${run.clusterName}: \\d+ Redis keys deleted, \\d+ checkpoints removed from file://.*, its broker scope deleted \\(\\d+ topics\\)`));
       for (const [stage, n] of [['count', 6], ['totals', 2]] as const) {
         for (let p = 0; p < n; p++) assert.deepEqual(await store.list(stageCheckpointKey(run.clusterName, stage, p)), [], `${stage}/${p}: no checkpoint left`);
       }

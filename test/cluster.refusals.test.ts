@@ -222,7 +222,18 @@ test('a worker whose checkpoint store refuses it (wrong secret key, no such buck
     const noBucket = openCheckpointStore('s3://no-such-bucket-here/access', { env: s3Env() });
     await assert.rejects(startWorker({ ...options, name: 'w1', checkpoints: noBucket }),
       (err: unknown) => err instanceof InvalidArgumentError && /refuses this worker: S3 GET .*HTTP 404, NoSuchBucket/.test(err.message));
-    assert.deepEqual(await redisKeys(keyPrefix, ['members', 'checkpoints']), [], 'a refused worker recorded neither itself nor its checkpoint store');
+    // Nor its stages (found by a new user: a worker refused for its key recorded its topology,
+    // and every right worker was refused after it).
+    assert.deepEqual(await redisKeys(keyPrefix, ['members', 'checkpoints', 'topology']), [], 'a refused worker recorded neither itself, its checkpoint store nor its stages');
+    // While the cluster is being retired (`cluster retire` holds this marker), a worker is refused at its join.
+    const r = new Redis(REDIS_URL);
+    try {
+      await r.set(`${keyPrefix}access:retiring`, '1', 'PX', 10_000);
+      await assert.rejects(startWorker({ ...options, name: 'w1' }), (err: unknown) => err instanceof InvalidArgumentError && /cluster access is being retired/.test(err.message));
+      await r.del(`${keyPrefix}access:retiring`);
+    } finally {
+      r.disconnect();
+    }
     // No answer (nothing listens there): joins, and its partitions wait for the store.
     const silent = openCheckpointStore(`s3://${S3_BUCKET}/access`, { env: { ...s3Env(), AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, s3: { maxAttempts: 1, timeoutMs: 500 } });
     const events: WorkerEvent[] = [];

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { clusterBrokerIdentity, clusterStatus, connectBroker, listClusters, retireCluster, type Broker, type ClusterStatus } from '../index.js';
+import { clusterBrokerIdentity, clusterStatus, connectBroker, deleteBrokerScope, listClusters, retireCluster, type Broker, type ClusterStatus } from '../index.js';
 import { openCheckpointStore } from '../storage/index.js';
 import { checkpointUrl, clusterName, clusterUrl } from './worker.js';
 import { clusterConsoleCommand } from './clusterConsole.js';
@@ -109,12 +109,19 @@ export function clusterCommand(setExit: (code: number) => void): Command {
     .requiredOption('--cluster <url>', "(required) the Redis that coordinates the cluster, redis://host:port", clusterUrl)
     .requiredOption('--name <cluster>', '(required) the cluster to retire', clusterName)
     .option('--key-prefix <prefix>', "prefix of the cluster's Redis keys", 'sfc:')
-    .option('--checkpoints <url>', "the cluster's checkpoint store (file:///DIR or s3://BUCKET/PREFIX, with the AWS_* environment): its checkpoints are removed too", checkpointUrl)
-    .action(async (opts: { cluster: string; name: string; keyPrefix: string; checkpoints?: string }) => {
+    .option('--checkpoints <url>', "the cluster's checkpoint store (file:///DIR or s3://BUCKET/PREFIX, with the AWS_* environment; refused when it is not the one the cluster ran with): its checkpoints are removed too", checkpointUrl)
+    .option('--broker <spec>', "the workers' broker (redis://HOST:PORT or pulsar://HOST:PORT): the cluster's broker scope (its topics and what waits in them) is deleted too, so that a fresh start applies none of the old input")
+    .action(async (opts: { cluster: string; name: string; keyPrefix: string; checkpoints?: string; broker?: string }) => {
       const checkpoints = opts.checkpoints !== undefined ? openCheckpointStore(opts.checkpoints) : undefined;
       try {
         const r = await retireCluster({ cluster: opts.cluster, clusterName: opts.name, keyPrefix: opts.keyPrefix, ...(checkpoints ? { checkpoints } : {}) });
-        process.stdout.write(`retired cluster ${opts.name}: ${r.keys} Redis keys deleted${checkpoints ? `, ${r.checkpoints} checkpoints removed from ${opts.checkpoints}` : ' (its checkpoints, if any, stay: give --checkpoints to remove them)'}; the workers' data dirs and the broker scope stay\n`);
+        const scope = opts.broker !== undefined ? await deleteBrokerScope(clusterBrokerIdentity(opts.broker, opts.name)) : undefined;
+        process.stdout.write(
+          `retired cluster ${opts.name}: ${r.keys} Redis keys deleted` +
+            (checkpoints ? `, ${r.checkpoints} checkpoints removed from ${opts.checkpoints}` : ' (its checkpoints, if any, stay: give --checkpoints to remove them)') +
+            (scope ? `, its broker scope deleted (${scope.topics} topics)` : ' (its broker scope stays, with any input not yet applied: give --broker to delete it)') +
+            "; the workers' data dirs stay\n",
+        );
         setExit(0);
       } finally {
         await checkpoints?.close();

@@ -21,6 +21,7 @@ export const DEFAULT_CLUSTER_PREFIX = 'sfc:';
  * <p>epoch:<unit>      counter: the unit's owner epoch (INCR at every acquisition)
  * <p>started           hash `<stage>/<partition>` -> epoch of the first owner whose partition started
  * <p>standbys          hash `<stage>/<partition>` -> comma-separated member ids keeping it warm (written by the leader)
+ * <p>retiring          set by `retireCluster` while it runs (PX 60 s): a worker's join is refused meanwhile
  * <p>claim:<name>      a value an application's clients agreed on (`ClusterClient.claim`: SET NX)
  * <p>checkpointed      hash checkpoint key `<cluster>/<stage>/p<i>` -> sequence of its latest durable checkpoint (`RedisCheckpointRegistry`)
  * ```
@@ -46,4 +47,5 @@ export class ClusterKeys {
   get standbys(): string { return `${this.base}standbys`; }
   get checkpointed(): string { return `${this.base}checkpointed`; }
   claim(name: string): string { return `${this.base}claim:${name}`; }
+  get retiring(): string { return `${this.base}retiring`; }
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { runClusterScript } from './scripts.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { BrokerIdentity } from '../runtime/brokers/identity.js';
 import type { ClusterKeys } from './keys.js';
@@ -174,6 +175,17 @@ export async function readClusterTopology(redis: Redis, keys: ClusterKeys): Prom
  */
 export async function heartbeat(redis: Redis, keys: ClusterKeys, report: MemberReport, ttlMs: number): Promise<void> {
   await redis.multi().set(keys.member(report.id), JSON.stringify(report), 'PX', ttlMs).sadd(keys.members, report.id).exec();
+}
+
+/**
+ * A worker's first heartbeat (`heartbeat`, in one script that checks the cluster's retiring
+ * marker first): so that a worker either joined before `retireCluster` looked for live
+ * workers (and is seen), or is refused.
+ * @throws InvalidArgumentError while the cluster is being retired; the connection's errors
+ */
+export async function joinCluster(redis: Redis, keys: ClusterKeys, report: MemberReport, ttlMs: number): Promise<void> {
+  const joined = await runClusterScript(redis, 'join', [keys.member(report.id), keys.members, keys.retiring], [report.id, JSON.stringify(report), ttlMs]);
+  if (Number(joined) !== 1) throw new InvalidArgumentError(`cluster ${keys.clusterName} is being retired (\`shardflow cluster retire\`): start the worker once that is done (then the cluster begins afresh)`);
 }
 
 /** Leaves the cluster at once (the leader reassigns the worker's partitions at its next round). */

@@ -45,6 +45,17 @@ local want = tonumber(ARGV[1])
 if e < want then redis.call('SET', KEYS[1], want); return want end
 return e
 `,
+  /**
+   * KEYS: member key, member set, retiring marker; ARGV: member id, report JSON, ttl ms.
+   * A worker's first heartbeat: refused (0) while the cluster is being retired, else sets the
+   * member key and adds the id to the set (1).
+   */
+  join: `
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`,
   /** KEYS: hash; ARGV: field, at least. Raises the field to `at least` (never lowers it); returns its value. */
   raiseField: `
 local e = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')

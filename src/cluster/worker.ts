@@ -24,7 +24,7 @@ import { ClusterKeys } from './keys.js';
 import { LeaderRole } from './leader.js';
 import { acquireLease, checkLeaseTiming, defaultSafetyMargin, raiseEpoch, releaseLease, renewLeases, type LeaseTiming } from './lease.js';
 import { LeaseKeeper } from './leaseKeeper.js';
-import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, heartbeat, leaveCluster, type MemberReport } from './membership.js';
+import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, joinCluster, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { registerOwnershipMetrics } from './ownershipMetrics.js';
 import { connectCoordination } from './redisConnection.js';
@@ -256,10 +256,13 @@ export async function startWorker<S extends Record<string, StageTypes>>(options:
   let keeper: LeaseKeeper;
   let worker: ClusterWorker | undefined;
   try {
-    await checkClusterTopology(redis, keys, stages);
-    await checkClusterBroker(redis, keys, options.broker.identity);
+    // Before anything is recorded: a worker refused by its checkpoint store must not fix the
+    // cluster's topology (found by a new user: one with a wrong key recorded its stages, and
+    // every right worker was refused after it).
     const firstUnit = allUnits(stages)[0];
     if (checkpoints && firstUnit) await checkCheckpointAccess(checkpoints, stageCheckpointKey(options.clusterName, firstUnit.stage, firstUnit.partition), transientCause, logger, id);
+    await checkClusterTopology(redis, keys, stages);
+    await checkClusterBroker(redis, keys, options.broker.identity);
     await checkClusterCheckpoints(redis, keys, checkpoints ? (checkpoints.location ?? checkpoints.url) : undefined);
     keeper = await LeaseKeeper.start({
       url: options.cluster, timing, heartbeatMs, maxStallMs, connectTimeoutMs: 5000, slots: allUnits(stages).length,
@@ -385,7 +388,7 @@ class ClusterWorker implements Worker {
         void this.stop();
       }
     });
-    await this.#guard('join', () => heartbeat(this.redis, this.keys, this.#report(), this.timing.leaseMs));
+    await joinCluster(this.redis, this.keys, this.#report(), this.timing.leaseMs);
     this.keeper.report(this.#report());
     this.#emit({ type: 'joined', worker: this.id });
     this.#ticking = this.#tick();

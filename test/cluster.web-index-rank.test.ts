@@ -47,6 +47,9 @@ for (const [name, dir] of [['polblogs', graphs.polblogs], ['epa', graphs.epa]] a
         // first graph's scores, "load found applied").
         await assert.rejects(c.rank(loser, { job }), refusal);
         await assert.rejects(c.rank(loser), refusal);
+        // The same graph under another job name: told to run it as its job (found by a new user:
+        // it was refused as "another graph").
+        await assert.rejects(c.rank(winner, { job: 'renamed' }), new RegExp(`holds a load under another job name \\(loader/${job}; this run is job renamed\\)\\. If it is this graph .*run it as that job \\(--job ${job};`));
         // The first graph again is the same job: it resumes, and the result is unchanged.
         assertClusterRank(await c.rank(winner), winner);
       }

@@ -137,8 +137,9 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     const others = otherLoads(found, producer);
     if (others.length > 0) {
       throw new DataDirError(
-        `the cluster's web index holds another graph (loaded as ${others.slice(0, 3).join(', ')}${others.length > 3 ? ', ...' : ''}; this graph is job ${job}): loading this one would merge the two graphs and rank both together. ` +
-          'Rank another graph on a new cluster (another --cluster-name, with its own workers and data dirs), or run the same graph again (the same job) to resume it',
+        `the cluster's web index holds a load under another job name (${others.slice(0, 3).join(', ')}${others.length > 3 ? ', ...' : ''}; this run is job ${job}). ` +
+          `If it is this graph (the cluster records this graph's digest${others.includes(`loader/${digest}`) ? ', and it was loaded under that digest' : ''}), run it as that job (--job ${others[0]!.slice('loader/'.length)}; without --job the digest names it) to resume it; ` +
+          'loaded again under another name it would be sent twice. If it is another graph (a cluster loaded before graphs were recorded), loading this one would merge the two: rank it on a new cluster (another --cluster-name, with its own workers and data dirs)',
       );
     }
     const loadSkipped = loader.every((s) => appliedMark(found, s) >= s.next - 1);

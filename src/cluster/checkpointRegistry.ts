@@ -1,7 +1,7 @@
-import { ReplyError, type Redis } from 'ioredis';
-import { BrokerDisconnectedError } from '../errors.js';
+import type { Redis } from 'ioredis';
 import type { CheckpointRegistry } from '../runtime/stream/stageCheckpoints.js';
 import type { ClusterKeys } from './keys.js';
+import { askCoordination } from './redisConnection.js';
 import { runClusterScript } from './scripts.js';
 
 /**
@@ -18,21 +18,13 @@ export class RedisCheckpointRegistry implements CheckpointRegistry {
 
   /** @throws BrokerDisconnectedError when the cluster's Redis does not answer (the caller tries again); its reply errors as they are */
   async recordDurable(key: string, sequence: number): Promise<void> {
-    await this.#ask(`record checkpoint ${sequence} of ${key}`, () => runClusterScript(this.redis, 'raiseField', [this.keys.checkpointed], [key, sequence]));
+    await askCoordination(`record checkpoint ${sequence} of ${key}`, () => runClusterScript(this.redis, 'raiseField', [this.keys.checkpointed], [key, sequence]));
   }
 
   /** @throws BrokerDisconnectedError when the cluster's Redis does not answer (a worker tries the start again at its next heartbeat); its reply errors as they are */
   async latestDurable(key: string): Promise<number | undefined> {
-    const value = await this.#ask(`read the latest durable checkpoint of ${key}`, () => this.redis.hget(this.keys.checkpointed, key));
+    const value = await askCoordination(`read the latest durable checkpoint of ${key}`, () => this.redis.hget(this.keys.checkpointed, key));
     return value === null ? undefined : Number(value);
   }
 
-  async #ask<T>(what: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      if (err instanceof ReplyError) throw err;
-      throw new BrokerDisconnectedError(`cannot ${what}: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
-    }
-  }
 }

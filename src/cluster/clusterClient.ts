@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Subscription } from 'rxjs';
-import { AskTimeoutError, BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
+import { AskTimeoutError, BrokerClosedError, InvalidArgumentError, RemoteAskError, isShardflowError } from '../errors.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker, BrokerMessage, Consumer, DeadLetter, Producer } from '../runtime/brokers/broker.js';
 import { partitionId, producerId } from '../runtime/ids.js';
@@ -12,7 +12,7 @@ import { unappliedStreams, waitStreamsQuiet, type FlowCollection, type QuietRepo
 import { DEFAULT_QUIESCENCE_TIMEOUT_MS } from '../runtime/topology/running.js';
 import { ClusterKeys } from './keys.js';
 import { readClusterTopology } from './membership.js';
-import { connectCoordination } from './redisConnection.js';
+import { askCoordination, connectCoordination } from './redisConnection.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
 import type { ClusterStage } from './units.js';
 
@@ -374,13 +374,8 @@ class RemoteAskClient implements ClusterClient {
 
   async claim(name: string, value: string): Promise<string> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/.test(name)) throw new InvalidArgumentError(`a claim's name is 1 to 128 letters, digits, '.', '_', '-', '/', got ${JSON.stringify(name)}`);
-    const key = this.keys.claim(name);
-    try {
-      const previous = await this.redis.set(key, value, 'NX', 'GET');
-      return previous ?? value;
-    } catch (err) {
-      throw new BrokerDisconnectedError(`cannot claim ${name} for cluster ${this.keys.clusterName}: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
-    }
+    const previous = await askCoordination(`claim ${name} for cluster ${this.keys.clusterName}`, () => this.redis.set(this.keys.claim(name), value, 'NX', 'GET'));
+    return previous ?? value;
   }
 
   close(): Promise<void> {

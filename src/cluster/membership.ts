@@ -169,18 +169,10 @@ export async function readClusterTopology(redis: Redis, keys: ClusterKeys): Prom
 }
 
 /**
- * Joins or renews membership: writes `report` under `member:<id>` with `PX ttlMs` and adds
- * the id to the member set (a worker that was paused past its TTL joins again this way).
- * @throws the connection's errors
- */
-export async function heartbeat(redis: Redis, keys: ClusterKeys, report: MemberReport, ttlMs: number): Promise<void> {
-  await redis.multi().set(keys.member(report.id), JSON.stringify(report), 'PX', ttlMs).sadd(keys.members, report.id).exec();
-}
-
-/**
- * A worker's first heartbeat (`heartbeat`, in one script that checks the cluster's retiring
- * marker first): so that a worker either joined before `retireCluster` looked for live
- * workers (and is seen), or is refused.
+ * A worker's join: writes `report` under `member:<id>` with `PX ttlMs` and adds the id to the
+ * member set (its later heartbeats are the lease keeper's), in one script that checks the
+ * cluster's retiring marker first, so that a worker either joined before `retireCluster`
+ * looked for live workers (and is seen), or is refused.
  * @throws InvalidArgumentError while the cluster is being retired; the connection's errors
  */
 export async function joinCluster(redis: Redis, keys: ClusterKeys, report: MemberReport, ttlMs: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { BrokerDisconnectedError } from '../errors.js';
 import { defineClusterScripts } from './scripts.js';
 
@@ -31,4 +31,20 @@ export async function connectCoordination(url: string, connectTimeoutMs: number,
     clearTimeout(timer);
   }
   return redis;
+}
+
+/**
+ * Runs one command of the cluster's coordination (`what` says which, for the message): a
+ * failure to get an answer (a timeout, a closed connection) becomes BrokerDisconnectedError,
+ * which a worker treats as transient (it tries again) and a supervisor as an outage; a reply
+ * error of the server (`ReplyError`) is thrown as it is.
+ * @throws BrokerDisconnectedError when the cluster's Redis does not answer; its reply errors
+ */
+export async function askCoordination<T>(what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof ReplyError) throw err;
+    throw new BrokerDisconnectedError(`cannot ${what}: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
+  }
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import type { StageTypes, Topology } from '../runtime/topology/topology.js';
+import { columnFamilyExtras, type StageTypes, type Topology } from '../runtime/topology/topology.js';
 
 /** One unit of ownership in a cluster: partition `partition` of stage `stage`. */
 export interface PartitionUnit {
@@ -56,7 +56,7 @@ export function clusterStages(topology: Topology<Record<string, StageTypes>>): C
  */
 function stageConfig(def: Topology<Record<string, StageTypes>>['stages'][number]['def']): string {
   const cfs = Object.entries(def.columnFamilies ?? {}).map(([cf, o]) => {
-    const extras = [o.mergeOperator?.name, o.compactionFilter ? `filter ${o.compactionFilter.kind}` : undefined].filter(Boolean);
+    const extras = columnFamilyExtras(o);
     return extras.length ? `${cf}(${extras.join(', ')})` : cf;
   });
   const outputs = Object.entries(def.outputs ?? {}).map(([k, ns]) => `${k}=${ns.name}(${ns.partitioner.describe()})`);

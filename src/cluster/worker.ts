@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { BrokerDisconnectedError, DataDirError, findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
+import { DataDirError, findCause, InvalidArgumentError, isShardflowError, type FencedError } from '../errors.js';
 import type { ChaosPolicy } from '../runtime/actor/chaosPolicy.js';
 import { consoleLogger, type Logger } from '../runtime/actor/logger.js';
 import type { Broker } from '../runtime/brokers/broker.js';
@@ -27,7 +27,7 @@ import { LeaseKeeper } from './leaseKeeper.js';
 import { checkClusterBroker, checkClusterCheckpoints, checkClusterTopology, joinCluster, leaveCluster, type MemberReport } from './membership.js';
 import { Ownership } from './ownership.js';
 import { registerOwnershipMetrics } from './ownershipMetrics.js';
-import { connectCoordination } from './redisConnection.js';
+import { askCoordination, connectCoordination } from './redisConnection.js';
 import { StandbyWarmer } from './standbyWarmer.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
 import { topologyApplication } from './topologyApplication.js';
@@ -518,9 +518,7 @@ class ClusterWorker implements Worker {
       if (o.state !== 'opening') return;
       try {
         // Whether an earlier ownership started the unit: then its store holds state (PartitionFence.startedBefore).
-        const first = await this.redis.hget(this.keys.started, o.unit).catch((err: unknown) => {
-          throw new BrokerDisconnectedError(`cannot read whether ${o.unit} was started before: the cluster's redis did not answer (${(err as Error).message})`, { cause: err });
-        });
+        const first = await askCoordination(`read whether ${o.unit} was started before`, () => this.redis.hget(this.keys.started, o.unit));
         const lease = o.lease;
         const fence: PartitionFence = { epoch: lease.epoch, check: () => lease.check(), startedBefore: first !== null && Number(first) < lease.epoch };
         await this.#host.startPartition(o.partition.stage, o.partition.partition, fence);

@@ -181,6 +181,7 @@ export async function restoreStageStoreIfBehind(
   const key = stageCheckpointKey(checkpointing.keyPrefix, stage, partition);
   const recorded = await checkpointing.registry?.latestDurable(key);
   const latest = await checkpointing.store.latest(key);
+  if (!latest && recorded === undefined) return undefined; // nothing to restore, nothing the local store must reach
   let local: { readonly epoch: number; readonly sequence: number } | undefined;
   if (existsSync(join(storePath, 'CURRENT'))) {
     const opened = await openLocal(storePath);
@@ -362,16 +363,19 @@ export class PartitionCheckpointPuts {
    *   (nothing is durable then but files no manifest lists)
    */
   async put(store: Store, logger: Logger, beforeSequenceWrite?: () => void, options: { readonly collect?: boolean; readonly whole?: boolean } = {}): Promise<number> {
-    let durable = false;
-    try {
-      return await this.#put(store, logger, beforeSequenceWrite, options, () => (durable = true));
-    } catch (err) {
-      if (!durable && !isFenced(err)) this.checkpointing.onPutFailed?.({ stage: this.stage, partition: this.partition, error: err });
+    const { put, report } = await this.#putDurable(store, beforeSequenceWrite, options).catch((err: unknown) => {
+      if (!isFenced(err)) this.checkpointing.onPutFailed?.({ stage: this.stage, partition: this.partition, error: err });
       throw err;
-    }
+    });
+    const { manifest: _manifest, ...sizes } = report;
+    this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
+    if (options.collect === false) return put;
+    await this.collect(logger);
+    return put;
   }
 
-  async #put(store: Store, logger: Logger, beforeSequenceWrite: (() => void) | undefined, options: { readonly collect?: boolean; readonly whole?: boolean }, onDurable: () => void): Promise<number> {
+  /** `put` up to its checkpoint being durable and recorded (what may then be released). */
+  async #putDurable(store: Store, beforeSequenceWrite: (() => void) | undefined, options: { readonly whole?: boolean }): Promise<{ readonly put: number; readonly report: CheckpointPutReport }> {
     this.fence?.check();
     if (this.#lastSequence === undefined) this.#lastSequence = (await this.checkpointing.store.latest(this.key))?.sequence ?? -1;
     const put = this.#nextSequence(this.#lastSequence);
@@ -395,12 +399,7 @@ export class PartitionCheckpointPuts {
     // than this record (`restoreStageStoreIfBehind`), so a manifest removed later is refused
     // instead of restored around.
     await this.checkpointing.registry?.recordDurable(this.key, put);
-    onDurable();
-    const { manifest: _manifest, ...sizes } = report;
-    this.checkpointing.onPut?.({ stage: this.stage, partition: this.partition, sequence: put, ...sizes });
-    if (options.collect === false) return put;
-    await this.collect(logger);
-    return put;
+    return { put, report };
   }
 
   /** The sequence of the put after `last`: above it, and at least the fence's epoch's first. */

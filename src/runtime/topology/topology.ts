@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { checkActorName } from '../actor/checkActorName.js';
 import type { NamespaceDef } from '../stream/namespace.js';
+import type { ColumnFamilyOptions } from '../../storage/store.js';
 import type { StageDef, StageOutputs } from '../stream/stage.js';
 import { startTopology, type RunningTopology, type TopologyStartOptions } from './running.js';
 
@@ -119,7 +120,7 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
       const outputs = Object.entries(s.def.outputs ?? {}).map(([k, ns]) => (k === ns.name ? k : `${k}=${ns.name}`));
       lines.push(`    ${s.name}: ${s.def.input.name} -> ${outputs.length ? outputs.join(', ') : '(no outputs)'}`);
       const cfs = Object.entries(s.def.columnFamilies ?? {}).map(([cf, o]) => {
-        const extras = [o.mergeOperator?.name, o.compactionFilter ? `filter ${o.compactionFilter.kind}` : undefined].filter(Boolean);
+        const extras = columnFamilyExtras(o);
         return extras.length ? `${cf} (${extras.join(', ')})` : cf;
       });
       lines.push(`      store: ${cfs.length ? cfs.join(', ') : '(no column families)'} + sf.meta, sf.outbox`);
@@ -135,4 +136,13 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
   start(options: TopologyStartOptions): Promise<RunningTopology<S>> {
     return startTopology(this, options);
   }
+}
+
+/**
+ * What a column family's store must be opened with besides its name, as text: its merge
+ * operator's name and its compaction filter's kind (`['shardflow.int64_add.v1', 'filter ttl']`).
+ * What `Topology.describe()` shows and a cluster compares between workers (`clusterStages`).
+ */
+export function columnFamilyExtras(o: ColumnFamilyOptions): string[] {
+  return [o.mergeOperator?.name, o.compactionFilter ? `filter ${o.compactionFilter.kind}` : undefined].filter((x): x is string => x !== undefined);
 }

@@ -116,7 +116,7 @@ export type { Broker, BrokerMessage, Consumer, DeadLetter } from './runtime/brok
 export type { BrokerIdentity } from './runtime/brokers/identity.js';
 
 /* Actors and supervision */
-export { ActorSystem, ChaosPolicy, consoleLogger } from './runtime/actor/index.js';
+export { ActorSystem, ChaosPolicy, consoleLogger, DetachedReply, detachReply } from './runtime/actor/index.js';
 export type { Behavior, ActorContext, ActorRef, AskOptions, SpawnOptions, Logger, ActorSystemOptions, ChaosPolicyOptions, Termination } from './runtime/actor/index.js';
 export { SupervisorStrategy, seededRandom } from './runtime/supervision/index.js';
 export type { BackoffInput, Directive, SupervisionScope, ChildSpec } from './runtime/supervision/index.js';

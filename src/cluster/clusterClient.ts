@@ -361,7 +361,7 @@ class RemoteAskClient implements ClusterClient {
       if (!unit) return undefined;
       // Running: its owner took the request (or will) but did not answer in time (found by a
       // new user: a 40 s query was reported as "no worker ran it").
-      if (unit.state === 'running') return `running on ${unit.owner}, which did not answer in time: a slow query of the unit, or a long batch, holds its partition (queries run between its batches, one at a time)${unit.reason ? `; ${unit.reason}` : ''}`;
+      if (unit.state === 'running') return `running on ${unit.owner}, which did not answer in time: the query is slow, or its partition is held by a long batch or by more than 64 queries at once (queries run beside its batches, each on a snapshot)${unit.reason ? `; ${unit.reason}` : ''}`;
       return `${unit.state}${unit.owner ? ` on ${unit.owner}` : unit.assignedTo ? ` (assigned to ${unit.assignedTo})` : ''}${unit.reason ? `: ${unit.reason}` : ''}`;
     } catch {
       return undefined;

@@ -8,7 +8,7 @@ import { clusterStages } from './units.js';
  * A framework `Topology` as a {@link ClusterApplication}: its stages are the cluster's units
  * (`clusterStages`: a stage's partitions are its input namespace's), its host is
  * `startPartitionHost(topology, options)`, and `ask(stage, p, request)` is the partition
- * host's `ask`: the stage's `query` hook on that partition's store, between batches (retried
+ * host's `ask`: the stage's `query` hook on that partition's store, beside its batches (retried
  * across a restart of the partition; the hook's own error is thrown as it was), but for
  * `STAGE_FLOW_REQUEST`, answered with the partition's flow report. It supports
  * checkpoints (`startWorker({ checkpoints })`: `PartitionHostOptions.checkpoints`).

@@ -1,4 +1,5 @@
 import type { ActorContext } from './context.js';
+import type { DetachedReply } from './detachedReply.js';
 
 /**
  * What an actor does, as a plain value (after xstate's `ActorLogic`): the runtime owns the
@@ -8,7 +9,8 @@ import type { ActorContext } from './context.js';
  * as an open store or a broker subscription), `R` what `receive()` returns to an `ask`.
  *
  * Lifecycle of one incarnation: `start(ctx)` → `receive(state, m, ctx)` once per message, one at a
- * time, in mailbox order (the next call starts only after the previous one settled) → `stop(state, ctx)`.
+ * time, in mailbox order (the next call starts only after the previous one settled, or returned a
+ * `DetachedReply`) → `stop(state, ctx)`.
  * A restart ends the incarnation (`stop()`) and begins a new one (`start()`), keeping the mailbox.
  *
  * @example
@@ -34,8 +36,11 @@ export interface Behavior<M, S = void, R = void> {
   /**
    * Handles one message. The return value (or the promise's value) answers an `ask`. A
    * throw/rejection rejects the `ask`, is not retried, and is reported to the supervisor.
+   * A `DetachedReply` (`detachReply(promise)`), returned or as the promise's value, answers the
+   * `ask` when its promise settles while the next messages are handled; its rejection rejects
+   * the `ask` only.
    */
-  receive(state: S, message: M, ctx: ActorContext<M>): Promise<R> | R;
+  receive(state: S, message: M, ctx: ActorContext<M>): Promise<R | DetachedReply<R>> | R | DetachedReply<R>;
   /**
    * Releases what `start()` acquired; runs when the actor stops and before every restart
    * (after its children were stopped and `ctx.signal` was aborted). Errors are logged, not supervised.

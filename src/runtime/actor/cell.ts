@@ -11,6 +11,7 @@ import { ActorStoppedError, InjectedFaultError, InvalidArgumentError, MailboxFul
 import type { Behavior } from './behavior.js';
 import { checkActorName } from './checkActorName.js';
 import { createMailbox } from './createMailbox.js';
+import { DetachedReply } from './detachedReply.js';
 import { IncarnationContext } from './incarnationContext.js';
 import { lifecycleLogic, type LifecycleCommand } from './lifecycle.js';
 import { LocalActorRef } from './localActorRef.js';
@@ -125,7 +126,7 @@ export class ActorCell<M = any, S = any, R = any> {
   #processed = 0;
   #dropped = 0;
   #loop = IDLE;
-  #inFlight: PromiseLike<R> | undefined;
+  #inFlight: PromiseLike<R | DetachedReply<R>> | undefined;
   #inFlightReply: Reply<R> | undefined;
   #startPromise: Promise<void> | undefined;
   #teardownChain: Promise<void> = ENQUEUED;
@@ -268,7 +269,7 @@ export class ActorCell<M = any, S = any, R = any> {
       const message = mailbox.peekMessage();
       const reply = mailbox.peekReply();
       mailbox.shift();
-      let result: R | Promise<R>;
+      let result: R | Promise<R | DetachedReply<R>> | DetachedReply<R>;
       try {
         if (beforeReceive !== undefined) beforeReceive(this.path, this.kind);
         result = behavior.receive(this.#state as S, message, this.#ctx);
@@ -278,11 +279,19 @@ export class ActorCell<M = any, S = any, R = any> {
         this.fail(error, this.#incarnation);
         return;
       }
+      if (result instanceof DetachedReply) {
+        // Handled now; its answer reaches the asker when it settles (a rejection is the
+        // asker's alone, not a failure of this actor).
+        this.#processed++;
+        this.restartBook.handled();
+        this.#answerLater(result as DetachedReply<R>, reply);
+        continue;
+      }
       if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<R>).then === 'function') {
         this.#loop = AWAITING;
-        this.#inFlight = result as PromiseLike<R>;
+        this.#inFlight = result as PromiseLike<R | DetachedReply<R>>;
         this.#inFlightReply = reply;
-        (result as PromiseLike<R>).then(this.#settledOk, this.#settledError);
+        (result as PromiseLike<R | DetachedReply<R>>).then(this.#settledOk, this.#settledError);
         return;
       }
       this.#processed++;
@@ -292,16 +301,23 @@ export class ActorCell<M = any, S = any, R = any> {
     this.#loop = IDLE;
   };
 
-  readonly #settledOk = (value: R): void => {
+  readonly #settledOk = (value: R | DetachedReply<R>): void => {
     const reply = this.#inFlightReply;
     this.#inFlight = undefined;
     this.#inFlightReply = undefined;
     this.#processed++;
     this.restartBook.handled();
-    reply?.resolve(value);
+    if (value instanceof DetachedReply) this.#answerLater(value as DetachedReply<R>, reply);
+    else reply?.resolve(value);
     this.#loop = IDLE;
     if (this.#status === 'running' && this.#mailbox.size > 0) this.#drain();
   };
+
+  /** Answers `reply` when a detached answer settles (its rejection is the asker's alone; a tell's is dropped). */
+  #answerLater(detached: DetachedReply<R>, reply: Reply<R> | undefined): void {
+    if (reply !== undefined) detached.answer.then((v) => reply.resolve(v), (e: unknown) => reply.reject(e));
+    else detached.answer.catch(() => {});
+  }
 
   readonly #settledError = (error: unknown): void => {
     const reply = this.#inFlightReply;

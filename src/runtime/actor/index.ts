@@ -6,6 +6,7 @@
 // Defining actors
 export type { Behavior } from './behavior.js';
 export type { ActorContext } from './context.js';
+export { DetachedReply, detachReply } from './detachedReply.js';
 export type { SpawnOptions, MailboxOptions, OverflowPolicy } from './spawnOptions.js';
 
 // Talking to actors

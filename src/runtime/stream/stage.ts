@@ -32,7 +32,8 @@ export interface StageWrites<C extends string> {
  * (the messages before this one, and this one's own) on top of what is committed, merges
  * resolved with the family's merge operator (RocksDB's WriteBatchWithIndex:
  * `IndexedWriteBatch`). An `iterate` sees the batch as it was at its first step, whatever is
- * written while it runs. In the `query` hook, between batches, they read what is committed.
+ * written while it runs. In the `query` hook they read one snapshot: what was committed when
+ * the request arrived.
  */
 export interface StageReads<C extends string> {
   get(cf: C, key: Key): Promise<Buffer | undefined>;
@@ -128,9 +129,15 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    */
   readonly onBatch?: (ctx: StageContext<O, C>, values: readonly I[]) => void | Promise<void>;
   /**
-   * Answers `RunningTopology.ask(stage, partition, request)` from the partition's store, between
-   * batches. A throw (or a rejection) is the asker's error, as thrown: the partition keeps
-   * running (a query changes nothing) and the ask is not tried again. In a cluster, a request
+   * Answers `RunningTopology.ask(stage, partition, request)` from the partition's store. It
+   * runs beside the partition's batches and its other queries (up to 64 at once; one more
+   * waits, and holds the partition's next message, until it is answered), and its reads see
+   * one snapshot: the store as committed when the request arrived. So it must not share
+   * mutable state with the handlers or other queries without care. A throw (or a rejection)
+   * is the asker's error, as thrown: the partition keeps running (a query changes nothing)
+   * and the ask is not tried again; a query the partition's stop outlasts (more than 1 s
+   * after the stop began) fails with StoreClosedError and its ask is tried again on the next
+   * incarnation or owner. In a cluster, a request
    * may reach it twice (docs/cluster.md, "Asking partitions across the cluster").
    */
   readonly query?: (reads: StageReads<C>, request: Q, partition: PartitionId) => R | Promise<R>;

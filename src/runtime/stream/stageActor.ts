@@ -1,8 +1,9 @@
 import type { Subscription } from 'rxjs';
 import { InvalidArgumentError } from '../../errors.js';
 import type { Cancel } from '../clock.js';
-import { CHECKPOINTED_STORE_OPTIONS, Store, type SharedResources } from '../../storage/index.js';
+import { CHECKPOINTED_STORE_OPTIONS, Store, type SharedResources, type Snapshot } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
+import { detachReply } from '../actor/detachedReply.js';
 import type { ActorContext } from '../actor/context.js';
 import type { Broker, BrokerMessage, Consumer } from '../brokers/broker.js';
 import { producerId, type PartitionId } from '../ids.js';
@@ -98,7 +99,24 @@ interface StageState {
   /** With checkpoints: the held settles and the puts; and the periodic timer. */
   readonly checkpointer: StageCheckpointer | undefined;
   readonly cancelTimer: Cancel;
+  /** Queries running beside the batches, each on its own snapshot (`runQuery`). */
+  readonly queries: Set<Promise<unknown>>;
 }
+
+/**
+ * Queries of one partition that run at once beside its batches (each on its own snapshot);
+ * one more is answered before the partition takes its next message (backpressure: the asks
+ * wait in its mailbox). The cluster's ask responder takes up to this many of a unit's
+ * requests at once too (`ASK_CONCURRENCY`).
+ */
+export const MAX_CONCURRENT_QUERIES = 64;
+
+/**
+ * How long a stopping partition lets its running queries finish before it closes its store,
+ * in ms; a query still reading then fails with StoreClosedError at its asker, whose retry
+ * reaches the next incarnation or owner.
+ */
+export const QUERY_STOP_GRACE_MS = 1000;
 
 /**
  * Unacked messages per partition consumer when the stage does not say: 1000, the most every
@@ -158,6 +176,42 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
     }
   };
 
+  /**
+   * Runs the `query` hook beside the batches: its reads see the store as committed when the
+   * query arrived (one snapshot for all of them, released when it returns). The hook's own
+   * error answers the asker as a QueryFailure; an error after the incarnation ended (the
+   * store closed under it) rejects the ask, which `askWithRetry` tries again.
+   */
+  const runQuery = (state: StageState, request: unknown, ctx: ActorContext<StageMessage>): Promise<unknown> => {
+    const hook = def.query;
+    if (!hook) return Promise.resolve(new QueryFailure(new InvalidArgumentError(`stage ${stage} has no query hook`)));
+    const { store } = state;
+    let snapshot: Snapshot;
+    try {
+      snapshot = store.snapshot();
+    } catch (err) {
+      return Promise.reject(err); // closed: the asker tries again
+    }
+    const reads: StageReads<string> = {
+      get: (cf, key) => store.get(cf, key, { snapshot }),
+      iterate: (cf, o) => store.iterate(cf, { ...o, snapshot: o?.snapshot ?? snapshot }),
+      snapshot: () => store.snapshot(),
+    };
+    const answer = async (): Promise<unknown> => {
+      try {
+        return await hook(reads, request, partition);
+      } catch (error) {
+        if (ctx.signal.aborted || store.closed) throw error;
+        return new QueryFailure(error);
+      } finally {
+        snapshot.release();
+      }
+    };
+    const run = answer().finally(() => state.queries.delete(run));
+    state.queries.add(run);
+    return run;
+  };
+
   /** Leaves the subscription and joins it again with fresh marks and outbox (see above). */
   const reopen = async (state: StageState, ctx: ActorContext<StageMessage>): Promise<void> => {
     state.feed.unsubscribe();
@@ -207,7 +261,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
           };
           tick();
         }
-        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false, checkpointer, cancelTimer: () => cancelTimer() };
+        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false, checkpointer, cancelTimer: () => cancelTimer(), queries: new Set() };
       } catch (err) {
         await outbox?.close();
         await store.close();
@@ -216,13 +270,11 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
     },
     async receive(state, message, ctx) {
       if (message.type === 'query') {
-        // A query changes nothing: its error answers the asker and leaves the partition running.
-        try {
-          if (!def.query) throw new InvalidArgumentError(`stage ${stage} has no query hook`);
-          return await def.query(state.reads, message.request, partition);
-        } catch (error) {
-          return new QueryFailure(error);
-        }
+        // A query changes nothing: it runs beside the next batches (its error answers the
+        // asker and leaves the partition running); past MAX_CONCURRENT_QUERIES the partition
+        // waits for this one before its next message.
+        const answer = runQuery(state, message.request, ctx);
+        return state.queries.size > MAX_CONCURRENT_QUERIES ? answer : detachReply(answer);
       }
       if (message.type === 'flow') return readStreamFlow(state.store);
       if (message.type === 'compact') return compactStageFamily(state.store, stage, def, partition, message.columnFamily);
@@ -270,6 +322,12 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       }
       await state.consumer.close();
       await state.outbox.close();
+      if (state.queries.size > 0) {
+        let cancel: Cancel = () => {};
+        const grace = new Promise<void>((resolve) => (cancel = ctx.clock.setTimeout(resolve, QUERY_STOP_GRACE_MS)));
+        await Promise.race([Promise.allSettled([...state.queries]), grace]);
+        cancel();
+      }
       await state.store.close();
     },
   };

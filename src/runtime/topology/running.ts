@@ -82,8 +82,9 @@ export interface RunningTopology<S extends Record<string, StageTypes>> {
    */
   producer<T>(namespace: NamespaceDef<T>, name: string, options?: { readonly offsets?: boolean }): Promise<TopologyProducer<T>>;
   /**
-   * Asks partition `partition` of `stage` through its query hook (between batches, so it sees
-   * committed effects), with retries across restarts and injected faults. An error the hook
+   * Asks partition `partition` of `stage` through its query hook (beside its batches, on a
+   * snapshot of what was committed when the request arrived), with retries across restarts
+   * and injected faults. An error the hook
    * throws is the answer: thrown here as it was, not tried again, the partition keeps running.
    * @throws RangeError for a partition outside the stage's; the hook's error; the last try's
    *   error after the retries

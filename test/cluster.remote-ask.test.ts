@@ -91,7 +91,7 @@ test('an error thrown by the query hook reaches the client with its message; the
     // A query slower than the ask's timeout: the timeout names the running owner and what holds
     // it (found by a new user: a 40 s query was reported as "no worker ran it").
     await assert.rejects(client.ask('count', 3, { slowMs: 3000 }, { timeoutMs: 1000 }), (err: unknown) =>
-      err instanceof AskTimeoutError && new RegExp(`no answer from count/3 within 1000 ms \\(running on ${w1.id!.replace('.', '\\.')}, which did not answer in time: a slow query of the unit, or a long batch, holds its partition`).test(err.message));
+      err instanceof AskTimeoutError && new RegExp(`no answer from count/3 within 1000 ms \\(running on ${w1.id!.replace('.', '\\.')}, which did not answer in time: the query is slow, or its partition is held`).test(err.message));
     await run.stopAll();
   });
 });

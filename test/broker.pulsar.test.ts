@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
@@ -102,6 +103,56 @@ test('pulsar failover: a consumer of a higher priority is the active one at once
     await paused.close();
     await next.close();
     await producer.close();
+  } finally {
+    await broker.close();
+  }
+});
+
+// Found by a new user: Pulsar's WebSocket proxy takes frames of at most 1 MiB
+// (`webSocketMaxTextFrameSize`), and a send travels as base64 inside JSON, so a payload over
+// about 768 KiB closed the producer's connection; the send failed as a disconnect and was
+// tried again forever (a crawl refetched a 2.5 MB page 1,756 times). The default payload limit
+// now fits the frames, a larger send is refused as too large with nothing sent, and a dead
+// letter whose payload cannot fit one frame keeps its reason without the payload.
+test('pulsar: a payload over what a WebSocket frame takes is refused as too large; the producer goes on', { timeout: 120_000 }, async (t) => {
+  if (!(await skipWithoutPulsar(t))) return;
+  const broker = await PulsarBroker.connect({ webUrl, tenant, connectTimeoutMs: 15_000 });
+  try {
+    assert.equal(broker.maxPayloadBytes, 784_896, "Pulsar's 1 MiB frames, less base64 and the JSON around it");
+    const tp = topic(`frames-${Date.now()}`, partitionId(0));
+    const c = await broker.subscribe(tp, { subscription: 's', type: 'exclusive' });
+    const p = await broker.producer(tp, { producer: producerId('frames') });
+    await assert.rejects(p.send(new Uint8Array(900_000)), (err: Error & { code?: string; limit?: number }) => err.code === 'SF_ERR_PAYLOAD_TOO_LARGE' && err.limit === 784_896);
+    const big = randomBytes(784_896);
+    await p.send(big);
+    const got = await c.receive(1, 30_000);
+    assert.equal(got.length, 1);
+    assert.ok(Buffer.from(got[0]!.payload).equals(big), 'the largest payload arrives whole');
+    await c.ack(got[0]!);
+    await p.close();
+    await c.close();
+  } finally {
+    await broker.close();
+  }
+  await assert.rejects(PulsarBroker.connect({ webUrl, tenant, maxPayloadBytes: 5 * 1024 * 1024 }), /does not fit Pulsar's WebSocket frames of maxFrameBytes 1048576/);
+});
+
+test('pulsar: a malformed message too large for a dead-letter frame is dead-lettered without its payload, its reason saying so', { timeout: 120_000 }, async (t) => {
+  if (!(await skipWithoutPulsar(t))) return;
+  const broker = await PulsarBroker.connect({ webUrl, tenant, connectTimeoutMs: 15_000, maxPayloadBytes: 32 * 1024, maxFrameBytes: 96 * 1024 });
+  try {
+    const tp = topic(`frames-dl-${Date.now()}`, partitionId(0));
+    const c = await broker.subscribe(tp, { subscription: 's', type: 'exclusive' });
+    await injectForeign(tp, { producer: 'foreign', sequence: '1', payload: new Uint8Array(200_000) });
+    let dead: Awaited<ReturnType<typeof broker.deadLetters>> = [];
+    for (let i = 0; i < 100 && dead.length === 0; i++) {
+      dead = await broker.deadLetters(tp, 's');
+      if (dead.length === 0) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(dead.length, 1);
+    assert.match(dead[0]!.reason, /payload of 200000 bytes.*its payload of 200000 bytes was not kept: .*exceeds maxFrameBytes 98304/);
+    assert.equal(dead[0]!.message.payload.byteLength, 0);
+    await c.close();
   } finally {
     await broker.close();
   }

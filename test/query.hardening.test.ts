@@ -5,6 +5,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { uniformWeights } from '../src/actors/metrics/weights.js';
 import { MemoryBroker } from '../src/runtime/brokers/memory.js';
+import { BrokerDisconnectedError, systemClock } from '../src/index.js';
+import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 import { hostHeaderCheck } from '../src/runtime/http/hostCheck.js';
 import { startWebIndex, type WebIndex } from '../src/topology/webIndex.js';
 import { QueryService } from '../src/query/queryService.js';
@@ -280,5 +282,29 @@ test('shardflow serve: refuses 0.0.0.0 without a token, warns with --insecure, t
     });
   } finally {
     cleanup();
+  }
+});
+
+// Found by a new user: with the broker down, a cluster's query server (whose reads go through
+// the broker) answered 500 `internal` ("connect ECONNREFUSED") while /v1/health said ok.
+test('a read whose broker does not answer is 503 unavailable, not 500; /v1/health stays a liveness check', { timeout: 60_000 }, async () => {
+  const service = new QueryService({
+    partitioner: hostPartitioner(2),
+    view: async () => {
+      throw new BrokerDisconnectedError('pulsar ws://127.0.0.1:8080/ws/v2/producer/x: connect ECONNREFUSED 127.0.0.1:8080');
+    },
+    clock: systemClock,
+  });
+  const api = await startQueryServer({ service, port: 0 });
+  try {
+    const res = await fetch(`${api.url}/v1/page?url=${encodeURIComponent('http://a.example/')}`);
+    const body = (await res.json()) as { error: string; reason: string };
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.equal(body.error, 'unavailable');
+    assert.match(body.reason, /^the broker does not answer: .*ECONNREFUSED/);
+    const health = await fetch(`${api.url}/v1/health`);
+    assert.equal(health.status, 200);
+  } finally {
+    await api.close();
   }
 });

@@ -106,7 +106,7 @@ export function workerCommand(setExit: (code: number) => void): Command {
     .option('--topology <module>', 'an ES module (.js, or .ts, loaded through tsx) whose default export is the Topology or a ClusterApplication, or a function returning one')
     .option('--web-index', 'run web-index partitions instead of a topology module (clients: `shardflow rank --cluster`); cluster name default web-index', false)
     .option('--partitions <n>', `with --web-index: the cluster's partitions (1..${MAX_PARTITIONS}; every worker gives the same)`, partitionCount, 16)
-    .option('--weights <name>', 'with --web-index: link weights, uniform, reasonable or a weight table .json (every worker gives the same)', parseWeights, 'uniform')
+    .option('--weights <name>', 'with --web-index: link weights, uniform, reasonable or a weight table .json (every worker gives the same; shardflow crawl defaults to reasonable: give it to the workers of a crawl for the same scores)', parseWeights, 'uniform')
     .option('--crawl', 'with --web-index: every partition also runs its crawl policy and this worker a crawler pool (clients: `shardflow crawl --cluster`); needs --any-host or --allow-host', false)
     .option('--crawlers <n>', 'with --crawl: crawler actors of this worker', positiveInt, 4)
     .option('--map <host=address:port>', 'with --crawl: reach a host at an address without DNS (repeatable); mapped hosts may be on loopback or private addresses', hostMapEntry, new Map<string, string>())

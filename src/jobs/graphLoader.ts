@@ -11,9 +11,21 @@ export const PAGES_PER_MESSAGE = 64;
 
 /**
  * Most bytes of a loader's `fetches` message, estimated by {@link fetchResultBytes}: 1 MiB,
- * within the brokers' default 5 MiB `maxPayloadBytes` (64 pages of many long URLs were not).
+ * within the brokers' default 5 MiB `maxPayloadBytes` (64 pages of many long URLs were not);
+ * less on a broker that takes less ({@link loaderMessageBytes}).
  */
 export const FETCH_MESSAGE_BYTES = 1 << 20;
+
+/**
+ * The estimated bytes at which a loader cuts its `fetches` messages on a broker whose
+ * `maxPayloadBytes` is `maxPayloadBytes`: FETCH_MESSAGE_BYTES, or two thirds of a smaller
+ * limit (Pulsar over its WebSocket proxy takes 784,896 bytes: a 1 MiB message of ASCII URLs
+ * was refused). A function of the broker's limit alone, so that a load started again on the
+ * same broker cuts its messages where the first did (the indexers skip by sequence).
+ */
+export function loaderMessageBytes(maxPayloadBytes: number | undefined): number {
+  return maxPayloadBytes === undefined ? FETCH_MESSAGE_BYTES : Math.min(FETCH_MESSAGE_BYTES, Math.floor((maxPayloadBytes * 2) / 3));
+}
 
 /**
  * A fetch result's share of a loader's message, in bytes, estimated from its URLs' lengths
@@ -29,15 +41,16 @@ export function fetchResultBytes(r: FetchResult): number {
 }
 
 /** Splits a partition's fetch results into messages: true when `r` must start a new one after `pending` results of `bytes`. */
-function startsMessage(pending: number, bytes: number, r: number): boolean {
-  return pending >= PAGES_PER_MESSAGE || (pending > 0 && bytes + r > FETCH_MESSAGE_BYTES);
+function startsMessage(pending: number, bytes: number, r: number, budget: number): boolean {
+  return pending >= PAGES_PER_MESSAGE || (pending > 0 && bytes + r > budget);
 }
 
 /**
  * The `fetches` messages {@link publishFetches} sends for `results`, per partition (indexed
  * by partition number): what a cluster client expects a load to have sent.
+ * @param budget the loader's `loaderMessageBytes` for the broker it sends on
  */
-export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<FetchResult>): number[] {
+export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<FetchResult>, budget = FETCH_MESSAGE_BYTES): number[] {
   const counts = new Array<number>(partitioner.partitions).fill(0);
   const open = new Map<PartitionId, { pending: number; bytes: number }>();
   for (const r of results) {
@@ -45,7 +58,7 @@ export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<
     let out = open.get(p);
     if (!out) open.set(p, (out = { pending: 0, bytes: 0 }));
     const b = fetchResultBytes(r);
-    if (startsMessage(out.pending, out.bytes, b)) {
+    if (startsMessage(out.pending, out.bytes, b, budget)) {
       counts[p]!++;
       out.pending = 0;
       out.bytes = 0;
@@ -79,7 +92,7 @@ const SELF_LINK: LinkFeatures = Object.freeze({ ...SAME_HOST, selfLink: true });
 
 /**
  * Publishes fetch results to `fetches/<p>` (p the partition of each URL), at most 64 and
- * about FETCH_MESSAGE_BYTES per message (one result at least; {@link loaderMessageCounts}
+ * about `loaderMessageBytes(broker.maxPayloadBytes)` per message (one result at least; {@link loaderMessageCounts}
  * counts them), in order per partition, as producer `producer` (default: a fresh `loader/<uuid>`), with
  * sequences from 0 per topic. `results` is consumed as it is iterated (at most 64 results
  * per partition are held), so a generator loads a graph without materialising every fetch
@@ -94,6 +107,7 @@ const SELF_LINK: LinkFeatures = Object.freeze({ ...SAME_HOST, selfLink: true });
  */
 export async function publishFetches(broker: Broker, partitioner: Partitioner, counters: FlowCounters, results: Iterable<FetchResult>, producer?: string): Promise<SentStream[]> {
   const name = producerId(producer ?? `loader/${randomUUID()}`);
+  const budget = loaderMessageBytes(broker.maxPayloadBytes);
   type Open = { topic: Topic; producer: Producer; pending: FetchResult[]; bytes: number; seq: number };
   const open = new Map<PartitionId, Open>();
   const flush = async (out: Open) => {
@@ -121,7 +135,7 @@ export async function publishFetches(broker: Broker, partitioner: Partitioner, c
         open.set(p, (out = { topic: t, producer: await broker.producer(t, { producer: name }), pending: [], bytes: 0, seq: 0 }));
       }
       const b = fetchResultBytes(r);
-      if (startsMessage(out.pending.length, out.bytes, b)) await flush(out);
+      if (startsMessage(out.pending.length, out.bytes, b, budget)) await flush(out);
       out.pending.push(r);
       out.bytes += b;
     }

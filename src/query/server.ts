@@ -77,7 +77,7 @@ const OTHER_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as co
  * 401 `unauthorized`, 403 `forbidden` for a `Host` header the server does not answer to (DNS
  * rebinding, see `hostHeaderCheck`), 404 `not_found` with the reason, 405 `method_not_allowed`
  * with `Allow`, 408/414/431 `invalid_request` for a slow or over-long request, 503 `unavailable`
- * when a partition does not answer, 500 `internal`.
+ * when a partition (or, on a cluster, the broker) does not answer, 500 `internal`.
  *
  * Listens on 127.0.0.1 unless told otherwise; a non-loopback `host` needs a `token` or
  * `insecure: true`.
@@ -132,6 +132,8 @@ export async function startQueryServer(options: QueryServerOptions): Promise<Que
       if (error.code === 'SF_ERR_INVALID_URL') return reply.code(400).send(err('invalid_url', error.message));
       if (error.code === 'SF_ERR_INVALID_ARGUMENT') return reply.code(400).send(err('invalid_request', error.message));
       if (error.code === 'SF_ERR_ACTOR_STOPPED' || error.code === 'SF_ERR_STORE_CLOSED') return reply.code(503).send(err('unavailable', error.message));
+      // A cluster's server reads partitions through the broker: one it cannot reach is the partitions' unavailability, not a bug.
+      if (error.code === 'SF_ERR_BROKER_DISCONNECTED') return reply.code(503).send(err('unavailable', `the broker does not answer: ${error.message}`));
     }
     const status = (error as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) return reply.code(status).send(err('invalid_request', (error as Error).message));

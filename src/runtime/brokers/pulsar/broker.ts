@@ -7,7 +7,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../internal/malformed.js';
 import { PulsarAdmin } from './admin.js';
 import { parseFrame, PulsarConsumer } from './consumer.js';
 import { deadLetterTopic, Props, pulsarTopic, topicPath, type PulsarTopicName } from './names.js';
-import { closeSocket, PulsarProducer } from './producer.js';
+import { closeSocket, PULSAR_WS_MAX_FRAME_BYTES, PulsarProducer, pulsarPayloadLimit } from './producer.js';
 import { openSocket } from './socket.js';
 import type WebSocket from 'ws';
 
@@ -26,11 +26,22 @@ export interface PulsarBrokerOptions {
   /** A consumer that cannot reconnect for this long errors. Default 60000. */
   readonly reconnectTimeoutMs?: number;
   /**
-   * Longest payload in bytes: a longer `send` throws InvalidArgumentError, a longer message
-   * delivered (a foreign producer's) is dead-lettered as malformed. Default 5 MiB
-   * (`DEFAULT_MAX_PAYLOAD_BYTES`, Pulsar's own default `maxMessageSize`).
+   * Longest payload in bytes: a longer `send` throws PayloadTooLargeError (nothing sent), a
+   * longer message delivered (a foreign producer's) is dead-lettered as malformed. Default:
+   * the most that fits one WebSocket frame of `maxFrameBytes` (`pulsarPayloadLimit`: 784,896
+   * bytes for Pulsar's default 1 MiB frames), and never more than 5 MiB
+   * (`DEFAULT_MAX_PAYLOAD_BYTES`, Pulsar's own default `maxMessageSize`). A larger value than
+   * the frames take is refused at connect.
    */
   readonly maxPayloadBytes?: number;
+  /**
+   * The largest WebSocket text frame the Pulsar WebSocket proxy takes, in bytes: the broker's
+   * `webSocketMaxTextFrameSize` (default 1,048,576). A send travels as one frame, its payload
+   * in base64 (4 bytes per 3) inside JSON with its properties; a larger frame makes the proxy
+   * close the connection, so a send whose frame is over it throws PayloadTooLargeError
+   * instead. Default 1,048,576; raise it with the proxy's setting.
+   */
+  readonly maxFrameBytes?: number;
   /**
    * Bound of each dead-letter topic, in bytes of backlog: a topic-level backlog quota with
    * `consumer_backlog_eviction`, so Pulsar drops the oldest dead letters beyond it (checked
@@ -109,12 +120,18 @@ export class PulsarBroker implements Broker {
       sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
       maxPendingSends: options.maxPendingSends ?? 1000,
       reconnectTimeoutMs: options.reconnectTimeoutMs ?? 60_000,
-      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      maxPayloadBytes: options.maxPayloadBytes ?? Math.min(DEFAULT_MAX_PAYLOAD_BYTES, pulsarPayloadLimit(options.maxFrameBytes ?? PULSAR_WS_MAX_FRAME_BYTES)),
+      maxFrameBytes: options.maxFrameBytes ?? PULSAR_WS_MAX_FRAME_BYTES,
       maxDeadLetterBytes: options.maxDeadLetterBytes ?? 64 * 1024 * 1024,
       dataLossCheckMs: options.dataLossCheckMs ?? 5000,
     };
     for (const [k, v] of Object.entries(o)) {
       if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`${k} must be a positive integer, got ${v}`);
+    }
+    if (o.maxPayloadBytes > pulsarPayloadLimit(o.maxFrameBytes)) {
+      throw new InvalidArgumentError(
+        `maxPayloadBytes ${o.maxPayloadBytes} does not fit Pulsar's WebSocket frames of maxFrameBytes ${o.maxFrameBytes} (a payload travels in base64 inside JSON: at most ${pulsarPayloadLimit(o.maxFrameBytes)} bytes); raise the proxy's webSocketMaxTextFrameSize and maxFrameBytes with it`,
+      );
     }
     const admin = new PulsarAdmin(webUrl, o.connectTimeoutMs);
     const tenant = options.tenant ?? 'shardflow';
@@ -135,6 +152,7 @@ export class PulsarBroker implements Broker {
       sendTimeoutMs: this.#o.sendTimeoutMs,
       maxPending: this.#o.maxPendingSends,
       maxPayloadBytes: this.#o.maxPayloadBytes,
+      maxFrameBytes: this.#o.maxFrameBytes,
     });
     this.#producers.add(p);
     return p;
@@ -290,6 +308,7 @@ export class PulsarBroker implements Broker {
           sendTimeoutMs: this.#o.sendTimeoutMs,
           maxPending: this.#o.maxPendingSends,
           maxPayloadBytes: this.#o.maxPayloadBytes,
+          maxFrameBytes: this.#o.maxFrameBytes,
         });
       })();
       p.catch(() => this.#deadLetterProducers.delete(key));

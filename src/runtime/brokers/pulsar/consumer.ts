@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type WebSocket from 'ws';
 import type { Observable } from 'rxjs';
-import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDataLostError, BrokerDisconnectedError, InvalidArgumentError, PayloadTooLargeError } from '../../../errors.js';
 import { producerId, sequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
 import { MAX_SUBSCRIBE_PRIORITY, type BrokerMessage, type Consumer, type DeadLetter, type SubscriptionType } from '../broker.js';
@@ -206,7 +206,8 @@ export class PulsarConsumer implements Consumer {
     if (this.#lost) throw this.#lost;
     if (!this.#delivery.has(message.id)) return;
     const dlq = await this.#c.deadLetters();
-    await dlq.sendRaw(
+    await sendDeadLetter(
+      dlq,
       message.payload,
       {
         [Props.producer]: message.producer,
@@ -361,7 +362,8 @@ export class PulsarConsumer implements Consumer {
     const m = dead.message;
     try {
       const dlq = await this.#c.deadLetters();
-      await dlq.sendRaw(
+      await sendDeadLetter(
+        dlq,
         m.payload,
         {
           ...properties,
@@ -383,6 +385,21 @@ export class PulsarConsumer implements Consumer {
       );
       await this.#send({ type: 'negativeAcknowledge', messageId: m.id }).catch(() => undefined);
     }
+  }
+}
+
+/**
+ * Publishes a dead letter; one whose payload does not fit a WebSocket frame (a foreign
+ * producer's message, sent over Pulsar's binary protocol) goes without it, its reason saying
+ * so and how large it was: the reason is kept, the payload cannot be.
+ */
+async function sendDeadLetter(dlq: PulsarProducer, payload: Uint8Array, properties: Record<string, string>, key: string | undefined): Promise<void> {
+  try {
+    await dlq.sendRaw(payload, properties, key);
+  } catch (err) {
+    if (!(err instanceof PayloadTooLargeError)) throw err;
+    const reason = `${properties[Props.reason] ?? ''}; its payload of ${payload.byteLength} bytes was not kept: ${err.message}`;
+    await dlq.sendRaw(new Uint8Array(0), { ...properties, [Props.reason]: reason }, key);
   }
 }
 

@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError } from '../../../errors.js';
+import { BrokerClosedError, BrokerDisconnectedError, InvalidArgumentError, PayloadTooLargeError } from '../../../errors.js';
 import { checkSendSize } from '../internal/malformed.js';
 import { sequence as toSequence, type ProducerId } from '../../ids.js';
 import { topicName, type Topic } from '../../topics.js';
@@ -22,6 +22,25 @@ export interface PulsarProducerConfig {
   readonly maxPending: number;
   /** Longest payload `send` takes, bytes. */
   readonly maxPayloadBytes: number;
+  /** Largest WebSocket frame the proxy takes, bytes (`PulsarBrokerOptions.maxFrameBytes`). */
+  readonly maxFrameBytes: number;
+}
+
+/**
+ * Pulsar's default `webSocketMaxTextFrameSize`, in bytes (broker.conf, 1 MiB): the WebSocket
+ * proxy closes a connection that sends a larger frame.
+ */
+export const PULSAR_WS_MAX_FRAME_BYTES = 1024 * 1024;
+
+/** Bytes of a send's frame kept for its JSON and properties (producer, sequence, key, context). */
+const FRAME_RESERVE_BYTES = 2048;
+
+/**
+ * The longest payload whose send fits a WebSocket frame of `frameBytes`: base64 takes 4 bytes
+ * per 3, and `FRAME_RESERVE_BYTES` go to the JSON around it (784,896 for 1 MiB frames).
+ */
+export function pulsarPayloadLimit(frameBytes: number): number {
+  return Math.max(0, Math.floor((frameBytes - FRAME_RESERVE_BYTES) / 4) * 3);
 }
 
 interface Pending {
@@ -73,7 +92,7 @@ export class PulsarProducer implements Producer {
     return p;
   }
 
-  /** @throws BrokerClosedError, BrokerDisconnectedError; InvalidArgumentError over `maxPayloadBytes`. */
+  /** @throws BrokerClosedError, BrokerDisconnectedError; PayloadTooLargeError over `maxPayloadBytes` or the frame limit (nothing sent). */
   async send(payload: Uint8Array, options?: SendOptions): Promise<void> {
     if (this.#closed) throw new BrokerClosedError(`producer ${this.producer} on ${topicName(this.topic)} is closed`);
     checkSendSize(this.topic, payload.byteLength, this.#c.maxPayloadBytes);
@@ -85,11 +104,10 @@ export class PulsarProducer implements Producer {
   /**
    * Sends one message with the given properties (also used for dead letters).
    * @returns Pulsar's message id (base64).
-   * @throws BrokerClosedError, BrokerDisconnectedError
+   * @throws BrokerClosedError, BrokerDisconnectedError; PayloadTooLargeError when its frame is
+   *   over `maxFrameBytes` (the proxy would close the connection on it; nothing sent)
    */
   async sendRaw(payload: Uint8Array, properties: Record<string, string>, key?: string): Promise<string> {
-    while (this.#pending.size >= this.#c.maxPending) await new Promise<void>((r) => this.#drained.push(r));
-    const ws = await this.#socket();
     const context = String(this.#context++);
     const frame = JSON.stringify({
       payload: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('base64'),
@@ -97,6 +115,16 @@ export class PulsarProducer implements Producer {
       context,
       ...(key !== undefined ? { key } : {}),
     });
+    const frameBytes = Buffer.byteLength(frame);
+    if (frameBytes > this.#c.maxFrameBytes) {
+      throw new PayloadTooLargeError(
+        `pulsar send on ${topicName(this.topic)}: its WebSocket frame of ${frameBytes} bytes (a payload of ${payload.byteLength} bytes in base64, and its properties) exceeds maxFrameBytes ${this.#c.maxFrameBytes} (the proxy's webSocketMaxTextFrameSize); nothing was sent`,
+        payload.byteLength,
+        Math.min(this.#c.maxPayloadBytes, pulsarPayloadLimit(this.#c.maxFrameBytes)),
+      );
+    }
+    while (this.#pending.size >= this.#c.maxPending) await new Promise<void>((r) => this.#drained.push(r));
+    const ws = await this.#socket();
     const receipt = new Promise<string>((resolve, reject) => this.#pending.set(context, { resolve, reject }));
     this.#inFlight.add(receipt);
     ws.send(frame, (err) => {

@@ -54,6 +54,24 @@ test('quiescence across three workers: once it resolves, both stages hold the ex
     assert.equal(dead[0]!.message.producer, 'raw-src');
     assert.match(dead[0]!.reason, /Click/);
     assert.deepEqual(await client.deadLetters('totals'), []);
+    // Undecodable messages that do not follow their producer's mark (the first message of an
+    // epoch producer, epoch 1 #0; an offsets producer's sparse sequence on this topic): the
+    // mark stays, and quiescence takes the stream as settled once its last message was
+    // dead-lettered (found by a new user: it waited out its timeout, "sent 4294967296 (epoch 1
+    // #0), applied -1").
+    const epochSeq = 2 ** 32;
+    const rawEpoch = await run.broker.producer(topic('clicks', partitionId(1)), { producer: producerId('raw-epoch') });
+    await rawEpoch.send(Buffer.from('not msgpack at all'), { sequence: sequence(epochSeq) });
+    await rawEpoch.close();
+    const rawSparse = await run.broker.producer(topic('clicks', partitionId(2)), { producer: producerId('raw-sparse') });
+    await rawSparse.send(Buffer.from([0xc1]), { sequence: sequence(5) });
+    await rawSparse.close();
+    await client.quiescence({
+      external: [...run.sent(), { producer: 'raw-src', topic: 'clicks/0', next: 1 }, { producer: 'raw-epoch', topic: 'clicks/1', next: epochSeq + 1 }, { producer: 'raw-sparse', topic: 'clicks/2', next: 6 }],
+      timeoutMs: 60_000,
+    });
+    assert.deepEqual((await client.deadLetters('count')).map((d) => d.message.producer).sort(), ['raw-epoch', 'raw-sparse', 'raw-src']);
+    assert.deepEqual(sum(await client.askAll('totals', 'hosts')), new Map([...run.truth].sort()), 'nothing else moved');
     await assert.rejects(client.deadLetters('nope'), /has no stage "nope" \(its stages: count, totals\)/);
     // A stream its receiver never applies (a producer that claims five clicks it never sent).
     await assert.rejects(client.quiescence({ external: [...run.sent(), { producer: 'ghost-src', topic: 'clicks/0', next: 5 }], timeoutMs: 2_000 }), (err: unknown) => {

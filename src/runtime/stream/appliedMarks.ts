@@ -115,6 +115,20 @@ export class StreamMarks {
     return seq === (await this.mark(producer)) + 1;
   }
 
+  /**
+   * Records in `batch` that an undecodable message of `producer` with sequence `seq` above its
+   * mark was dead-lettered without moving the mark (it did not follow it: the first message of
+   * a new epoch, an offsets producer's sparse sequence on this topic, a foreign entry), under
+   * `dead-above 0x00 <consumer> 0x00 <producer>`: quiet detection across processes takes a
+   * stream whose last sent sequence is this one as applied (`readStreamFlow`,
+   * `unappliedStreams`), where the mark alone left it unapplied for ever (found by a new user:
+   * `quiescence()` of a cluster waited out its timeout). The marks, and so what is skipped,
+   * are unchanged.
+   */
+  async deadLetteredAbove(batch: { put(cf: string, key: string, value: Uint8Array): unknown }, producer: ProducerId, seq: Sequence): Promise<void> {
+    if (seq > (await this.mark(producer))) batch.put(this.#family, `dead-above\u0000${this.consumer}\u0000${producer}`, encodeInt64(seq));
+  }
+
   #takenKey(producer: ProducerId): string {
     return `undecodable\u0000${this.consumer}\u0000${producer}`;
   }

@@ -124,6 +124,7 @@ export async function applyStageBatch(ctx: StageBatchContext, consumer: Consumer
       // Its producer's mark moves only when it is that producer's next sequence (StreamMarks.follows).
       if (!(await marks.follows(m.producer, m.sequence))) {
         dead.set(m, err.message);
+        await marks.deadLetteredAbove(rw, m.producer, m.sequence);
         continue;
       }
       undecodable = err.message;

@@ -76,6 +76,8 @@ export async function applyExactlyOnce<T>(
       if (await marks.follows(m.producer, m.sequence)) {
         marks.takeUndecodable(batch, m.producer, m.sequence, m.payload);
         marks.record(batch, m.producer, m.sequence);
+      } else {
+        await marks.deadLetteredAbove(batch, m.producer, m.sequence);
       }
       continue;
     }

@@ -33,6 +33,11 @@ export interface ConsumerFlow {
   readonly consumer: string;
   /** Per producer name: the highest applied sequence (epoch-packed). */
   readonly applied: Readonly<Record<string, number>>;
+  /**
+   * Per producer name: the last undecodable message dead-lettered above the mark without
+   * moving it (`StreamMarks.deadLetteredAbove`); absent when none was.
+   */
+  readonly deadLettered?: Readonly<Record<string, number>>;
 }
 
 /** What one store committed to send and applied, read from one snapshot of its meta family (plain data). */
@@ -44,7 +49,8 @@ export interface StreamFlowReport {
 /**
  * Reads the stream bookkeeping of `store` from one snapshot of its meta family: the keys
  * `seq 0x00 <owner> 0x00 <topic>` and `producer 0x00 <owner>` of its outboxes and
- * `applied 0x00 <consumer> 0x00 <producer>` of its consumers (reserved.ts).
+ * `applied 0x00 <consumer> 0x00 <producer>` and `dead-above 0x00 <consumer> 0x00 <producer>`
+ * of its consumers (reserved.ts).
  * @param families where the bookkeeping lives (default `sf.meta`; only `meta` is read)
  * @throws the store's errors (StoreClosedError once it closed)
  */
@@ -58,13 +64,19 @@ export async function readStreamFlow(store: Store, families: Pick<StreamColumnFa
       return o;
     };
     const consumers = new Map<string, Record<string, number>>();
-    for (const prefix of ['applied\u0000', 'producer\u0000', 'seq\u0000']) {
+    const deadAbove = new Map<string, Record<string, number>>();
+    for (const prefix of ['applied\u0000', 'dead-above\u0000', 'producer\u0000', 'seq\u0000']) {
       for await (const [key, value] of store.iterate(families.meta, { prefix, snapshot })) {
         const [kind, name, rest] = splitKey(key.toString('utf8'));
         if (kind === 'producer') outbox(name).producer = value.toString('utf8');
         else if (rest === undefined) continue; // not a key of ours
         else if (kind === 'seq') outbox(name).next[rest] = Number(decodeInt64(value));
-        else {
+        else if (kind === 'dead-above') {
+          let dead = deadAbove.get(name);
+          if (!dead) deadAbove.set(name, (dead = {}));
+          dead[rest] = Number(decodeInt64(value));
+          if (!consumers.has(name)) consumers.set(name, {});
+        } else {
           let marks = consumers.get(name);
           if (!marks) consumers.set(name, (marks = {}));
           marks[rest] = Number(decodeInt64(value));
@@ -73,7 +85,10 @@ export async function readStreamFlow(store: Store, families: Pick<StreamColumnFa
     }
     return {
       outboxes: [...outboxes].map(([owner, o]) => ({ owner, producer: o.producer, next: o.next })),
-      consumers: [...consumers].map(([consumer, applied]) => ({ consumer, applied })),
+      consumers: [...consumers].map(([consumer, applied]) => {
+        const dead = deadAbove.get(consumer);
+        return dead ? { consumer, applied, deadLettered: dead } : { consumer, applied };
+      }),
     };
   } finally {
     snapshot.release();
@@ -140,9 +155,12 @@ export function unappliedStreams(reports: readonly (StreamFlowReport | undefined
     if (!Number.isInteger(receiver.report) || receiver.report < 0 || receiver.report >= reports.length) {
       throw new InvalidArgumentError(`receiver of topic ${topic}: report ${receiver.report} outside the ${reports.length} reports`);
     }
-    const marks = reports[receiver.report]?.consumers.find((c) => c.consumer === receiver.consumer)?.applied;
-    const applied = producer === undefined ? -1 : (marks?.[producer] ?? -1);
-    if (producer === undefined || applied < next - 1) out.push({ producer, topic, sent: next - 1, applied, receiver });
+    const flow = reports[receiver.report]?.consumers.find((c) => c.consumer === receiver.consumer);
+    const applied = producer === undefined ? -1 : (flow?.applied[producer] ?? -1);
+    // The last message sent was undecodable and dead-lettered without moving the mark: settled
+    // (the messages before it on the topic came before it).
+    const deadLast = producer !== undefined && flow?.deadLettered?.[producer] === next - 1;
+    if (producer === undefined || (applied < next - 1 && !deadLast)) out.push({ producer, topic, sent: next - 1, applied, receiver });
   };
   for (const report of reports) {
     for (const o of report?.outboxes ?? []) for (const [topic, next] of Object.entries(o.next)) check(o.producer, topic, next);

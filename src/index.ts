@@ -9,7 +9,7 @@
 
 /* Topologies: namespaces, stages, starting them */
 export { Topology } from './runtime/topology/topology.js';
-export type { StageTypes, ColumnFamiliesOf } from './runtime/topology/topology.js';
+export type { StageTypes, StagesOf, ColumnFamiliesOf } from './runtime/topology/topology.js';
 export { DEFAULT_STAGE_SUPERVISION, DEFAULT_QUIESCENCE_TIMEOUT_MS, DEFAULT_STOP_TIMEOUT_MS } from './runtime/topology/running.js';
 export type { RunningTopology, TopologyStartOptions } from './runtime/topology/running.js';
 export { defineNamespace } from './runtime/stream/namespace.js';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Topology, defineNamespace, encodeInt64, int64Add, msgpackCodec, type RunningTopology } from '../src/index.js';
+import { Topology, defineNamespace, encodeInt64, int64Add, msgpackCodec, type ClusterClient, type RunningTopology, type StagesOf } from '../src/index.js';
 
 /**
  * The compile-time half of this test is `npm run typecheck` (tsc over test/): each
@@ -74,6 +74,22 @@ export async function asks(running: RunningTopology<typeof typed extends Topolog
   return n;
 }
 
+// A cluster client is typed the same way when given the topology's stages (found by a new
+// user: its asks took any stage name and answered `unknown`).
+export async function clusterAsks(client: ClusterClient<StagesOf<typeof typed>>, untyped: ClusterClient): Promise<number> {
+  const n: number = await client.askKey('count', 'h.example', 'h.example');
+  const all: number[] = await client.askAll('count', 'h.example');
+  // @ts-expect-error the query of `count` takes a host string
+  await client.ask('count', 0, 42);
+  // @ts-expect-error there is no stage `nope`
+  await client.askKey('nope', 'k', 'x');
+  // @ts-expect-error its answer is a number
+  const s: string = await client.ask('count', 0, 'h.example');
+  // Without the type parameter: any stage, unknown answers.
+  const u: unknown = await untyped.ask('anything', 0, { any: 'request' });
+  return n + all.length + s.length + (u === undefined ? 0 : 1);
+}
+
 test('describe() shows the namespaces, stages, stores and actors of a topology', () => {
   const text = typed.describe();
   assert.match(text, /^topology types$/m);
@@ -88,5 +104,10 @@ test('a namespace name defined twice, a duplicate stage and a reserved column fa
   const other = defineNamespace('clicks', { codec: msgpackCodec('Click', isClick), partitions: 4, key: (c: Click) => c.host });
   assert.throws(() => typed.stage('again', { input: other }), /namespace clicks is defined twice/);
   assert.throws(() => typed.stage('count', { input: clicks }), /stage count is declared twice/);
+  // Refused when declared, naming what is wrong (found by a new user: a stage name with a space
+  // was "an actor name", and a reserved family was refused only at start()).
+  assert.throws(() => typed.stage('bad name', { input: clicks }), /topology types: stage name must be 1-200 characters without '\/' or whitespace .*"bad name"/);
+  assert.throws(() => Topology.create('my app'), /topology name must be/);
+  assert.throws(() => typed.stage('other', { input: clicks, columnFamilies: { 'sf.x': {} } }), /column family "sf\.x" is reserved/);
   assert.throws(() => defineNamespace('Bad Name', { codec: msgpackCodec('Click', isClick), partitions: 1, key: () => '' }), /namespace "Bad Name"/);
 });

@@ -15,6 +15,7 @@ import { readClusterTopology } from './membership.js';
 import { askCoordination, connectCoordination } from './redisConnection.js';
 import { readClusterStatus, type ClusterStatus } from './status.js';
 import type { ClusterStage } from './units.js';
+import type { StageTypes } from '../runtime/topology/topology.js';
 
 /** Default wait of a remote ask for its answer: 10 minutes (an application's ask may wait on a barrier that long). */
 export const DEFAULT_REMOTE_ASK_TIMEOUT_MS = 10 * 60_000;
@@ -69,9 +70,11 @@ export interface RemoteAskKeyOptions extends RemoteAskOptions {
 
 /**
  * Asks a cluster's partitions, wherever they run, through the broker (docs/cluster.md,
- * "Asking partitions across the cluster").
+ * "Asking partitions across the cluster"). `S` types the asks by the stages' query hooks as
+ * `RunningTopology<S>` does: `connectClusterClient<StagesOf<typeof topology>>(…)`; without it,
+ * any stage name, requests and answers `unknown`.
  */
-export interface ClusterClient {
+export interface ClusterClient<S extends Record<string, StageTypes> = Record<string, StageTypes>> {
   /** This client's reply slot: its answers arrive on the topic `sf-reply/<replySlot>`. */
   readonly replySlot: number;
   /**
@@ -88,12 +91,12 @@ export interface ClusterClient {
    *   `timeoutMs`; RangeError for a partition outside the stage's; BrokerClosedError after
    *   `close()` (also for the asks still waiting then); the broker's send errors
    */
-  ask(stage: string, partition: number, request: unknown, options?: RemoteAskOptions): Promise<unknown>;
+  ask<N extends keyof S & string>(stage: N, partition: number, request: S[N]['request'], options?: RemoteAskOptions): Promise<S[N]['answer']>;
   /**
    * `ask` of every partition of `stage` (concurrently), answers in partition order.
    * @throws as `ask` (the first failure); InvalidArgumentError before any worker joined (the stages are not recorded yet)
    */
-  askAll(stage: string, request: unknown, options?: RemoteAskOptions): Promise<unknown[]>;
+  askAll<N extends keyof S & string>(stage: N, request: S[N]['request'], options?: RemoteAskOptions): Promise<Array<S[N]['answer']>>;
   /**
    * `ask` of the partition of `stage` that holds `key`, as `running.askKey` in one process:
    * the stage's input namespace's partitioner (recorded with the cluster's stages, `fnv1a/N`
@@ -102,7 +105,7 @@ export interface ClusterClient {
    *   does not have, or for a stage whose partitioner is not recorded as `fnv1a/N` and no
    *   `options.partitioner` is given
    */
-  askKey(stage: string, key: string, request: unknown, options?: RemoteAskKeyOptions): Promise<unknown>;
+  askKey<N extends keyof S & string>(stage: N, key: string, request: S[N]['request'], options?: RemoteAskKeyOptions): Promise<S[N]['answer']>;
   /**
    * Waits until a topology's streams are quiet across the cluster, as `running.quiescence()`
    * does in one process: every message each partition's outbox committed, and every stream of
@@ -157,10 +160,12 @@ export interface ClusterClient {
  * Connects a client to a cluster's partitions: reads its stages from the cluster's Redis and
  * subscribes to a reply topic of its own (`sf-reply/<slot>`, a random slot in [0, 2^48 - 1),
  * exclusive subscription; a slot held by another live client is drawn again).
+ * The type parameter types the asks (`StagesOf<typeof topology>`: the stages of the topology
+ * the workers run); it is not checked against the cluster's stages, whose names `ask` checks.
  * @throws InvalidArgumentError for a bad cluster name; BrokerDisconnectedError when the
  *   cluster's Redis or the broker does not answer
  */
-export async function connectClusterClient(options: ClusterClientOptions): Promise<ClusterClient> {
+export async function connectClusterClient<S extends Record<string, StageTypes> = Record<string, StageTypes>>(options: ClusterClientOptions): Promise<ClusterClient<S>> {
   const keys = new ClusterKeys(options.clusterName, options.keyPrefix);
   const redis = await connectCoordination(options.cluster, 5000);
   try {
@@ -169,7 +174,7 @@ export async function connectClusterClient(options: ClusterClientOptions): Promi
       const slot = randomInt(0, ASK_REPLY_SLOTS);
       try {
         const consumer = await options.broker.subscribe(replyTopic(slot), { subscription: ASK_REPLY_SUBSCRIPTION, type: 'exclusive' });
-        return new RemoteAskClient(options, redis, keys, slot, consumer, stages);
+        return new RemoteAskClient(options, redis, keys, slot, consumer, stages) as ClusterClient as ClusterClient<S>;
       } catch (err) {
         if (attempt >= 3 || !(isShardflowError(err) && err.code === 'SF_ERR_INVALID_ARGUMENT')) throw err;
       }

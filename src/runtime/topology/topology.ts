@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { checkActorName } from '../actor/checkActorName.js';
+import { stageColumnFamilies } from '../stream/reserved.js';
 import type { NamespaceDef } from '../stream/namespace.js';
 import type { ColumnFamilyOptions } from '../../storage/store.js';
 import type { StageDef, StageOutputs } from '../stream/stage.js';
@@ -16,6 +17,12 @@ export interface StageTypes {
   readonly answer: unknown;
   readonly columnFamilies?: string;
 }
+
+/**
+ * The stages of a topology's type, for what is typed by them outside a `RunningTopology`:
+ * `connectClusterClient<StagesOf<typeof topology>>(…)`.
+ */
+export type StagesOf<T> = T extends Topology<infer S> ? S : never;
 
 /** The column family names a stage's types know (any string when they do not say). */
 export type ColumnFamiliesOf<T extends StageTypes> = T extends { readonly columnFamilies: infer C extends string } ? C : string;
@@ -54,21 +61,22 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
 
   /** An empty topology. @throws InvalidArgumentError for a name with `/` or whitespace */
   static create(name: string): Topology<{}> {
-    checkActorName(name);
+    namedAs('topology', name);
     return new Topology(name, []);
   }
 
   /**
    * Adds a stage named `name` (its actors are `/<name>/p<i>`, its broker subscription is
    * `name`, its stores `<dataDir>/stages/<name>/p<i>`).
-   * @throws InvalidArgumentError for a duplicate or bad name, or when a namespace name is
-   *   declared twice with different definitions
+   * @throws InvalidArgumentError for a duplicate or bad name, a reserved column family name
+   *   (`default`, `sf.*`), or when a namespace name is declared twice with different definitions
    */
   stage<N extends string, I, O extends StageOutputs = {}, C extends string = never, Q = never, R = never>(
     name: N,
     def: StageDef<I, O, C, Q, R>,
   ): Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }> {
-    checkActorName(name);
+    namedAs(`topology ${this.name}: stage`, name);
+    stageColumnFamilies(def.columnFamilies ?? {}); // a reserved family name is refused here, not at start
     if (def.maxAttempts !== undefined && !(def.maxAttempts >= 1)) throw new InvalidArgumentError(`stage ${name}: maxAttempts must be at least 1 (or Infinity), not ${def.maxAttempts}`);
     if (this.stages.some((s) => s.name === name)) throw new InvalidArgumentError(`topology ${this.name}: stage ${name} is declared twice`);
     const entry: StageEntry = { name, def: def as unknown as StageEntry['def'] };
@@ -145,4 +153,17 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
  */
 export function columnFamilyExtras(o: ColumnFamilyOptions): string[] {
   return [o.mergeOperator?.name, o.compactionFilter ? `filter ${o.compactionFilter.kind}` : undefined].filter((x): x is string => x !== undefined);
+}
+
+/**
+ * `checkActorName` (the name becomes an actor's: 1-200 characters, no `/`, no whitespace),
+ * its refusal naming what was named.
+ * @throws InvalidArgumentError
+ */
+function namedAs(what: string, name: unknown): asserts name is string {
+  try {
+    checkActorName(name);
+  } catch {
+    throw new InvalidArgumentError(`${what} name must be 1-200 characters without '/' or whitespace (it names actors, a subscription and a folder), got ${JSON.stringify(name)}`);
+  }
 }

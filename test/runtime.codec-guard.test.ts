@@ -20,6 +20,17 @@ const isVisit = (v: unknown): v is Visit => {
 };
 const quiet: Logger = { debug() {}, warn() {}, error() {} };
 
+// Found by a new user: text bytes said "Data read, but end of buffer not reached 110", and the
+// byte 0xC1 (which msgpackr reads as a marker object) failed the guard with that object's JSON.
+test('msgpackCodec: bytes that are not msgpack say so with their length and first bytes (and text when they are text)', () => {
+  const codec = msgpackCodec('Visit', isVisit);
+  assert.throws(() => codec.decode(Buffer.from('not msgpack at all')), (err: unknown) =>
+    err instanceof UndecodableMessageError && /^Visit: bytes are not msgpack \(.*; 18 bytes, starting 6e 6f 74 20 .* \.\.\., text "not msgpack at a\.\.\."\)$/.test(err.message));
+  assert.throws(() => codec.decode(Buffer.from([0xc1])), (err: unknown) =>
+    err instanceof UndecodableMessageError && err.message === 'Visit: bytes are not msgpack (0xC1, a byte msgpack never uses; 1 byte, starting c1)');
+  assert.throws(() => codec.decode(Buffer.from([0x92, 0x01])), /^UndecodableMessageError|Visit: bytes are not msgpack \(.*; 2 bytes, starting 92 01\)$/);
+});
+
 test('msgpackCodec: a guard that throws gives UndecodableMessageError with its reason; false gives the shape reason', () => {
   const codec = msgpackCodec('Visit', isVisit);
   assert.deepEqual(codec.decode(codec.encode({ key: 'a', url: 'http://a.example/' })), { key: 'a', url: 'http://a.example/' });

@@ -1,4 +1,4 @@
-import { Packr } from 'msgpackr';
+import { C1, Packr } from 'msgpackr';
 import { InvalidArgumentError, UndecodableMessageError } from '../errors.js';
 
 /**
@@ -62,8 +62,10 @@ export function msgpackCodec<T>(name: string, guard: (value: unknown) => value i
       try {
         value = unpacker.unpack(bytes);
       } catch (cause) {
-        throw new UndecodableMessageError(`${name}: bytes are not msgpack (${(cause as Error).message})`, { cause });
+        throw new UndecodableMessageError(`${name}: bytes are not msgpack (${undecodableDetail(bytes, cause instanceof Error ? cause.message : String(cause))})`, { cause });
       }
+      // msgpackr reads the byte msgpack never uses (0xC1) as a marker object, not an error.
+      if (value === C1) throw new UndecodableMessageError(`${name}: bytes are not msgpack (${undecodableDetail(bytes, '0xC1, a byte msgpack never uses')})`);
       const wrong = guardFailure(name, guard, value);
       if (wrong !== undefined) throw new UndecodableMessageError(wrong.message, { cause: wrong.cause });
       return value as T;
@@ -82,4 +84,17 @@ function guardFailure(name: string, guard: (value: unknown) => boolean, value: u
   } catch (cause) {
     return { message: `${name}: ${cause instanceof Error ? cause.message : String(cause)}`, cause };
   }
+}
+
+/**
+ * What was wrong with bytes msgpackr could not read, for a reason a person reads: `said`
+ * (msgpackr's message), then the payload's length and first bytes (as hex, and as text when
+ * they are printable ASCII: a producer that sent text or JSON instead of msgpack shows at once).
+ */
+function undecodableDetail(bytes: Uint8Array, said: string): string {
+  const head = bytes.subarray(0, 16);
+  const more = bytes.length > head.length;
+  const hex = Buffer.from(head).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+  const text = head.every((b) => b >= 0x20 && b < 0x7f) ? `, text "${Buffer.from(head).toString('latin1')}${more ? '...' : ''}"` : '';
+  return `${said}; ${bytes.length} byte${bytes.length === 1 ? '' : 's'}, starting ${hex}${more ? ' ...' : ''}${text}`;
 }

@@ -15,10 +15,11 @@ interface Visit { readonly user: string }
 const isVisit = (v: unknown): v is Visit => typeof (v as Visit)?.user === 'string';
 const quiet: Logger = { debug() {}, warn() {}, error() {} };
 type Ask = { user: string; gate?: number };
+/** One partition, so every query and batch meets on the same actor. */
+const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 1, key: (v: Visit) => v.user });
 
 test('a slow query holds neither the partition nor other queries, and reads its arrival snapshot', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-beside-');
-  const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 1, key: (v: Visit) => v.user });
   const gates = new Map<number, { open: () => void; opened: Promise<void> }>();
   const gate = (n: number) => {
     let g = gates.get(n);
@@ -93,7 +94,6 @@ test('a slow query holds neither the partition nor other queries, and reads its 
 
 test('a query still running when its partition stops is answered when it ends within the grace', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-stop-');
-  const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 1, key: (v: Visit) => v.user });
   let started!: () => void;
   const inQuery = new Promise<void>((resolve) => (started = resolve));
   const topology = Topology.create('queries-stop').stage('users', {
@@ -123,7 +123,6 @@ test('a query still running when its partition stops is answered when it ends wi
 
 test('a query longer than the grace of a restart is tried again on the next incarnation, not failed', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-restart-');
-  const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 1, key: (v: Visit) => v.user });
   let queries = 0;
   let failOnce = true;
   let started!: () => void;

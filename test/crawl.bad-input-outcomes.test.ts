@@ -10,6 +10,14 @@ import { hostPartitioner } from '../src/actors/partition/hostPartitioner.js';
 import { Store } from '../src/storage/store.js';
 import { ColumnFamilies, partitionColumnFamilies, type PageRecord } from '../src/actors/partition/schema.js';
 import { graphs, memoryLogger, tempDir } from './kit/datasets.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ActorSystem, FlowCounters, partitionId, producerId } from '../src/index.js';
+import { topic } from '../src/runtime/brokers/index.js';
+import { crawler } from '../src/actors/crawler/crawler.js';
+import { HttpFetcher } from '../src/actors/crawler/httpFetch.js';
+import { Namespaces } from '../src/actors/namespaces.js';
+import { crawlRequestCodec, fetchCodec, type FetchResult } from '../src/actors/messages.js';
 
 test('404, 500, malformed HTML, an oversized body and invalid URLs each get a stored or logged outcome and the crawl goes on', { timeout: 600_000 }, async () => {
   const graph = await readGraph(join(graphs.polblogs, 'pages.txt'), join(graphs.polblogs, 'links.tsv'));
@@ -99,5 +107,46 @@ test('a fetch result larger than one broker message is stored without its body, 
   } finally {
     await broker.close();
     cleanup();
+  }
+});
+
+// Found by a new user on Pulsar (784,896-byte messages): the results of one delivery were cut
+// into messages by a 4 MiB budget of body length, so several medium pages made one message
+// the broker refused, and every page of it was stored without its body. The crawler now cuts
+// by the broker's limit too, and sends a refused message again as two halves.
+test('pages that fit a broker message each but not together keep their bodies', { timeout: 120_000 }, async () => {
+  const pages = Array.from({ length: 6 }, (_, i) => `/m${i}.html`);
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<html><body><a href="/m0.html">m</a>${'z'.repeat(100_000)}${req.url}</body></html>`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const broker = new MemoryBroker({ maxPayloadBytes: 256 * 1024 });
+  const system = ActorSystem.create({ name: 'crawl-runs', logger: memoryLogger().log as never });
+  try {
+    const partitioner = hostPartitioner(1);
+    const fetches = await broker.subscribe(topic(Namespaces.fetches, partitionId(0)), { subscription: 'test', type: 'exclusive' });
+    system.spawn('crawler', crawler({ name: 'c', broker, partitioner, fetcher: new HttpFetcher({ hostMap: new Map([['m.test', `127.0.0.1:${port}`]]) }), counters: new FlowCounters(), log: memoryLogger().log }));
+    const requests = await broker.producer(topic(Namespaces.crawlRequests, partitionId(0)), { producer: producerId('policy') });
+    // One message, one delivery: the six results go out together.
+    await requests.send(crawlRequestCodec.encode({ type: 'crawl-requests', urls: pages.map((p) => `http://m.test${p}`) }));
+    const results: FetchResult[] = [];
+    for (let i = 0; i < 100 && results.length < pages.length; i++) {
+      for (const m of await fetches.receive(10, 500)) {
+        assert.ok(m.payload.byteLength <= 256 * 1024);
+        results.push(...(fetchCodec.decode(m.payload) as { readonly results: readonly FetchResult[] }).results);
+        await fetches.ack(m);
+      }
+    }
+    assert.deepEqual(results.map((r) => new URL(r.url).pathname).sort(), [...pages].sort());
+    for (const r of results) {
+      assert.equal(r.error, undefined, `${r.url}: ${r.error}`);
+      assert.ok((r.body?.length ?? 0) > 100_000, `${r.url} kept its body`);
+    }
+  } finally {
+    await system.terminate();
+    await broker.close();
+    server.close();
   }
 });

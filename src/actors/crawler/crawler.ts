@@ -11,9 +11,10 @@ import type { HttpFetcher } from './httpFetch.js';
 /**
  * Most bytes of page bodies (as UTF-16 code units, about bytes for HTML) per `fetches/<p>`
  * message: a delivery of 16 requests could otherwise put 16 bodies of `maxBodyBytes` (8 MiB
- * for `shardflow crawl`) in one 128 MiB message. A result larger than this travels alone,
- * so a broker's message size limit must stay above the fetcher's `maxBodyBytes` (Pulsar's
- * default `maxMessageSize` is 5 MiB).
+ * for `shardflow crawl`) in one 128 MiB message; the broker's `maxPayloadBytes` when smaller
+ * (Pulsar's 784,896). A result larger than this travels alone; a message the broker still
+ * refuses as too large is sent again as two halves, and a single result it refuses is
+ * stored without its body, with the reason.
  */
 export const FETCH_MESSAGE_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -122,7 +123,12 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
           state.producers.set(p, producer);
         }
         const send = producer;
-        for (const run of fetchMessageRuns(list)) {
+        /**
+         * Sends one run as one message; a run the broker refuses as too large (its bodies fit
+         * the budget by length, not by encoded bytes) goes again as two halves, and only a
+         * single result is stored without its body, with the reason.
+         */
+        const sendRun = async (run: FetchResult[]): Promise<void> => {
           // Sequences of this actor's producer name, so that the counters know each message.
           const seq = state.sequences.get(p) ?? 0;
           state.sequences.set(p, seq + 1);
@@ -131,15 +137,24 @@ export function crawler(options: CrawlerOptions): Behavior<Deliveries, CrawlerSt
             await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: run }), { sequence: sequence(seq) }));
           } catch (err) {
             if ((err as { code?: unknown }).code !== 'SF_ERR_PAYLOAD_TOO_LARGE') throw err;
-            // Larger than one broker message (a run over the body budget is one result): the
-            // page goes on without its body, stored as oversized with the reason, like a body
-            // over maxBodyBytes; nothing else of the run is lost.
+            if (run.length > 1) {
+              // Nothing was sent under `seq`: the first half takes it.
+              state.sequences.set(p, seq);
+              const half = run.length >> 1;
+              await sendRun(run.slice(0, half));
+              await sendRun(run.slice(half));
+              return;
+            }
+            // Larger than one broker message alone: the page goes on without its body, stored
+            // as oversized with the reason, like a body over maxBodyBytes.
             const { bytes, limit } = err as PayloadTooLargeError;
             const stripped = run.map((r) => (r.body === undefined ? r : withoutBody(r, `oversized: the result of ${bytes} bytes does not fit one broker message (maxPayloadBytes ${limit})`)));
             options.log.warn({ urls: run.map((r) => r.url), bytes, limit }, 'fetch result too large for one broker message: stored without its body');
             await options.counters.sending(Namespaces.fetches, key, () => send.send(fetchCodec.encode({ type: 'fetches', results: stripped }), { sequence: sequence(seq) }));
           }
-        }
+        };
+        const budget = Math.min(FETCH_MESSAGE_BODY_BYTES, options.broker.maxPayloadBytes ?? FETCH_MESSAGE_BODY_BYTES);
+        for (const run of fetchMessageRuns(list, budget)) await sendRun(run);
       }
       // Dead letters are settled already; each ack settles its message (if one fails, the
       // rest come back and are counted then), in the order delivered.

@@ -122,7 +122,11 @@ test('the GC sweeps by itself on its ctx.clock timer', { timeout: 60_000 }, asyn
     await index.seed([`${A}/index.html`]);
     await index.quiescence();
     const pages = async () => (await index.counts()).reduce((a, c) => a + c.pages, 0);
-    assert.equal(await pages(), 3);
+    // The three pages were fetched (so stored); on a loaded machine the GC may have swept some
+    // already (older than 300 ms by the time the crawl is quiet), so the count is at most 3.
+    const fetched = [...server.requests].filter(([url, n]) => url.startsWith(A) && url.endsWith('.html') && n > 0);
+    assert.equal(fetched.length, 3, JSON.stringify([...server.requests]));
+    assert.ok((await pages()) <= 3);
     const t0 = Date.now();
     while ((await pages()) > 0 && Date.now() - t0 < 10_000) await new Promise((ok) => setTimeout(ok, 50));
     assert.equal(await pages(), 0, 'pages older than 300 ms were swept within 10 s');

@@ -3,7 +3,10 @@ import { test } from 'node:test';
 import { AskTimeoutError, RemoteAskError, partitionId, producerId, type ClusterStatus } from '../src/index.js';
 import { topic } from '../src/runtime/brokers/index.js';
 import { ClusterRun, until, withClusterRun, type WorkerProcess } from './kit/clusterRun.js';
-import { skipWithoutRedis } from './kit/cluster.js';
+import { REDIS_URL, skipWithoutRedis } from './kit/cluster.js';
+import { Redis } from 'ioredis';
+import { streamKey } from '../src/runtime/brokers/redis/keys.js';
+import { replyTopic } from '../src/cluster/askWire.js';
 
 /**
  * Remote asks (`connectClusterClient`, docs/cluster.md "Asking partitions across the
@@ -132,6 +135,31 @@ test('an ask before any worker runs the unit waits in the broker and is answered
     assert.ok(w1.events.some((e) => e.event.type === 'started' && e.event.unit === 'totals/1'));
     // Once it runs, the whole stage is answered, with exact counts.
     assert.deepEqual(sum(await client.askAll('totals', 'hosts')), new Map([...run.truth].sort()));
+    await run.stopAll();
+  });
+});
+
+// Found by a new user: after a broker outage longer than its consumer's reconnect timeout, a
+// query server's cluster client never read a reply again (its reply consumer had failed) and
+// every read waited out its timeout, for good. The client joins its reply subscription again.
+// Here the reply consumer fails as it would after losing its stream: the stream is deleted.
+test('a client whose reply consumer failed joins its reply subscription again and is answered', async (t) => {
+  await cluster(t, async (run) => {
+    const w1 = await run.startWorker('w1');
+    await run.allRunningOn([w1]);
+    const client = await run.client();
+    assert.deepEqual(await client.ask('count', 1, 'hosts'), []);
+    const redis = new Redis(REDIS_URL);
+    try {
+      assert.equal(await redis.del(streamKey(run.brokerPrefix, replyTopic(client.replySlot))), 1, 'the reply stream existed');
+    } finally {
+      redis.disconnect();
+    }
+    // The next asks are answered once the client subscribed again (well within their timeout).
+    const started = Date.now();
+    assert.deepEqual(await client.ask('count', 1, 'hosts', { timeoutMs: 30_000 }), []);
+    assert.deepEqual(await client.ask('count', 2, 'hosts', { timeoutMs: 30_000 }), []);
+    t.diagnostic(`answered again ${Date.now() - started} ms after the reply stream was lost`);
     await run.stopAll();
   });
 });

@@ -165,3 +165,34 @@ test('a query longer than the grace of a restart is tried again on the next inca
     cleanup();
   }
 });
+
+test('an ask whose query outlasts the stop of the topology fails at the end of the grace, not at its timeout', { timeout: 120_000 }, async () => {
+  const { dir, cleanup } = tempDir('sf-queries-topology-stop-');
+  let started!: () => void;
+  const inQuery = new Promise<void>((resolve) => (started = resolve));
+  const topology = Topology.create('queries-topology-stop').stage('users', {
+    input: visits,
+    columnFamilies: { count: { mergeOperator: int64Add() } },
+    onMessage: (ctx, v) => ctx.writes.merge('count', v.user, encodeInt64(1)),
+    async query(_reads, _user: string) {
+      started();
+      await sleep(30_000); // far past the grace
+      return 0n;
+    },
+  });
+  const broker = new MemoryBroker();
+  const running = await topology.start({ broker, dataDir: dir, logger: quiet });
+  try {
+    const asked = Date.now();
+    const answer = running.askKey('users', 'bob', 'bob', { timeoutMs: 60_000 });
+    answer.catch(() => {});
+    await inQuery;
+    await running.stop();
+    await assert.rejects(answer, (err: Error & { code?: string }) => /stopped/.test(err.message), 'the ask fails with the stop');
+    const waited = Date.now() - asked;
+    assert.ok(waited < 15_000, `the ask settled ${waited} ms after it was asked, not after its 60 s timeout`);
+  } finally {
+    await broker.close();
+    cleanup();
+  }
+});

@@ -106,8 +106,10 @@ test('a namespace name defined twice, a duplicate stage and a reserved column fa
   assert.throws(() => typed.stage('count', { input: clicks }), /stage count is declared twice/);
   // Refused when declared, naming what is wrong (found by a new user: a stage name with a space
   // was "an actor name", and a reserved family was refused only at start()).
-  assert.throws(() => typed.stage('bad name', { input: clicks }), /topology types: stage name must be 1-200 characters without '\/' or whitespace .*"bad name"/);
+  assert.throws(() => typed.stage('bad name', { input: clicks }), /topology types: stage name must be 1-200 characters without '\/' or whitespace.*"bad name"/);
+  for (const dots of ['.', '..']) assert.throws(() => typed.stage(dots, { input: clicks }), /not '\.' or '\.\.'/);
+  assert.throws(() => typed.stage('other', { input: clicks, columnFamilies: { '': {} } }), /topology types: stage other: a column family name is empty/);
   assert.throws(() => Topology.create('my app'), /topology name must be/);
-  assert.throws(() => typed.stage('other', { input: clicks, columnFamilies: { 'sf.x': {} } }), /column family "sf\.x" is reserved/);
+  assert.throws(() => typed.stage('other', { input: clicks, columnFamilies: { 'sf.x': {} } }), /topology types: stage other: column family "sf\.x" is reserved/);
   assert.throws(() => defineNamespace('Bad Name', { codec: msgpackCodec('Click', isClick), partitions: 1, key: () => '' }), /namespace "Bad Name"/);
 });

@@ -221,10 +221,15 @@ function checkExternal(external: Iterable<SentStream> | undefined, stages: reado
   return out;
 }
 
+/** First wait before the reply subscription is joined again after its consumer failed, ms (doubling to REPLY_RESUBSCRIBE_MAX_MS). */
+const REPLY_RESUBSCRIBE_MIN_MS = 250;
+const REPLY_RESUBSCRIBE_MAX_MS = 10_000;
+
 class RemoteAskClient implements ClusterClient {
   readonly #waiting = new Map<string, Waiting>();
   readonly #producers = new Map<string, Promise<Producer>>();
-  readonly #feed: Subscription;
+  #consumer: Consumer;
+  #feed: Subscription | undefined;
   readonly #logger: Logger;
   #stages: ClusterStage[] | undefined;
   #closing: Promise<void> | undefined;
@@ -234,17 +239,52 @@ class RemoteAskClient implements ClusterClient {
     readonly redis: Redis,
     readonly keys: ClusterKeys,
     readonly replySlot: number,
-    readonly consumer: Consumer,
+    consumer: Consumer,
     stages: ClusterStage[] | undefined,
   ) {
     this.#stages = stages;
     this.#logger = options.logger ?? consoleLogger;
+    this.#consumer = consumer;
+    this.#follow(consumer);
+  }
+
+  /** Takes the replies of `consumer`; when it fails, joins the reply subscription again. */
+  #follow(consumer: Consumer): void {
+    this.#consumer = consumer;
     this.#feed = consumer.messages$.subscribe({
-      next: (m) => void this.#onReply(m),
+      next: (m) => void this.#onReply(m, consumer),
       error: (err: unknown) => {
-        this.#logger.error({ cluster: keys.clusterName, err }, 'the cluster client\'s reply consumer failed: its asks wait until their timeout');
+        if (this.#closing) return;
+        this.#logger.warn({ cluster: this.keys.clusterName, err }, 'the cluster client\'s reply consumer failed (a broker outage longer than its reconnect timeout): joining its reply subscription again; answers sent meanwhile wait there');
+        void this.#resubscribe();
       },
     });
+  }
+
+  /**
+   * Joins the reply subscription of this client's slot again, with backoff, until it succeeds
+   * or the client closes (found by a new user: after a 60 s broker outage a query server's
+   * client never read a reply again, and every read waited out its timeout). The subscription
+   * is durable, so answers published while no consumer read it are delivered then.
+   */
+  async #resubscribe(): Promise<void> {
+    await this.#consumer.close().catch(() => {});
+    for (let delay = REPLY_RESUBSCRIBE_MIN_MS; !this.#closing; delay = Math.min(delay * 2, REPLY_RESUBSCRIBE_MAX_MS)) {
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      if (this.#closing) return;
+      try {
+        const consumer = await this.options.broker.subscribe(replyTopic(this.replySlot), { subscription: ASK_REPLY_SUBSCRIPTION, type: 'exclusive' });
+        if (this.#closing) {
+          await consumer.close();
+          return;
+        }
+        this.#follow(consumer);
+        this.#logger.warn({ cluster: this.keys.clusterName }, 'the cluster client\'s reply consumer is back');
+        return;
+      } catch (err) {
+        this.#logger.debug({ cluster: this.keys.clusterName, err }, 'the cluster client\'s reply subscription is not joined yet');
+      }
+    }
   }
 
   async ask(stage: string, partition: number, request: unknown, options: RemoteAskOptions = {}): Promise<unknown> {
@@ -390,8 +430,8 @@ class RemoteAskClient implements ClusterClient {
         w.reject(new BrokerClosedError(`the cluster client was closed before ${w.stage}/${w.partition} answered`));
         this.#waiting.delete(id);
       }
-      this.#feed.unsubscribe();
-      await this.consumer.close();
+      this.#feed?.unsubscribe();
+      await this.#consumer.close();
       await Promise.all([...this.#producers.values()].map((p) => p.then((x) => x.close(), () => {})));
       this.redis.disconnect();
     })();
@@ -432,13 +472,13 @@ class RemoteAskClient implements ClusterClient {
   }
 
   /** Settles the ask a reply answers; a duplicate or late reply (its ask already settled) is dropped, one that does not decode is dead-lettered. */
-  async #onReply(m: BrokerMessage): Promise<void> {
+  async #onReply(m: BrokerMessage, consumer: Consumer): Promise<void> {
     let reply: AskReply;
     try {
       reply = askReplyCodec.decode(m.payload);
     } catch (err) {
       this.#logger.warn({ cluster: this.keys.clusterName, err }, 'a reply does not decode: dead-lettered');
-      await this.consumer.deadLetter(m, (err as Error).message).catch(() => {});
+      await consumer.deadLetter(m, (err as Error).message).catch(() => {});
       return;
     }
     const w = this.#waiting.get(reply.id);
@@ -450,6 +490,6 @@ class RemoteAskClient implements ClusterClient {
     } else {
       this.#logger.debug({ cluster: this.keys.clusterName, id: reply.id, worker: reply.worker }, 'reply to an ask already settled (a request that ran twice, or came after its timeout): dropped');
     }
-    await this.consumer.ack(m).catch(() => {});
+    await consumer.ack(m).catch(() => {});
   }
 }

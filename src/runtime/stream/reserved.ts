@@ -35,10 +35,11 @@ export const RESERVED_PREFIX = 'sf.';
 
 /**
  * The column families of a stage store: the user's, then the reserved ones.
- * @throws InvalidArgumentError when a user family is named `default` or starts with `sf.`
+ * @throws InvalidArgumentError when a user family's name is empty, `default` or starts with `sf.`
  */
 export function stageColumnFamilies(user: Readonly<Record<string, ColumnFamilyOptions>>): Record<string, ColumnFamilyOptions> {
   for (const name of Object.keys(user)) {
+    if (name.length === 0) throw new InvalidArgumentError('a column family name is empty');
     if (name.startsWith(RESERVED_PREFIX) || name === 'default') {
       throw new InvalidArgumentError(`column family ${JSON.stringify(name)} is reserved: names starting with '${RESERVED_PREFIX}' (and 'default') belong to the framework`);
     }

@@ -135,9 +135,9 @@ export interface StageDef<I, O extends StageOutputs, C extends string, Q, R> {
    * one snapshot: the store as committed when the request arrived. So it must not share
    * mutable state with the handlers or other queries without care. A throw (or a rejection)
    * is the asker's error, as thrown: the partition keeps running (a query changes nothing)
-   * and the ask is not tried again; a query the partition's stop outlasts (more than 1 s
-   * after the stop began) fails with StoreClosedError and its ask is tried again on the next
-   * incarnation or owner. In a cluster, a request
+   * and the ask is not tried again; the ask of a query the partition's stop outlasts (by more
+   * than 1 s) is rejected with ActorStoppedError and tried again on the next incarnation or
+   * owner (the hook runs on, its reads failing with StoreClosedError, its answer dropped). In a cluster, a request
    * may reach it twice (docs/cluster.md, "Asking partitions across the cluster").
    */
   readonly query?: (reads: StageReads<C>, request: Q, partition: PartitionId) => R | Promise<R>;

@@ -1,5 +1,5 @@
 import type { Subscription } from 'rxjs';
-import { InvalidArgumentError } from '../../errors.js';
+import { ActorStoppedError, InvalidArgumentError } from '../../errors.js';
 import type { Cancel } from '../clock.js';
 import { CHECKPOINTED_STORE_OPTIONS, Store, type SharedResources, type Snapshot } from '../../storage/index.js';
 import type { Behavior } from '../actor/behavior.js';
@@ -99,8 +99,8 @@ interface StageState {
   /** With checkpoints: the held settles and the puts; and the periodic timer. */
   readonly checkpointer: StageCheckpointer | undefined;
   readonly cancelTimer: Cancel;
-  /** Queries running beside the batches, each on its own snapshot (`runQuery`). */
-  readonly queries: Set<Promise<unknown>>;
+  /** Queries running beside the batches, each on its own snapshot (`runQuery`), with what gives its asker up. */
+  readonly queries: Map<Promise<unknown>, (reason: Error) => void>;
 }
 
 /**
@@ -113,8 +113,9 @@ export const MAX_CONCURRENT_QUERIES = 64;
 
 /**
  * How long a stopping partition lets its running queries finish before it closes its store,
- * in ms; a query still reading then fails with StoreClosedError at its asker, whose retry
- * reaches the next incarnation or owner.
+ * in ms; the ask of a query still running then is rejected with ActorStoppedError (the query
+ * itself runs on, its answer dropped), and the asker's retry reaches the next incarnation or
+ * owner, or learns that the topology stopped.
  */
 export const QUERY_STOP_GRACE_MS = 1000;
 
@@ -207,8 +208,10 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
         snapshot.release();
       }
     };
-    const run = answer().finally(() => state.queries.delete(run));
-    state.queries.add(run);
+    let giveUp!: (reason: Error) => void;
+    const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
+    const run = Promise.race([answer(), abandoned]).finally(() => state.queries.delete(run));
+    state.queries.set(run, giveUp);
     return run;
   };
 
@@ -261,7 +264,7 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
           };
           tick();
         }
-        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false, checkpointer, cancelTimer: () => cancelTimer(), queries: new Set() };
+        return { store, reads, marks: new StreamMarks(store, stage), outbox, consumer, feed, expected: 0, poisoned: false, checkpointer, cancelTimer: () => cancelTimer(), queries: new Map() };
       } catch (err) {
         await outbox?.close();
         await store.close();
@@ -325,8 +328,10 @@ export function stagePartition(options: StagePartitionOptions): Behavior<StageMe
       if (state.queries.size > 0) {
         let cancel: Cancel = () => {};
         const grace = new Promise<void>((resolve) => (cancel = ctx.clock.setTimeout(resolve, QUERY_STOP_GRACE_MS)));
-        await Promise.race([Promise.allSettled([...state.queries]), grace]);
+        await Promise.race([Promise.allSettled([...state.queries.keys()]), grace]);
         cancel();
+        // Their askers do not wait out their timeouts for answers that cannot come from here.
+        for (const giveUp of state.queries.values()) giveUp(new ActorStoppedError(`partition ${stage}/${partition} stopped while a query ran (past the ${QUERY_STOP_GRACE_MS} ms a stop gives queries): ask again`));
       }
       await state.store.close();
     },

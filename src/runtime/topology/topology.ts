@@ -76,7 +76,11 @@ export class Topology<S extends Record<string, StageTypes> = {}> {
     def: StageDef<I, O, C, Q, R>,
   ): Topology<S & { [K in N]: { request: Q; answer: R; columnFamilies: C } }> {
     namedAs(`topology ${this.name}: stage`, name);
-    stageColumnFamilies(def.columnFamilies ?? {}); // a reserved family name is refused here, not at start
+    try {
+      stageColumnFamilies(def.columnFamilies ?? {}); // a reserved or empty family name is refused here, not at start
+    } catch (err) {
+      throw new InvalidArgumentError(`topology ${this.name}: stage ${name}: ${(err as Error).message}`);
+    }
     if (def.maxAttempts !== undefined && !(def.maxAttempts >= 1)) throw new InvalidArgumentError(`stage ${name}: maxAttempts must be at least 1 (or Infinity), not ${def.maxAttempts}`);
     if (this.stages.some((s) => s.name === name)) throw new InvalidArgumentError(`topology ${this.name}: stage ${name} is declared twice`);
     const entry: StageEntry = { name, def: def as unknown as StageEntry['def'] };
@@ -157,13 +161,15 @@ export function columnFamilyExtras(o: ColumnFamilyOptions): string[] {
 
 /**
  * `checkActorName` (the name becomes an actor's: 1-200 characters, no `/`, no whitespace),
- * its refusal naming what was named.
+ * and not `.` or `..` (it names a folder: a stage `..` put its stores beside `stages/`), its
+ * refusal naming what was named.
  * @throws InvalidArgumentError
  */
 function namedAs(what: string, name: unknown): asserts name is string {
   try {
     checkActorName(name);
+    if (name === '.' || name === '..') throw new InvalidArgumentError('a folder of its own');
   } catch {
-    throw new InvalidArgumentError(`${what} name must be 1-200 characters without '/' or whitespace (it names actors, a subscription and a folder), got ${JSON.stringify(name)}`);
+    throw new InvalidArgumentError(`${what} name must be 1-200 characters without '/' or whitespace, and not '.' or '..' (it names actors, a subscription and a folder), got ${JSON.stringify(name)}`);
   }
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MemoryBroker, Topology, decodeInt64, defineNamespace, encodeInt64, int64Add, msgpackCodec, type Logger } from '../src/index.js';
+import { MemoryBroker, Topology, decodeInt64, defineNamespace, encodeInt64, int64Add, msgpackCodec, type Logger, type StageReads } from '../src/index.js';
 import { MAX_CONCURRENT_QUERIES, QUERY_STOP_GRACE_MS } from '../src/runtime/stream/stageActor.js';
 import { tempDir } from './kit/datasets.js';
 
@@ -17,6 +17,26 @@ const quiet: Logger = { debug() {}, warn() {}, error() {} };
 type Ask = { user: string; gate?: number };
 /** One partition, so every query and batch meets on the same actor. */
 const visits = defineNamespace('visits', { codec: msgpackCodec('Visit', isVisit), partitions: 1, key: (v: Visit) => v.user });
+
+/** A topology of one stage counting visits per user (`onMessage` may replace the count), asked through `query`. */
+function counting<R>(name: string, query: (reads: StageReads<'count'>, user: string) => Promise<R>, onMessage?: (v: Visit) => void) {
+  return Topology.create(name).stage('users', {
+    input: visits,
+    columnFamilies: { count: { mergeOperator: int64Add() } },
+    onMessage: (ctx, v) => {
+      onMessage?.(v);
+      ctx.writes.merge('count', v.user, encodeInt64(1));
+    },
+    query,
+  });
+}
+
+/** A promise and the function that resolves it: a query tells the test it started. */
+function latch(): { reached: Promise<void>; reach: () => void } {
+  let reach!: () => void;
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  return { reached, reach };
+}
 
 test('a slow query holds neither the partition nor other queries, and reads its arrival snapshot', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-beside-');
@@ -94,18 +114,12 @@ test('a slow query holds neither the partition nor other queries, and reads its 
 
 test('a query still running when its partition stops is answered when it ends within the grace', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-stop-');
-  let started!: () => void;
-  const inQuery = new Promise<void>((resolve) => (started = resolve));
-  const topology = Topology.create('queries-stop').stage('users', {
-    input: visits,
-    columnFamilies: { count: { mergeOperator: int64Add() } },
-    onMessage: (ctx, v) => ctx.writes.merge('count', v.user, encodeInt64(1)),
-    async query(reads, user: string) {
-      started();
-      await sleep(200); // inside the stop's grace
-      const v = await reads.get('count', user);
-      return v ? decodeInt64(v) : 0n;
-    },
+  const { reached: inQuery, reach: started } = latch();
+  const topology = counting('queries-stop', async (reads, user) => {
+    started();
+    await sleep(200); // inside the stop's grace
+    const v = await reads.get('count', user);
+    return v ? decodeInt64(v) : 0n;
   });
   const broker = new MemoryBroker();
   const running = await topology.start({ broker, dataDir: dir, logger: quiet });
@@ -125,19 +139,10 @@ test('a query longer than the grace of a restart is tried again on the next inca
   const { dir, cleanup } = tempDir('sf-queries-restart-');
   let queries = 0;
   let failOnce = true;
-  let started!: () => void;
-  const inQuery = new Promise<void>((resolve) => (started = resolve));
-  const topology = Topology.create('queries-restart').stage('users', {
-    input: visits,
-    columnFamilies: { count: { mergeOperator: int64Add() } },
-    onMessage: (ctx, v) => {
-      if (v.user === 'boom' && failOnce) {
-        failOnce = false;
-        throw new Error('a transient failure: the partition restarts');
-      }
-      ctx.writes.merge('count', v.user, encodeInt64(1));
-    },
-    async query(reads, user: string) {
+  const { reached: inQuery, reach: started } = latch();
+  const topology = counting(
+    'queries-restart',
+    async (reads, user) => {
       if (++queries === 1) {
         started();
         await sleep(QUERY_STOP_GRACE_MS + 800); // past the restart's grace: the store closes under it
@@ -145,7 +150,13 @@ test('a query longer than the grace of a restart is tried again on the next inca
       const v = await reads.get('count', user);
       return v ? decodeInt64(v) : 0n;
     },
-  });
+    (v) => {
+      if (v.user === 'boom' && failOnce) {
+        failOnce = false;
+        throw new Error('a transient failure: the partition restarts');
+      }
+    },
+  );
   const broker = new MemoryBroker();
   const running = await topology.start({ broker, dataDir: dir, logger: quiet });
   try {
@@ -168,17 +179,11 @@ test('a query longer than the grace of a restart is tried again on the next inca
 
 test('an ask whose query outlasts the stop of the topology fails at the end of the grace, not at its timeout', { timeout: 120_000 }, async () => {
   const { dir, cleanup } = tempDir('sf-queries-topology-stop-');
-  let started!: () => void;
-  const inQuery = new Promise<void>((resolve) => (started = resolve));
-  const topology = Topology.create('queries-topology-stop').stage('users', {
-    input: visits,
-    columnFamilies: { count: { mergeOperator: int64Add() } },
-    onMessage: (ctx, v) => ctx.writes.merge('count', v.user, encodeInt64(1)),
-    async query(_reads, _user: string) {
-      started();
-      await sleep(30_000); // far past the grace
-      return 0n;
-    },
+  const { reached: inQuery, reach: started } = latch();
+  const topology = counting('queries-topology-stop', async () => {
+    started();
+    await sleep(30_000); // far past the grace
+    return 0n;
   });
   const broker = new MemoryBroker();
   const running = await topology.start({ broker, dataDir: dir, logger: quiet });

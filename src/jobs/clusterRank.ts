@@ -8,7 +8,7 @@ import { hostPartitioner } from '../actors/partition/hostPartitioner.js';
 import { convergeOnCluster } from './clusterConverge.js';
 import { webIndexStreamReceiver } from '../topology/clusterProtocol.js';
 import type { WebGraph } from '../replay/graphFile.js';
-import { graphPages, loaderMessageBytes, loaderMessageCounts, publishFetches } from './graphLoader.js';
+import { graphPages, loaderMessageCounts, publishFetches } from './graphLoader.js';
 import { appliedMark, collectFlow, waitClusterQuiet, type PartitionAsker } from './clusterQuiet.js';
 import { aborted, raceStops } from './watchdog.js';
 
@@ -131,7 +131,7 @@ export async function rankOnCluster(options: ClusterRankOptions): Promise<Cluste
     const t0 = performance.now();
     const partitioner = hostPartitioner(options.partitions);
     // What a load of this graph sends: its messages per partition, sequences from 0.
-    const perPartition = loaderMessageCounts(partitioner, graphPages(graph), loaderMessageBytes(options.broker.maxPayloadBytes));
+    const perPartition = loaderMessageCounts(partitioner, graphPages(graph), options.broker.maxPayloadBytes);
     const loader: SentStream[] = perPartition.flatMap((n, p) => (n > 0 ? [{ producer, topic: topicName(topic(Namespaces.fetches, partitionId(p))), next: n }] : []));
     const found = await collectFlow(options.client, options.partitions);
     const others = otherLoads(found, producer);

@@ -48,9 +48,10 @@ function startsMessage(pending: number, bytes: number, r: number, budget: number
 /**
  * The `fetches` messages {@link publishFetches} sends for `results`, per partition (indexed
  * by partition number): what a cluster client expects a load to have sent.
- * @param budget the loader's `loaderMessageBytes` for the broker it sends on
+ * @param maxPayloadBytes the `maxPayloadBytes` of the broker the load sends on (its messages are cut by `loaderMessageBytes` of it, as `publishFetches` cuts them)
  */
-export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<FetchResult>, budget = FETCH_MESSAGE_BYTES): number[] {
+export function loaderMessageCounts(partitioner: Partitioner, results: Iterable<FetchResult>, maxPayloadBytes: number | undefined): number[] {
+  const budget = loaderMessageBytes(maxPayloadBytes);
   const counts = new Array<number>(partitioner.partitions).fill(0);
   const open = new Map<PartitionId, { pending: number; bytes: number }>();
   for (const r of results) {

@@ -115,22 +115,24 @@ export class PulsarBroker implements Broker {
    */
   static async connect(options: PulsarBrokerOptions = {}): Promise<PulsarBroker> {
     const webUrl = (options.webUrl ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+    const frameBytes = options.maxFrameBytes ?? PULSAR_WS_MAX_FRAME_BYTES;
+    const fits = pulsarPayloadLimit(frameBytes);
     const o: Settings = {
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
       maxPendingSends: options.maxPendingSends ?? 1000,
       reconnectTimeoutMs: options.reconnectTimeoutMs ?? 60_000,
-      maxPayloadBytes: options.maxPayloadBytes ?? Math.min(DEFAULT_MAX_PAYLOAD_BYTES, pulsarPayloadLimit(options.maxFrameBytes ?? PULSAR_WS_MAX_FRAME_BYTES)),
-      maxFrameBytes: options.maxFrameBytes ?? PULSAR_WS_MAX_FRAME_BYTES,
+      maxPayloadBytes: options.maxPayloadBytes ?? Math.min(DEFAULT_MAX_PAYLOAD_BYTES, fits),
+      maxFrameBytes: frameBytes,
       maxDeadLetterBytes: options.maxDeadLetterBytes ?? 64 * 1024 * 1024,
       dataLossCheckMs: options.dataLossCheckMs ?? 5000,
     };
     for (const [k, v] of Object.entries(o)) {
       if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`${k} must be a positive integer, got ${v}`);
     }
-    if (o.maxPayloadBytes > pulsarPayloadLimit(o.maxFrameBytes)) {
+    if (o.maxPayloadBytes > fits) {
       throw new InvalidArgumentError(
-        `maxPayloadBytes ${o.maxPayloadBytes} does not fit Pulsar's WebSocket frames of maxFrameBytes ${o.maxFrameBytes} (a payload travels in base64 inside JSON: at most ${pulsarPayloadLimit(o.maxFrameBytes)} bytes); raise the proxy's webSocketMaxTextFrameSize and maxFrameBytes with it`,
+        `maxPayloadBytes ${o.maxPayloadBytes} does not fit Pulsar's WebSocket frames of maxFrameBytes ${o.maxFrameBytes} (a payload travels in base64 inside JSON: at most ${fits} bytes); raise the proxy's webSocketMaxTextFrameSize and maxFrameBytes with it`,
       );
     }
     const admin = new PulsarAdmin(webUrl, o.connectTimeoutMs);

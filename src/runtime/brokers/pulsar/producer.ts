@@ -120,7 +120,7 @@ export class PulsarProducer implements Producer {
       throw new PayloadTooLargeError(
         `pulsar send on ${topicName(this.topic)}: its WebSocket frame of ${frameBytes} bytes (a payload of ${payload.byteLength} bytes in base64, and its properties) exceeds maxFrameBytes ${this.#c.maxFrameBytes} (the proxy's webSocketMaxTextFrameSize); nothing was sent`,
         payload.byteLength,
-        Math.min(this.#c.maxPayloadBytes, pulsarPayloadLimit(this.#c.maxFrameBytes)),
+        this.#c.maxPayloadBytes, // within what a frame takes (PulsarBroker.connect refuses more)
       );
     }
     while (this.#pending.size >= this.#c.maxPending) await new Promise<void>((r) => this.#drained.push(r));

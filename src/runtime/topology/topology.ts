@@ -166,10 +166,13 @@ export function columnFamilyExtras(o: ColumnFamilyOptions): string[] {
  * @throws InvalidArgumentError
  */
 function namedAs(what: string, name: unknown): asserts name is string {
+  let actorName = true;
   try {
     checkActorName(name);
-    if (name === '.' || name === '..') throw new InvalidArgumentError('a folder of its own');
   } catch {
+    actorName = false;
+  }
+  if (!actorName || name === '.' || name === '..') {
     throw new InvalidArgumentError(`${what} name must be 1-200 characters without '/' or whitespace, and not '.' or '..' (it names actors, a subscription and a folder), got ${JSON.stringify(name)}`);
   }
 }
